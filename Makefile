@@ -1,0 +1,43 @@
+# casty lab: the commands a user types. Everything sets itself up from nothing (Python + pip).
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+
+# Jupyter and matplotlib write to $HOME unless told otherwise: keep tests hermetic.
+TEST_HOME := $(CURDIR)/.venv/test-home
+TEST_ENV  := JUPYTER_CONFIG_DIR=$(TEST_HOME)/jupyter-config \
+             JUPYTER_DATA_DIR=$(TEST_HOME)/jupyter-data \
+             JUPYTER_RUNTIME_DIR=$(TEST_HOME)/jupyter-runtime \
+             IPYTHONDIR=$(TEST_HOME)/ipython \
+             MPLCONFIGDIR=$(TEST_HOME)/matplotlib \
+             MPLBACKEND=Agg
+
+.PHONY: setup demo test lab bench typecheck clean
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[notebooks,test]'
+	touch $(STAMP)
+
+demo: setup
+	$(PY) -m casty.demo
+
+test: setup
+	mkdir -p $(TEST_HOME)
+	$(TEST_ENV) $(PY) -m pytest -q
+
+lab: setup
+	$(VENV)/bin/jupyter lab notebooks/
+
+bench: setup
+	$(PY) bench/local.py
+
+typecheck: setup
+	$(PY) -m mypy
+
+clean:
+	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache .hypothesis

@@ -1,0 +1,80 @@
+"""casty: virtual actors for Python, on asyncio.
+
+An ``@actor`` turns an ``async def body(ctx: Context[S, M])`` into an actor type; an
+``ActorSystem`` runs keys of those types on demand. See the README for a tour.
+"""
+
+from .actor import ActorType, Backoff, actor
+from .clock import ManualClock, SystemClock
+from .context import Context, Inbox
+from .errors import (
+    ActorFailed,
+    CastyError,
+    ConfigurationError,
+    Fenced,
+    InvalidCronExpression,
+    InvalidIdentity,
+    MailboxFull,
+    MessageTooLarge,
+    NotStarted,
+    ReentrancyError,
+    Refused,
+    SchemaError,
+    ScheduleReferenceInUse,
+    ScheduleReferenceNotFound,
+    ScheduleReferenceRequired,
+    SchedulerNotStarted,
+    ScheduleStateError,
+    Unavailable,
+    UnknownActor,
+)
+from .ports import Clock, Observer, Store, Transport
+from .ref import NOBODY, Askable, Ref
+from .schedules import Schedule
+from .state import State
+from .store import MemoryStore, SQLiteStore
+from .system import ActorSystem, Placement
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "NOBODY",
+    "ActorFailed",
+    "ActorSystem",
+    "ActorType",
+    "Askable",
+    "Backoff",
+    "CastyError",
+    "Clock",
+    "ConfigurationError",
+    "Context",
+    "Fenced",
+    "Inbox",
+    "InvalidCronExpression",
+    "InvalidIdentity",
+    "MailboxFull",
+    "ManualClock",
+    "MemoryStore",
+    "MessageTooLarge",
+    "NotStarted",
+    "Observer",
+    "Placement",
+    "ReentrancyError",
+    "Ref",
+    "Refused",
+    "SQLiteStore",
+    "Schedule",
+    "ScheduleReferenceInUse",
+    "ScheduleReferenceNotFound",
+    "ScheduleReferenceRequired",
+    "ScheduleStateError",
+    "SchedulerNotStarted",
+    "SchemaError",
+    "State",
+    "Store",
+    "SystemClock",
+    "Transport",
+    "Unavailable",
+    "UnknownActor",
+    "actor",
+]

@@ -1,0 +1,712 @@
+"""One activation of one key: its mailbox, its runs, its writes and its schedule timers.
+
+The lifecycle follows the activation table of the actor-model seed:
+
+* first activation: recover the key's pages (memory, else the durable store), or start
+  from ``initial``; write ``@active`` (and the initial state) and only then start the body;
+* idle deactivation: the inbox ends after ``idle_after`` without messages, unless the key
+  has schedules; the body returns, ``@active`` is cleared;
+* body failure: the message being handled is dropped and its ask fails with
+  ``ActorFailed``; the body restarts after backoff from the last saved state;
+* cancelled ask in progress: the body is cancelled at its current await and restarted;
+* ``become``: recorded in ``@behavior``, the new body starts at the old one's next read.
+
+Every run has its own lease; every write names the lease it comes from and is refused
+(``Fenced``) unless that lease is still the key's current one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+from collections import deque
+from collections.abc import AsyncIterable, Awaitable, Callable, Mapping
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any
+
+from . import observer as ev
+from .actor import ActorType, lookup_actor
+from .context import Context
+from .errors import ActorFailed, CastyError, Fenced, MailboxFull, NotStarted, SchemaError, Unavailable
+from .ref import EntityRef
+from .schedules import ArmedSchedule, Schedule, catch_up, decode_schedules, encode_schedules, to_micros
+from .state import ACTIVE_PAGE, BEHAVIOR_PAGE, SCHEDULES_PAGE, STATE_PAGE
+
+if TYPE_CHECKING:
+    from .system import ActorSystem
+
+__all__ = ["Activation", "Envelope", "PendingAsk", "KeyRecord", "ASK_CHAIN"]
+
+Entity = tuple[str, str]
+
+ASK_CHAIN: contextvars.ContextVar[tuple[Entity, ...]] = contextvars.ContextVar("casty_ask_chain", default=())
+"""The keys whose bodies are blocked, directly or transitively, on the ask being made now."""
+
+
+class KeyRecord:
+    """The node's copy of one key's pages: ``version`` grows with every write."""
+
+    __slots__ = ("version", "pages")
+
+    def __init__(self, version: int = 0, pages: dict[str, bytes] | None = None) -> None:
+        self.version = version
+        self.pages: dict[str, bytes] = pages if pages is not None else {}
+
+
+class PendingAsk:
+    """The asker's side of one ask: its future and where its message is."""
+
+    __slots__ = ("future", "message", "activation", "handling")
+
+    def __init__(self, future: asyncio.Future[Any], message: Any) -> None:
+        self.future = future
+        self.message = message
+        self.activation: Activation | None = None
+        self.handling = False
+
+
+class Envelope:
+    """A message in a mailbox, with the ask waiting on it (if any) and the asker's chain."""
+
+    __slots__ = ("message", "ask", "chain")
+
+    def __init__(self, message: Any, ask: PendingAsk | None = None, chain: tuple[Entity, ...] = ()) -> None:
+        self.message = message
+        self.ask = ask
+        self.chain = chain
+
+
+_MISSING: Any = object()
+
+
+class Activation:
+    """The in-memory incarnation of one (actor type, key) on one node."""
+
+    def __init__(self, system: ActorSystem, actor_type: ActorType[Any, Any], key: str, initial: Any) -> None:
+        self.system = system
+        self.type = actor_type
+        self.behavior = actor_type
+        self.key = key
+        self.entity: Entity = (actor_type.name, key)
+        self.ref: EntityRef[Any] = EntityRef(system, actor_type.name, key)
+        self.state_value: Any = initial
+        self.lease = 0
+        self.record: KeyRecord | None = None
+        self._initial = initial
+        self._loop = system.loop
+        self._mailbox: deque[Envelope] = deque()
+        self._mailbox_limit = actor_type.mailbox
+        self._room: deque[asyncio.Future[None]] = deque()
+        self._waiter: asyncio.Future[None] | None = None
+        self._current: Envelope | None = None
+        self._reads = 0
+        self._failures = 0
+        self._state_version = 0
+        self._ending: str | None = None
+        self._closed = False
+        self._next_behavior: ActorType[Any, Any] | None = None
+        self._cancelled_ask = False
+        self._run: asyncio.Task[None] | None = None
+        self._run_tasks: dict[asyncio.Task[Any], None] = {}
+        self._life: asyncio.Task[None] | None = None
+        self._schedules: dict[str, ArmedSchedule] = {}
+        self._idle_after = actor_type.idle_after if actor_type.idle_after is not None else system.idle_after
+        self._idle_handle: asyncio.TimerHandle | None = None
+        self._last_activity = self._loop.time()
+        self._flush_handle: asyncio.TimerHandle | None = None
+        self._durable = actor_type.durable
+        self._store = system.store if actor_type.durable is not None else None
+
+    # ================================================================== lifecycle ====
+
+    def start(self) -> None:
+        self._life = self._loop.create_task(self._live(), name=f"casty:{self.type.name}[{self.key}]")
+
+    @property
+    def active(self) -> bool:
+        return not self._closed
+
+    async def _live(self) -> None:
+        system = self.system
+        try:
+            recovered = await self._acquire()
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # store failure, unknown @behavior, undecodable pages
+            self._abandon(exc)
+            return
+        self._arm_recovered_schedules()
+        restart = 0
+        backoff = self.type.backoff or system.backoff
+        while True:
+            lease = self.lease
+            ctx: Context[Any, Any] = Context(self, lease)
+            run = self._loop.create_task(self.behavior.body(ctx), name=f"casty:{self.type.name}[{self.key}]#{lease}")
+            self._run = run
+            self._reads = 0
+            system._emit_event(ev.ActivationStarted, self.type.name, self.key, lease, self.behavior.name, recovered, restart)
+            restart += 1
+            try:
+                await asyncio.wait((run,))
+            except asyncio.CancelledError:
+                run.cancel()
+                self._cancel_run_tasks()
+                raise
+            self._cancel_run_tasks()
+            if run.cancelled():
+                # A cancelled ask interrupted the body (or the body cancelled itself): drop
+                # the message it was on and rerun at once for the rest of the mailbox.
+                self._drop_current("ask cancelled")
+                self._cancelled_ask = False
+                self.lease = system._next_lease()
+                system._emit_event(ev.ActivationEnded, self.type.name, self.key, lease, "cancelled")
+                continue
+            error = run.exception()
+            if error is None and self._reads == 0 and self._mailbox and self._next_behavior is None:
+                error = RuntimeError(f"{self.behavior.name} returned without reading its inbox")
+            if error is not None:
+                self._failures += 1
+                delay = backoff.delay(self._failures)
+                failed = self._current
+                self._current = None
+                if failed is not None:
+                    self._fail_ask(failed, error)
+                system._emit_event(
+                    ev.ActivationFailed,
+                    self.type.name,
+                    self.key,
+                    lease,
+                    repr(error),
+                    type(failed.message).__qualname__ if failed is not None else None,
+                    delay,
+                )
+                self.lease = system._next_lease()
+                await asyncio.sleep(delay)
+                continue
+            self._current = None
+            if self._next_behavior is not None:
+                self.behavior = self._next_behavior
+                self._next_behavior = None
+                system._emit_event(ev.ActivationEnded, self.type.name, self.key, lease, "become")
+                continue
+            if self._mailbox:
+                self.lease = system._next_lease()
+                system._emit_event(ev.ActivationEnded, self.type.name, self.key, lease, "returned")
+                continue
+            await self._deactivate(lease, self._ending or "returned")
+            return
+
+    async def _acquire(self) -> bool:
+        """Find the key's pages, choose behavior and state, write ``@active``; True if state existed."""
+        system = self.system
+        record = system._records.get(self.entity)
+        if record is None and self._store is not None:
+            stored = await self._store.load(self.type.name, self.key)
+            record = system._records.get(self.entity)  # another path may have filled it meanwhile
+            if record is None and stored is not None:
+                version, blob = stored
+                record = KeyRecord(version, system.codec.decode_pages(blob))
+        if record is None:
+            record = KeyRecord()
+        system._records[self.entity] = record
+        self.record = record
+        pages = record.pages
+        behavior_page = pages.get(BEHAVIOR_PAGE)
+        if behavior_page is not None:
+            self.behavior = lookup_actor(system.codec.decode_value(behavior_page, str, "@behavior"))
+        recovered = STATE_PAGE in pages
+        self.lease = system._next_lease()
+        updates: dict[str, bytes | None] = {ACTIVE_PAGE: system.codec.encode_value([system.node, self.lease], "@active")}
+        if recovered:
+            self.state_value = system.codec.decode_value(pages[STATE_PAGE], self.behavior.state_type, f"state of {self.type.name}")
+        else:
+            updates[STATE_PAGE] = system.codec.encode_value(self.state_value, f"initial state of {self.type.name}")
+        await self._commit(self.lease, updates, "activate")
+        return recovered
+
+    def _abandon(self, error: BaseException) -> None:
+        """Activation itself failed: fail what waits, leave the table; the next message tries again."""
+        self._closed = True
+        self.system._forget(self)
+        self.system._emit_event(ev.ActivationFailed, self.type.name, self.key, self.lease, repr(error), None, 0.0)
+        while self._mailbox:
+            env = self._mailbox.popleft()
+            self._fail_ask(env, error)
+
+    async def _deactivate(self, lease: int, reason: str) -> None:
+        """End this activation as idle (or released): clear ``@active``, stop timers, leave the table."""
+        self._closed = True
+        self.system._forget(self)
+        self._cancel_timers()
+        record = self.record
+        assert record is not None
+        record.pages.pop(ACTIVE_PAGE, None)
+        record.version += 1
+        self.system._emit_event(ev.ActivationEnded, self.type.name, self.key, lease, reason)
+        if self._store is not None:
+            if record.pages:
+                await self._save_record("deactivate", lease)
+            else:
+                await self._store.drop(self.type.name, self.key, record.version)
+
+    def stop(self, reason: str) -> None:
+        """End at once (the node is leaving or crashing): no writes, ``@active`` stays for recovery."""
+        if self._closed:
+            return
+        self._closed = True
+        self._ending = reason
+        self._cancel_timers()
+        if self._life is not None:
+            self._life.cancel()
+        if self._run is not None and not self._run.done():
+            self.system._emit_event(ev.ActivationEnded, self.type.name, self.key, self.lease, reason)
+        error = Unavailable(f"{self.type.name}[{self.key!r}]: the actor system stopped")
+        if self._current is not None:
+            self._fail_ask(self._current, error)
+        while self._mailbox:
+            self._fail_ask(self._mailbox.popleft(), error)
+
+    async def release(self) -> None:
+        """Deactivate as if idle, once the mailbox is drained."""
+        if self._closed:
+            return
+        self._ending = "released"
+        self._wake()
+        if self._life is not None:
+            await asyncio.shield(self._life)
+
+    def _cancel_timers(self) -> None:
+        for armed in self._schedules.values():
+            if armed.timer is not None:
+                armed.timer.cancel()
+                armed.timer = None
+        if self._idle_handle is not None:
+            self._idle_handle.cancel()
+            self._idle_handle = None
+
+    def _cancel_run_tasks(self) -> None:
+        tasks = list(self._run_tasks)
+        self._run_tasks.clear()
+        for task in tasks:
+            task.cancel()
+
+    # ================================================================== mailbox ======
+
+    def deliver(self, envelope: Envelope) -> None:
+        """Queue a message; ``MailboxFull`` if a bounded mailbox has no room."""
+        limit = self._mailbox_limit
+        if limit is not None and len(self._mailbox) >= limit:
+            raise MailboxFull(f"{self.type.name}[{self.key!r}]: mailbox full ({limit} messages)")
+        if envelope.ask is not None:
+            envelope.ask.activation = self
+        self._mailbox.append(envelope)
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    def has_room(self) -> bool:
+        return self._mailbox_limit is None or len(self._mailbox) < self._mailbox_limit
+
+    async def wait_room(self) -> None:
+        room: asyncio.Future[None] = self._loop.create_future()
+        self._room.append(room)
+        await room
+
+    def _wake(self) -> None:
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    async def next_message(self, lease: int) -> Any:
+        """The inbox read: ends the previous message, returns the next, or ends the iteration."""
+        if lease != self.lease or self._closed:
+            raise StopAsyncIteration
+        if self._current is not None:
+            self._current = None
+            self._failures = 0
+        mailbox = self._mailbox
+        while True:
+            while mailbox:
+                env = mailbox.popleft()
+                ask = env.ask
+                if ask is not None:
+                    if ask.future.done():
+                        continue  # its asker gave up while it was queued
+                    ask.handling = True
+                if self._room:
+                    self._release_room()
+                self._current = env
+                self._reads += 1
+                self._last_activity = self._loop.time()
+                ASK_CHAIN.set(env.chain + (self.entity,))
+                return env.message
+            if self._ending is not None or lease != self.lease:
+                raise StopAsyncIteration
+            waiter: asyncio.Future[None] = self._loop.create_future()
+            self._waiter = waiter
+            self._arm_idle()
+            try:
+                await waiter
+            finally:
+                self._waiter = None
+            if lease != self.lease or self._closed:
+                raise StopAsyncIteration
+
+    def _release_room(self) -> None:
+        while self._room:
+            room = self._room.popleft()
+            if not room.done():
+                room.set_result(None)
+                return
+
+    def _arm_idle(self) -> None:
+        if self._idle_handle is not None or self._idle_after is None or self._schedules:
+            return
+        self._idle_handle = self._loop.call_at(self._last_activity + self._idle_after, self._idle_check)
+
+    def _idle_check(self) -> None:
+        self._idle_handle = None
+        if self._waiter is None or self._waiter.done() or self._schedules or self._idle_after is None:
+            return  # busy, or kept alive: the next wait arms the check again
+        deadline = self._last_activity + self._idle_after
+        if self._loop.time() >= deadline:
+            self._ending = "idle"
+            self._wake()
+        else:
+            self._idle_handle = self._loop.call_at(deadline, self._idle_check)
+
+    def cancel_ask(self, ask: PendingAsk) -> None:
+        """The asker gave up: drop the message if queued, else cancel the body at its await."""
+        if ask.handling:
+            current = self._current
+            if current is not None and current.ask is ask and self._run is not None and not self._run.done():
+                self._cancelled_ask = True
+                self._run.cancel()
+            return
+        self.system._emit_event(
+            ev.MessageDropped, self.type.name, self.key, type(ask.message).__qualname__, "ask cancelled while queued"
+        )
+
+    def _drop_current(self, reason: str) -> None:
+        env = self._current
+        self._current = None
+        if env is not None:
+            self.system._emit_event(ev.MessageDropped, self.type.name, self.key, type(env.message).__qualname__, reason)
+
+    def _fail_ask(self, env: Envelope, error: BaseException) -> None:
+        ask = env.ask
+        self.system._emit_event(
+            ev.MessageDropped, self.type.name, self.key, type(env.message).__qualname__, f"failed: {error!r}"
+        )
+        if ask is not None and not ask.future.done():
+            if isinstance(error, CastyError):
+                ask.future.set_exception(error)
+            else:
+                ask.future.set_exception(ActorFailed(self.type.name, self.key, error, env.message))
+
+    # ================================================================== writes =======
+
+    def _check_lease(self, lease: int, operation: str) -> None:
+        if lease != self.lease or self._closed:
+            self.system._emit_event(ev.WriteFailed, self.type.name, self.key, lease, operation, "fenced")
+            held = "no activation" if self._closed else f"lease {self.lease}"
+            raise Fenced(f"{self.type.name}[{self.key!r}]: {operation} from lease {lease} refused; the key is held by {held}")
+
+    def _apply(self, updates: Mapping[str, bytes | None]) -> int:
+        record = self.record
+        assert record is not None
+        pages = record.pages
+        for name, data in updates.items():
+            if data is None:
+                pages.pop(name, None)
+            else:
+                pages[name] = data
+        record.version += 1
+        return record.version
+
+    async def _commit(self, lease: int, updates: Mapping[str, bytes | None], operation: str) -> int:
+        """A fenced write of some pages: applied to the node's copy, then confirmed (durably if asked)."""
+        self._check_lease(lease, operation)
+        version = self._apply(updates)
+        if self._store is not None:
+            if self._durable == "write":
+                await self._save_record(operation, lease)
+            else:
+                self._schedule_flush()
+        self.system._emit_event(ev.WriteConfirmed, self.type.name, self.key, lease, version, tuple(updates))
+        return version
+
+    def _commit_soon(self, lease: int, updates: Mapping[str, bytes | None], operation: str) -> None:
+        """A fenced write from a timer callback: applied now, persisted in the background if durable."""
+        self._check_lease(lease, operation)
+        version = self._apply(updates)
+        if self._store is not None and self._durable == "write":
+            task = self._loop.create_task(self._confirm_later(lease, version, tuple(updates), operation))
+            self.system._track(task)
+            return
+        if self._store is not None:
+            self._schedule_flush()
+        self.system._emit_event(ev.WriteConfirmed, self.type.name, self.key, lease, version, tuple(updates))
+
+    async def _confirm_later(self, lease: int, version: int, pages: tuple[str, ...], operation: str) -> None:
+        try:
+            await self._save_record(operation, lease)
+        except Unavailable:
+            return  # reported as WriteFailed by _save_record
+        self.system._emit_event(ev.WriteConfirmed, self.type.name, self.key, lease, version, pages)
+
+    async def _save_record(self, operation: str, lease: int) -> None:
+        record = self.record
+        assert record is not None and self._store is not None
+        try:
+            await self._store.save(self.type.name, self.key, record.version, self.system.codec.encode_pages(record.pages))
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            self.system._emit_event(ev.WriteFailed, self.type.name, self.key, lease, operation, "unavailable")
+            raise Unavailable(f"{self.type.name}[{self.key!r}]: {operation} not confirmed by the store: {exc!r}") from exc
+
+    def _schedule_flush(self) -> None:
+        """Write-behind (``durable=timedelta``): save the latest pages once per interval."""
+        if self._flush_handle is not None:
+            return
+        assert isinstance(self._durable, timedelta)
+        self._flush_handle = self._loop.call_later(self._durable.total_seconds(), self._flush)
+
+    def _flush(self) -> None:
+        self._flush_handle = None
+        task = self._loop.create_task(self._flush_now())
+        self.system._track(task)
+
+    async def _flush_now(self) -> None:
+        if self._flush_handle is not None:
+            self._flush_handle.cancel()
+            self._flush_handle = None
+        try:
+            await self._save_record("flush", self.lease)
+        except Unavailable:
+            pass  # reported as WriteFailed; the next write schedules another flush
+
+    @property
+    def dirty(self) -> bool:
+        return self._flush_handle is not None
+
+    async def write_state(self, lease: int, value: Any) -> None:
+        data = self.system.codec.encode_value(value, f"state of {self.type.name}")
+        version = await self._commit(lease, {STATE_PAGE: data}, "state.set")
+        if version >= self._state_version:
+            self._state_version = version
+            self.state_value = value
+
+    async def delete_state(self, lease: int) -> None:
+        self._check_lease(lease, "state.delete")
+        for armed in list(self._schedules.values()):
+            self._remove_schedule(armed, "deleted")
+        updates: dict[str, bytes | None] = {STATE_PAGE: None, BEHAVIOR_PAGE: None, SCHEDULES_PAGE: None}
+        if self.behavior is not self.type:
+            self._next_behavior = self.type
+            self._rotate_lease_after(lease)
+        version = await self._commit(self.lease, updates, "state.delete")
+        if version >= self._state_version:
+            self._state_version = version
+            self.state_value = self._initial
+
+    def _rotate_lease_after(self, lease: int) -> None:
+        """Retire ``lease`` now: the run holding it may finish its step but can no longer write."""
+        self._check_lease(lease, "become")
+        self.lease = self.system._next_lease()
+
+    async def become(self, lease: int, behavior: ActorType[Any, Any], state: Any, *, has_state: bool) -> None:
+        if not isinstance(behavior, ActorType):
+            raise TypeError(f"become needs an @actor type, got {behavior!r}")
+        if not behavior.schema.same_as(self.type.schema):
+            raise SchemaError(
+                f"{behavior.name} cannot replace {self.type.name}: a replacement must accept the same messages"
+            )
+        codec = self.system.codec
+        updates: dict[str, bytes | None] = {
+            BEHAVIOR_PAGE: None if behavior is self.type else codec.encode_value(behavior.name, "@behavior")
+        }
+        if has_state:
+            updates[STATE_PAGE] = codec.encode_value(state, f"state of {behavior.name}")
+        self._rotate_lease_after(lease)
+        self._next_behavior = behavior
+        version = await self._commit(self.lease, updates, "become")
+        if has_state and version >= self._state_version:
+            self._state_version = version
+            self.state_value = state
+
+    # ================================================================== schedules ====
+
+    async def add_schedule(
+        self, lease: int, ctx: Context[Any, Any], name: str, delay: timedelta, interval: timedelta | None, message: Any
+    ) -> Schedule[Any]:
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"a schedule name must be a non-empty string, got {name!r}")
+        delay_us = to_micros(delay, "delay")
+        if delay_us < 0:
+            raise ValueError(f"schedule {name!r}: delay must not be negative, got {delay}")
+        every_us: int | None = None
+        if interval is not None:
+            every_us = to_micros(interval, "interval")
+            if every_us <= 0:
+                raise ValueError(f"schedule {name!r}: interval must be positive, got {interval}")
+        schema = self.behavior.schema
+        schema.check(message)
+        data = self.system.codec.encode_message(message, schema)
+        self._check_lease(lease, "schedule")
+        now = self.system.clock.now_us()
+        old = self._schedules.get(name)
+        if old is not None:
+            self._remove_schedule(old, "replaced")
+        armed = ArmedSchedule(name, message, data, now + delay_us, every_us)
+        self._schedules[name] = armed
+        self._arm(armed, now)
+        if self._idle_handle is not None:
+            self._idle_handle.cancel()
+            self._idle_handle = None
+        await self._commit(lease, {SCHEDULES_PAGE: self._schedules_page()}, "schedule")
+        return Schedule(self, lease, armed)
+
+    async def cancel_schedule(self, lease: int, armed: ArmedSchedule) -> None:
+        self._check_lease(lease, "schedule.cancel")
+        if self._schedules.get(armed.name) is not armed:
+            return
+        self._remove_schedule(armed, "cancelled")
+        await self._commit(lease, {SCHEDULES_PAGE: self._schedules_page()}, "schedule.cancel")
+
+    def schedule_handles(self, ctx: Context[Any, Any]) -> Mapping[str, Schedule[Any]]:
+        return {name: Schedule(self, ctx._lease, armed) for name, armed in self._schedules.items()}
+
+    def _schedules_page(self) -> bytes | None:
+        if not self._schedules:
+            return None
+        return encode_schedules([armed.entry() for armed in self._schedules.values()])
+
+    def _remove_schedule(self, armed: ArmedSchedule, reason: str) -> None:
+        armed.live = False
+        if armed.timer is not None:
+            armed.timer.cancel()
+            armed.timer = None
+        del self._schedules[armed.name]
+        self.system._emit_event(ev.ScheduleCancelled, self.type.name, self.key, armed.name, reason)
+
+    def _arm(self, armed: ArmedSchedule, now_us: int) -> None:
+        delay = max(0, armed.due_us - now_us) / 1_000_000
+        armed.timer = self._loop.call_at(self._loop.time() + delay, self._fire, armed)
+        self.system._emit_event(ev.ScheduleArmed, self.type.name, self.key, armed.name, armed.due_us, armed.every_us)
+
+    def _arm_recovered_schedules(self) -> None:
+        """Install the timers of the ``@schedules`` page; a time that passed while inactive fires once, now."""
+        assert self.record is not None
+        page = self.record.pages.get(SCHEDULES_PAGE)
+        if page is None:
+            return
+        codec = self.system.codec
+        now = self.system.clock.now_us()
+        overdue: list[ArmedSchedule] = []
+        for entry in decode_schedules(page):
+            try:
+                message = codec.decode_message(entry.message, self.behavior.schema)
+            except SchemaError as exc:
+                self.system._emit_event(ev.MessageDropped, self.type.name, self.key, entry.name, f"undecodable schedule: {exc}")
+                continue
+            armed = ArmedSchedule(entry.name, message, entry.message, entry.due_us, entry.every_us)
+            self._schedules[entry.name] = armed
+            if entry.due_us <= now:
+                overdue.append(armed)
+            else:
+                self._arm(armed, now)
+        for armed in overdue:
+            self._fire(armed)
+
+    def _fire(self, armed: ArmedSchedule) -> None:
+        """A schedule timer went off: tell the message, then write the next due (catch-up, no burst)."""
+        armed.timer = None
+        if not armed.live or self._closed:
+            return
+        system = self.system
+        now = system.clock.now_us()
+        if now < armed.due_us:
+            self._arm(armed, now)  # the wall clock is behind the loop's (stepped back, or drift): wait more
+            return
+        due = armed.due_us
+        try:
+            self.deliver(Envelope(armed.message))
+        except MailboxFull as exc:
+            system._emit_event(ev.MessageDropped, self.type.name, self.key, type(armed.message).__qualname__, str(exc))
+        self._last_activity = self._loop.time()
+        if armed.every_us is None:
+            system._emit_event(ev.ScheduleFired, self.type.name, self.key, armed.name, due, now, None)
+            self._remove_schedule(armed, "done")
+        else:
+            next_us, skipped = catch_up(due, armed.every_us, now)
+            armed.due_us = next_us
+            system._emit_event(ev.ScheduleFired, self.type.name, self.key, armed.name, due, now, next_us)
+            if skipped:
+                system._emit_event(ev.ScheduleCaughtUp, self.type.name, self.key, armed.name, due, now, next_us, skipped)
+            self._arm(armed, now)
+        try:
+            self._commit_soon(self.lease, {SCHEDULES_PAGE: self._schedules_page()}, "schedule.fire")
+        except Fenced:
+            pass  # reported as WriteFailed; the next owner of the key repeats this occurrence
+
+    # ================================================================== run work =====
+
+    def spawn_bridge(
+        self,
+        lease: int,
+        awaitable: Awaitable[Any],
+        mapper: Callable[[Any], Any] | None,
+        failed: Callable[[BaseException], Any] | None,
+    ) -> None:
+        if lease != self.lease or self._closed:
+            if asyncio.iscoroutine(awaitable):
+                awaitable.close()
+            raise Fenced(f"{self.type.name}[{self.key!r}]: a replaced run cannot start work (lease {lease})")
+        task = self._loop.create_task(self._bridge(awaitable, mapper, failed), name=f"casty:{self.type.name}[{self.key}]:to_self")
+        self._track_run_task(task)
+
+    def spawn_merge(self, lease: int, source: AsyncIterable[Any]) -> None:
+        if lease != self.lease or self._closed:
+            raise Fenced(f"{self.type.name}[{self.key!r}]: a replaced run cannot merge a stream (lease {lease})")
+        task = self._loop.create_task(self._pump(source), name=f"casty:{self.type.name}[{self.key}]:merge")
+        self._track_run_task(task)
+
+    def _track_run_task(self, task: asyncio.Task[Any]) -> None:
+        self._run_tasks[task] = None
+        task.add_done_callback(self._run_task_done)
+
+    def _run_task_done(self, task: asyncio.Task[Any]) -> None:
+        self._run_tasks.pop(task, None)
+
+    async def _bridge(
+        self,
+        awaitable: Awaitable[Any],
+        mapper: Callable[[Any], Any] | None,
+        failed: Callable[[BaseException], Any] | None,
+    ) -> None:
+        ASK_CHAIN.set(())  # the body keeps reading while this waits: it is not blocked on it
+        try:
+            result = await awaitable
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            if failed is None:
+                self.system._emit_event(ev.MessageDropped, self.type.name, self.key, "to_self", f"work failed: {exc!r}")
+                return
+            message = failed(exc)
+        else:
+            message = mapper(result) if mapper is not None else result
+        self._tell_self(message, "to_self")
+
+    async def _pump(self, source: AsyncIterable[Any]) -> None:
+        ASK_CHAIN.set(())
+        async for item in source:
+            self._tell_self(item, "merge")
+
+    def _tell_self(self, message: Any, via: str) -> None:
+        try:
+            self.system.tell(self.ref, message)
+        except (CastyError, NotStarted) as exc:
+            self.system._emit_event(ev.MessageDropped, self.type.name, self.key, type(message).__qualname__, f"{via}: {exc}")

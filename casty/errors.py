@@ -1,0 +1,113 @@
+"""Every error the runtime raises on purpose, each its own class.
+
+Callers catch what they can handle by type, so each failure mode gets a class whose
+message names what was wrong (the type, the key, the field, the token). Several
+subclass a builtin (``TypeError``, ``ValueError``, ``TimeoutError``) so that code
+written against plain Python exceptions keeps working.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class CastyError(Exception):
+    """Base class of the errors raised by the casty runtime."""
+
+
+class SchemaError(CastyError, TypeError):
+    """A message or state value does not fit the types an actor declared, or cannot be encoded."""
+
+
+class NotStarted(CastyError, RuntimeError):
+    """The actor system is not running: not entered yet, or already exited."""
+
+
+class UnknownActor(CastyError, LookupError):
+    """An actor type name that no module defines (or that cannot be imported)."""
+
+
+class InvalidIdentity(CastyError, ValueError):
+    """An actor identity that fails validation: an empty or non-string key, or not an actor type."""
+
+
+class MailboxFull(CastyError):
+    """A bounded mailbox refused a message."""
+
+
+class Unavailable(CastyError):
+    """A write or a delivery could not be completed: no quorum, no owner, or time ran out."""
+
+
+class Fenced(Unavailable):
+    """A state write came from an activation (lease) or an owner (epoch) that has been replaced."""
+
+
+class Refused(CastyError):
+    """The peer or the runtime declined the request (for example a frame from another cluster)."""
+
+
+class MessageTooLarge(CastyError, ValueError):
+    """An encoded message or page exceeds the configured frame size."""
+
+
+class ReentrancyError(CastyError, RuntimeError):
+    """An ask would wait on a key that is itself already waiting in this chain of asks (a deadlock)."""
+
+
+class ActorFailed(CastyError):
+    """The body raised while handling the message an ask was waiting for.
+
+    The message is dropped, the body restarts after backoff from the last saved state,
+    and the asker gets this error carrying what happened.
+    """
+
+    def __init__(self, actor: str, key: str, error: BaseException, message: Any) -> None:
+        super().__init__(f"{actor}[{key!r}] failed on {type(message).__name__}: {error!r}")
+        self.actor = actor
+        self.key = key
+        self.error = error
+        self.message = message
+
+
+# --- node schedules (seed: grain scheduling) ---------------------------------------------
+
+
+class SchedulerNotStarted(NotStarted):
+    """A node schedule call on a system whose scheduler is not running."""
+
+
+class ScheduleReferenceRequired(CastyError, ValueError):
+    """A cron schedule in cluster mode needs an explicit reference: the claim per tick is keyed on it."""
+
+
+class ScheduleReferenceNotFound(CastyError, LookupError):
+    """No live node schedule under that reference (unknown, cancelled, or a one-shot that already fired)."""
+
+
+class ScheduleReferenceInUse(CastyError, ValueError):
+    """A node schedule is already registered under that reference on this node."""
+
+
+class ScheduleStateError(CastyError, RuntimeError):
+    """Pausing a paused schedule or resuming an active one."""
+
+
+class InvalidCronExpression(CastyError, ValueError):
+    """A Quartz cron expression that does not parse; names the field and the token at fault."""
+
+    def __init__(self, expression: str, reason: str, *, field: str | None = None, token: str | None = None) -> None:
+        where = ""
+        if field is not None:
+            where = f" in the {field} field"
+            if token is not None:
+                where += f" at {token!r}"
+        super().__init__(f"invalid cron expression {expression!r}{where}: {reason}")
+        self.expression = expression
+        self.reason = reason
+        self.field = field
+        self.token = token
+
+
+class ConfigurationError(CastyError, ValueError):
+    """The system is not set up for what was asked (for example a durable actor without a store)."""

@@ -1,0 +1,186 @@
+"""Typed events out of the runtime: what happened, never when.
+
+Each event is a small frozen dataclass. The runtime hands them to the observer port the
+moment they happen; the observer stamps time itself (the simulator adds true time and the
+node's wall time, the logging observer lets ``logging`` do it). Events carry the facts a
+trace needs to explain a run: which activation (actor, key, lease), which write (version),
+which schedule occurrence (due time, how many were skipped).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, fields
+from typing import Any, ClassVar, Literal
+
+__all__ = [
+    "Event",
+    "ActivationStarted",
+    "ActivationEnded",
+    "ActivationFailed",
+    "WriteConfirmed",
+    "WriteFailed",
+    "ScheduleArmed",
+    "ScheduleFired",
+    "ScheduleCaughtUp",
+    "ScheduleCancelled",
+    "MessageDropped",
+    "LoggingObserver",
+    "event_fields",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """Base of every observer event; ``kind`` is the stable name used in traces."""
+
+    kind: ClassVar[str] = "event"
+
+
+@dataclass(frozen=True, slots=True)
+class ActivationStarted(Event):
+    """A body run began. ``recovered`` says whether saved state existed; ``restart`` counts runs of this activation."""
+
+    kind: ClassVar[str] = "activation.started"
+    actor: str
+    key: str
+    lease: int
+    behavior: str
+    recovered: bool
+    restart: int
+
+
+EndReason = Literal["idle", "released", "become", "stopped", "crashed", "deleted", "cancelled"]
+
+
+@dataclass(frozen=True, slots=True)
+class ActivationEnded(Event):
+    """A body run ended; ``reason`` says why (idle, released, become, stopped, crashed, ...)."""
+
+    kind: ClassVar[str] = "activation.ended"
+    actor: str
+    key: str
+    lease: int
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class ActivationFailed(Event):
+    """The body raised; the message it was handling is dropped and the body restarts after ``retry_in`` seconds."""
+
+    kind: ClassVar[str] = "activation.failed"
+    actor: str
+    key: str
+    lease: int
+    error: str
+    message: str | None
+    retry_in: float
+
+
+@dataclass(frozen=True, slots=True)
+class WriteConfirmed(Event):
+    """A state write was confirmed at ``version``; ``pages`` names the pages it changed."""
+
+    kind: ClassVar[str] = "write.confirmed"
+    actor: str
+    key: str
+    lease: int
+    version: int
+    pages: tuple[str, ...]
+
+
+WriteFailReason = Literal["fenced", "unavailable", "too_large"]
+
+
+@dataclass(frozen=True, slots=True)
+class WriteFailed(Event):
+    """A state write was refused: ``fenced`` (a replaced lease or epoch), ``unavailable`` or ``too_large``."""
+
+    kind: ClassVar[str] = "write.failed"
+    actor: str
+    key: str
+    lease: int
+    operation: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class ScheduleArmed(Event):
+    """A timer was set for a persisted schedule; ``due_us`` is wall time, ``every_us`` None for a one-shot."""
+
+    kind: ClassVar[str] = "schedule.armed"
+    actor: str
+    key: str
+    name: str
+    due_us: int
+    every_us: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class ScheduleFired(Event):
+    """A schedule occurrence was told to its actor: nominal ``due_us``, wall ``now_us`` at firing, ``next_us`` or None."""
+
+    kind: ClassVar[str] = "schedule.fired"
+    actor: str
+    key: str
+    name: str
+    due_us: int
+    now_us: int
+    next_us: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class ScheduleCaughtUp(Event):
+    """Firing late skipped ``skipped`` occurrences of the grid (no burst): the next due is ``next_us``."""
+
+    kind: ClassVar[str] = "schedule.caught_up"
+    actor: str
+    key: str
+    name: str
+    due_us: int
+    now_us: int
+    next_us: int
+    skipped: int
+
+
+@dataclass(frozen=True, slots=True)
+class ScheduleCancelled(Event):
+    """A schedule was removed: ``cancelled``, ``replaced``, ``deleted`` (state delete) or ``done`` (one-shot fired)."""
+
+    kind: ClassVar[str] = "schedule.cancelled"
+    actor: str
+    key: str
+    name: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class MessageDropped(Event):
+    """A message did not reach a body: ``reason`` says why (failed, cancelled, mailbox full, stopped, ...)."""
+
+    kind: ClassVar[str] = "message.dropped"
+    actor: str
+    key: str
+    message: str
+    reason: str
+
+
+def event_fields(event: Event) -> dict[str, Any]:
+    """The event's fields as a plain dict, in declaration order (for traces and logs)."""
+    return {f.name: getattr(event, f.name) for f in fields(event)}
+
+
+class LoggingObserver:
+    """The default observer: each event becomes a DEBUG record on the ``casty`` logger."""
+
+    def __init__(self, logger: logging.Logger | None = None) -> None:
+        self._logger = logger or logging.getLogger("casty")
+
+    @property
+    def enabled(self) -> bool:
+        """False when nothing would be logged, so the runtime can skip building events."""
+        return self._logger.isEnabledFor(logging.DEBUG)
+
+    def __call__(self, event: Event) -> None:
+        if self._logger.isEnabledFor(logging.DEBUG):
+            self._logger.debug("%s %s", event.kind, event_fields(event))

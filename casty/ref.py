@@ -1,0 +1,128 @@
+"""Refs: values that name where a message goes, and the ``Askable`` message base.
+
+A ref does not point at a body or a mailbox. It names a logical target — an entity
+(actor type + key), the reply slot of one pending ask, or nobody — so it can be copied,
+stored in state, encoded into a message and decoded on another node, and still mean the
+same thing. A ref is bound to the system that made or decoded it; that system routes it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+if TYPE_CHECKING:
+    from .system import ActorSystem
+
+__all__ = ["Ref", "EntityRef", "ReplyRef", "NobodyRef", "NOBODY", "Askable"]
+
+M = TypeVar("M")
+R = TypeVar("R")
+
+
+class Ref(Generic[M]):
+    """Where messages of type ``M`` can be sent. ``tell`` is at most once; ``ask`` waits for a reply."""
+
+    __slots__ = ()
+
+    def tell(self, message: M) -> None:
+        raise NotImplementedError
+
+    async def ask(self, message: Askable[R]) -> R:
+        raise NotImplementedError
+
+
+class EntityRef(Ref[M]):
+    """The ref of an entity: an actor type name and a key, routed by the system that holds it."""
+
+    __slots__ = ("actor", "key", "_system")
+
+    def __init__(self, system: ActorSystem | None, actor: str, key: str) -> None:
+        self.actor = actor
+        self.key = key
+        self._system = system
+
+    def tell(self, message: M) -> None:
+        _bound(self._system, self).tell(self, message)
+
+    async def ask(self, message: Askable[R]) -> R:
+        return await _bound(self._system, self).ask(self, message)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, EntityRef) and other.actor == self.actor and other.key == self.key
+
+    def __hash__(self) -> int:
+        return hash((self.actor, self.key))
+
+    def __repr__(self) -> str:
+        return f"Ref({self.actor}[{self.key!r}])"
+
+
+class ReplyRef(Ref[M]):
+    """The reply slot of one pending ask on one node; telling it completes that ask (once)."""
+
+    __slots__ = ("node", "request", "_system")
+
+    def __init__(self, system: ActorSystem | None, node: str, request: int) -> None:
+        self.node = node
+        self.request = request
+        self._system = system
+
+    def tell(self, message: M) -> None:
+        _bound(self._system, self).reply(self, message)
+
+    async def ask(self, message: Askable[R]) -> R:
+        raise TypeError("a reply ref answers one ask; it cannot be asked")
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, ReplyRef) and other.node == self.node and other.request == self.request
+
+    def __hash__(self) -> int:
+        return hash((self.node, self.request))
+
+    def __repr__(self) -> str:
+        return f"ReplyRef({self.node}#{self.request})"
+
+
+class NobodyRef(Ref[Any]):
+    """A ref that reaches nobody: the ``reply_to`` of an Askable that was told, not asked."""
+
+    __slots__ = ()
+
+    def tell(self, message: Any) -> None:
+        return None
+
+    async def ask(self, message: Askable[R]) -> R:
+        raise TypeError("nobody cannot be asked")
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, NobodyRef)
+
+    def __hash__(self) -> int:
+        return 0
+
+    def __repr__(self) -> str:
+        return "NOBODY"
+
+
+NOBODY: NobodyRef = NobodyRef()
+
+
+def _bound(system: ActorSystem | None, ref: Ref[Any]) -> ActorSystem:
+    if system is None:
+        from .errors import NotStarted
+
+        raise NotStarted(f"{ref!r} is not bound to an actor system")
+    return system
+
+
+@dataclass(frozen=True)
+class Askable(Generic[R]):
+    """Base of messages that expect a reply of type ``R``.
+
+    ``ask`` fills ``reply_to`` with the ref of its pending reply; the body answers with
+    ``msg.reply_to.tell(value)``, now or later, from wherever the ref travelled. Told
+    instead of asked, ``reply_to`` is ``NOBODY`` and the answer goes nowhere.
+    """
+
+    reply_to: Ref[R] = field(default=NOBODY, kw_only=True, repr=False, compare=False)

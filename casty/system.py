@@ -1,0 +1,356 @@
+"""``ActorSystem``: the node. Holds the ports, the table of activations and the keys' pages.
+
+Everything the runtime does on a node goes through here: refs are resolved to
+activations, tells and asks are checked against the target type and encoded (so what
+cannot travel fails at the call), replies find their pending ask, events reach the
+observer. The system takes its ports at construction — the running loop (at entry), a
+``Clock``, a ``Store``, a ``random.Random`` and an observer — and reads time and
+randomness nowhere else, so the simulator can run it unmodified on virtual time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import timedelta
+from types import TracebackType
+from typing import Any, TypeVar
+
+from . import observer as ev
+from .activation import ASK_CHAIN, Activation, Envelope, KeyRecord, PendingAsk
+from .actor import ActorType, Backoff, lookup_actor, seconds
+from .clock import SystemClock
+from .codec import Codec
+from .errors import ConfigurationError, InvalidIdentity, MailboxFull, NotStarted, ReentrancyError, SchemaError, Unavailable
+from .observer import Event, LoggingObserver
+from .ports import Clock, Observer, Store
+from .ref import NOBODY, Askable, EntityRef, Ref, ReplyRef
+from .state import ACTIVE_PAGE
+
+__all__ = ["ActorSystem", "Placement"]
+
+M = TypeVar("M")
+R = TypeVar("R")
+
+_MISSING: Any = object()
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where a key lives: its owner node and its replica nodes (the owner first)."""
+
+    owner: str | None
+    replicas: tuple[str, ...]
+
+
+class ActorSystem:
+    """One casty node. Use as ``async with ActorSystem() as system:``.
+
+    A normal exit is an orderly stop (durable write-behind is flushed); an exit by
+    exception counts as a crash. In both, ``@active`` markers stay, so that a later system
+    on the same store resumes the keys that were running (and their schedules).
+    """
+
+    def __init__(
+        self,
+        *,
+        node: str = "local",
+        cluster: Any = None,
+        idle_after: timedelta | float = timedelta(minutes=1),
+        backoff: Backoff = Backoff(),
+        ask_timeout: timedelta | float = timedelta(seconds=10),
+        write_timeout: timedelta | float = timedelta(seconds=5),
+        leave_timeout: timedelta | float = timedelta(seconds=30),
+        observer: Observer | None = None,
+        store: Store | None = None,
+        clock: Clock | None = None,
+        rng: random.Random | None = None,
+    ) -> None:
+        if cluster is not None:
+            raise ConfigurationError("cluster mode is not available yet: run without cluster=")
+        if not isinstance(node, str) or not node:
+            raise ValueError(f"node must be a non-empty string, got {node!r}")
+        self.node = node
+        self.idle_after: float | None = seconds(idle_after, "idle_after")
+        self.backoff = backoff
+        self.ask_timeout = seconds(ask_timeout, "ask_timeout") or 0.0
+        self.write_timeout = seconds(write_timeout, "write_timeout") or 0.0
+        self.leave_timeout = seconds(leave_timeout, "leave_timeout") or 0.0
+        self.store = store
+        self.clock: Clock = clock if clock is not None else SystemClock()
+        self.random = rng if rng is not None else random.Random()
+        if observer is None:
+            default = LoggingObserver()
+            self._observer: Observer | None = default if default.enabled else None
+        else:
+            self._observer = observer
+        self.codec = Codec(self._ref_from_wire)
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._running = False
+        self._stopped = False
+        self._activations: dict[tuple[str, str], Activation] = {}
+        self._records: dict[tuple[str, str], KeyRecord] = {}
+        self._types: dict[str, ActorType[Any, Any]] = {}
+        self._pending: dict[int, PendingAsk] = {}
+        self._request_seq = 0
+        self._lease_seq = 0
+        self._background: dict[asyncio.Task[Any], None] = {}
+
+    # ================================================================== lifecycle ====
+
+    @property
+    def loop(self) -> asyncio.AbstractEventLoop:
+        if self._loop is None:
+            raise NotStarted("the actor system is not started: use `async with ActorSystem() as system:`")
+        return self._loop
+
+    @property
+    def running(self) -> bool:
+        return self._running
+
+    async def __aenter__(self) -> ActorSystem:
+        if self._running or self._stopped:
+            raise NotStarted("an ActorSystem runs once: make a new one")
+        self._loop = asyncio.get_running_loop()
+        self._running = True
+        if self.store is not None:
+            await self._resume_active_keys()
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.stop(crashed=exc_type is not None)
+
+    async def stop(self, *, crashed: bool = False) -> None:
+        """End every activation; flush durable write-behind unless ``crashed``. Idempotent."""
+        if not self._running:
+            return
+        self._running = False
+        self._stopped = True
+        activations = list(self._activations.values())
+        reason = "crashed" if crashed else "stopped"
+        for activation in activations:
+            activation.stop(reason)
+        lives = [a._life for a in activations if a._life is not None]
+        if lives:
+            await asyncio.gather(*lives, return_exceptions=True)
+        if not crashed:
+            dirty = [a for a in activations if a.dirty]
+            for activation in dirty:
+                await activation._flush_now()
+            if self._background:
+                await asyncio.gather(*list(self._background), return_exceptions=True)
+        for task in list(self._background):
+            task.cancel()
+        error = NotStarted("the actor system stopped")
+        for pending in list(self._pending.values()):
+            if not pending.future.done():
+                pending.future.set_exception(error)
+        self._pending.clear()
+        self._activations.clear()
+
+    async def _resume_active_keys(self) -> None:
+        """Reactivate keys whose stored ``@active`` marker survived (a crash or a stop while running)."""
+        assert self.store is not None
+        for actor_name, key in await self.store.keys():
+            stored = await self.store.load(actor_name, key)
+            if stored is None:
+                continue
+            pages = self.codec.decode_pages(stored[1])
+            if ACTIVE_PAGE not in pages:
+                continue
+            try:
+                actor_type = self._type_named(actor_name)
+            except Exception as exc:
+                self._emit_event(ev.ActivationFailed, actor_name, key, 0, repr(exc), None, 0.0)
+                continue
+            self._activation_for(actor_type, key, actor_type.initial)
+
+    def _check_running(self) -> None:
+        if not self._running:
+            if self._stopped:
+                raise NotStarted("the actor system has stopped")
+            raise NotStarted("the actor system is not started: use `async with ActorSystem() as system:`")
+
+    # ================================================================== refs =========
+
+    def ref(self, actor: ActorType[Any, M], key: str, *, initial: Any = _MISSING) -> EntityRef[M]:
+        """The ref of ``(actor, key)``; starts the key if it is not running (from ``initial`` if it has no state)."""
+        self._check_running()
+        self._validate_identity(actor, key)
+        self._types.setdefault(actor.name, actor)
+        self._activation_for(actor, key, actor.initial if initial is _MISSING else initial)
+        return EntityRef(self, actor.name, key)
+
+    @staticmethod
+    def _validate_identity(actor: Any, key: Any) -> None:
+        if not isinstance(actor, ActorType):
+            raise InvalidIdentity(f"{actor!r} is not an actor type (decorate an async def with @actor)")
+        if not isinstance(key, str):
+            raise InvalidIdentity(f"{actor.name}: a key must be a string, got {type(key).__qualname__} {key!r}")
+        if not key:
+            raise InvalidIdentity(f"{actor.name}: a key must not be empty")
+
+    def _type_named(self, name: str) -> ActorType[Any, Any]:
+        found = self._types.get(name)
+        if found is None:
+            found = lookup_actor(name)
+            self._types[name] = found
+        return found
+
+    def _activation_for(self, actor: ActorType[Any, Any], key: str, initial: Any) -> Activation:
+        entity = (actor.name, key)
+        activation = self._activations.get(entity)
+        if activation is None:
+            if actor.durable is not None and self.store is None:
+                raise ConfigurationError(f"{actor.name} is durable ({actor.durable!r}) but this ActorSystem has no store")
+            activation = Activation(self, actor, key, actor.initial if initial is _MISSING else initial)
+            self._activations[entity] = activation
+            activation.start()
+        return activation
+
+    def _forget(self, activation: Activation) -> None:
+        if self._activations.get(activation.entity) is activation:
+            del self._activations[activation.entity]
+
+    def _ref_from_wire(self, obj: list[Any]) -> Ref[Any]:
+        kind = obj[0]
+        if kind == "@e" and len(obj) == 3:
+            return EntityRef(self, str(obj[1]), str(obj[2]))
+        if kind == "@r" and len(obj) == 3:
+            return ReplyRef(self, str(obj[1]), int(obj[2]))
+        if kind == "@n":
+            return NOBODY
+        raise ValueError(f"not an encoded ref: {obj!r}")
+
+    # ================================================================== messaging ====
+
+    def tell(self, ref: EntityRef[M], message: M) -> None:
+        """Queue ``message`` for ``ref``'s key (at most once); checked and encoded here, so errors surface now."""
+        self._check_running()
+        actor = self._type_named(ref.actor)
+        actor.schema.check(message)
+        self.codec.encode_message(message, actor.schema)
+        activation = self._activation_for(actor, ref.key, _MISSING)
+        activation.deliver(Envelope(message))
+
+    async def ask(self, ref: EntityRef[Any], message: Askable[R]) -> R:
+        """Send ``message`` with a fresh reply slot and wait for the reply (``TimeoutError`` after the ask timeout)."""
+        self._check_running()
+        actor = self._type_named(ref.actor)
+        if not isinstance(message, Askable):
+            raise SchemaError(f"ask needs an Askable message; {type(message).__qualname__} is not one (tell it instead)")
+        actor.schema.check(message)
+        chain = ASK_CHAIN.get()
+        entity = (ref.actor, ref.key)
+        if entity in chain:
+            path = " -> ".join(f"{a}[{k!r}]" for a, k in chain + (entity,))
+            raise ReentrancyError(f"ask would deadlock: {path} (use ctx.ask to ask without blocking the inbox)")
+        self._request_seq += 1
+        request = self._request_seq
+        filled = dataclasses.replace(message, reply_to=ReplyRef(self, self.node, request))  # type: ignore[type-var]
+        self.codec.encode_message(filled, actor.schema)
+        loop = self.loop
+        future: asyncio.Future[R] = loop.create_future()
+        pending = PendingAsk(future, filled)
+        activation = self._activation_for(actor, ref.key, _MISSING)
+        if not activation.has_room():
+            if actor.on_full != "wait":
+                raise MailboxFull(f"{actor.name}[{ref.key!r}]: mailbox full ({actor.mailbox} messages)")
+            await activation.wait_room()
+            activation = self._activation_for(actor, ref.key, _MISSING)
+        self._pending[request] = pending
+        timeout = actor.ask_timeout if actor.ask_timeout is not None else self.ask_timeout
+        expiry = loop.call_later(timeout, self._expire, pending, ref, timeout)
+        try:
+            activation.deliver(Envelope(filled, pending, chain))
+            return await future
+        except asyncio.CancelledError:
+            self._give_up(pending)
+            raise
+        finally:
+            expiry.cancel()
+            self._pending.pop(request, None)
+
+    def _expire(self, pending: PendingAsk, ref: EntityRef[Any], timeout: float) -> None:
+        if pending.future.done():
+            return
+        pending.future.set_exception(
+            TimeoutError(f"ask {type(pending.message).__qualname__} to {ref!r} got no reply within {timeout:g} s")
+        )
+        self._give_up(pending)
+
+    @staticmethod
+    def _give_up(pending: PendingAsk) -> None:
+        if pending.activation is not None:
+            pending.activation.cancel_ask(pending)
+
+    def reply(self, ref: ReplyRef[Any], value: Any) -> None:
+        """Complete the ask behind ``ref`` (once; later or stray replies are ignored)."""
+        if ref.node != self.node:
+            self._emit_event(ev.MessageDropped, "reply", f"{ref.node}#{ref.request}", type(value).__qualname__, "reply to another node")
+            return
+        pending = self._pending.get(ref.request)
+        if pending is not None and not pending.future.done():
+            pending.future.set_result(value)
+
+    # ================================================================== introspection
+
+    def activations(self) -> list[tuple[str, str]]:
+        """The (actor type name, key) of every running activation, in activation order."""
+        return [a.entity for a in self._activations.values() if a.active]
+
+    def stats(self) -> dict[str, int]:
+        return {
+            "activations": len(self._activations),
+            "keys": len(self._records),
+            "pending_asks": len(self._pending),
+            "queued": sum(len(a._mailbox) for a in self._activations.values()),
+        }
+
+    def placement(self, actor: ActorType[Any, Any], key: str) -> Placement:
+        """Owner and replicas of a key. A single node owns every key."""
+        self._validate_identity(actor, key)
+        return Placement(owner=self.node, replicas=(self.node,))
+
+    async def release(self, actor: ActorType[Any, Any], key: str) -> None:
+        """Deactivate a key as if it had gone idle (after its queued messages); its schedules stay in its pages."""
+        self._check_running()
+        self._validate_identity(actor, key)
+        activation = self._activations.get((actor.name, key))
+        if activation is not None:
+            await activation.release()
+
+    # ================================================================== internals ====
+
+    def _next_lease(self) -> int:
+        self._lease_seq += 1
+        return self._lease_seq
+
+    def _emit_event(self, cls: type[Event], *fields: Any) -> None:
+        observer = self._observer
+        if observer is not None:
+            observer(cls(*fields))
+
+    def _track(self, task: asyncio.Task[Any]) -> None:
+        self._background[task] = None
+        task.add_done_callback(self._untrack)
+
+    def _untrack(self, task: asyncio.Task[Any]) -> None:
+        self._background.pop(task, None)
+        if not task.cancelled() and task.exception() is not None:
+            self._emit_event(ev.MessageDropped, "system", self.node, "task", f"background task failed: {task.exception()!r}")
+
+    def pages(self, actor: ActorType[Any, Any], key: str) -> dict[str, bytes]:
+        """A copy of the node's pages of a key, as encoded bytes (for inspection and tests)."""
+        record = self._records.get((actor.name, key))
+        return dict(record.pages) if record is not None else {}
+
+    def __repr__(self) -> str:
+        state = "running" if self._running else ("stopped" if self._stopped else "new")
+        return f"<ActorSystem node={self.node!r} {state} activations={len(self._activations)}>"
+

@@ -1,0 +1,1 @@
+"""Views drawn from traces (see the sim issue)."""
