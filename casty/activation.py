@@ -46,11 +46,12 @@ ASK_CHAIN: contextvars.ContextVar[tuple[Entity, ...]] = contextvars.ContextVar("
 class KeyRecord:
     """The node's copy of one key's pages: ``version`` grows with every write."""
 
-    __slots__ = ("version", "pages")
+    __slots__ = ("version", "pages", "lock")
 
     def __init__(self, version: int = 0, pages: dict[str, bytes] | None = None) -> None:
         self.version = version
         self.pages: dict[str, bytes] = pages if pages is not None else {}
+        self.lock = asyncio.Lock()  # serializes write-through saves of this key
 
 
 class PendingAsk:
@@ -238,16 +239,17 @@ class Activation:
         self._closed = True
         self.system._forget(self)
         self._cancel_timers()
-        record = self.record
-        assert record is not None
-        record.pages.pop(ACTIVE_PAGE, None)
-        record.version += 1
         self.system._emit_event(ev.ActivationEnded, self.type.name, self.key, lease, reason)
-        if self._store is not None:
-            if record.pages:
-                await self._save_record("deactivate", lease)
-            else:
-                await self._store.drop(self.type.name, self.key, record.version)
+        updates: dict[str, bytes | None] = {ACTIVE_PAGE: None}
+        if self._store is not None and self._durable == "write":
+            try:
+                await self._write_through(lease, updates, "deactivate", fence=False)
+            except Unavailable:
+                pass  # the marker stays on disk: a restarted node resumes the key, which then idles again
+        else:
+            self._apply(updates)
+            if self._store is not None:
+                self._schedule_flush()
 
     def stop(self, reason: str) -> None:
         """End at once (the node is leaving or crashing): no writes, ``@active`` stays for recovery."""
@@ -406,11 +408,13 @@ class Activation:
 
     # ================================================================== writes =======
 
-    def _check_lease(self, lease: int, operation: str) -> None:
-        if lease != self.lease or self._closed:
-            self.system._emit_event(ev.WriteFailed, self.type.name, self.key, lease, operation, "fenced")
+    def _check_lease(self, lease: int | None, operation: str) -> None:
+        """Refuse a write from a replaced run (``lease``) or, for the key's own writes (None), a closed activation."""
+        if self._closed or (lease is not None and lease != self.lease):
+            shown = self.lease if lease is None else lease
+            self.system._emit_event(ev.WriteFailed, self.type.name, self.key, shown, operation, "fenced")
             held = "no activation" if self._closed else f"lease {self.lease}"
-            raise Fenced(f"{self.type.name}[{self.key!r}]: {operation} from lease {lease} refused; the key is held by {held}")
+            raise Fenced(f"{self.type.name}[{self.key!r}]: {operation} from lease {shown} refused; the key is held by {held}")
 
     def _apply(self, updates: Mapping[str, bytes | None]) -> int:
         record = self.record
@@ -424,47 +428,84 @@ class Activation:
         record.version += 1
         return record.version
 
-    async def _commit(self, lease: int, updates: Mapping[str, bytes | None], operation: str) -> int:
-        """A fenced write of some pages: applied to the node's copy, then confirmed (durably if asked)."""
+    async def _commit(self, lease: int | None, updates: Mapping[str, bytes | None], operation: str) -> int:
+        """A fenced write of some pages, returning its version once confirmed (by the store, for write-through)."""
         self._check_lease(lease, operation)
-        version = self._apply(updates)
-        if self._store is not None:
-            if self._durable == "write":
-                await self._save_record(operation, lease)
-            else:
+        if self._store is not None and self._durable == "write":
+            version = await self._write_through(lease, updates, operation)
+        else:
+            version = self._apply(updates)
+            if self._store is not None:
                 self._schedule_flush()
-        self.system._emit_event(ev.WriteConfirmed, self.type.name, self.key, lease, version, tuple(updates))
+        self.system._emit_event(ev.WriteConfirmed, self.type.name, self.key, self.lease if lease is None else lease, version, tuple(updates))
         return version
 
-    def _commit_soon(self, lease: int, updates: Mapping[str, bytes | None], operation: str) -> None:
-        """A fenced write from a timer callback: applied now, persisted in the background if durable."""
-        self._check_lease(lease, operation)
-        version = self._apply(updates)
+    def _commit_soon(self, updates: Mapping[str, bytes | None], operation: str) -> None:
+        """The key's own write from a timer callback: applied now, or saved in the background if write-through."""
         if self._store is not None and self._durable == "write":
-            task = self._loop.create_task(self._confirm_later(lease, version, tuple(updates), operation))
+            task = self._loop.create_task(self._commit_quietly(updates, operation))
             self.system._track(task)
             return
+        self._check_lease(None, operation)
+        version = self._apply(updates)
         if self._store is not None:
             self._schedule_flush()
-        self.system._emit_event(ev.WriteConfirmed, self.type.name, self.key, lease, version, tuple(updates))
+        self.system._emit_event(ev.WriteConfirmed, self.type.name, self.key, self.lease, version, tuple(updates))
 
-    async def _confirm_later(self, lease: int, version: int, pages: tuple[str, ...], operation: str) -> None:
+    async def _commit_quietly(self, updates: Mapping[str, bytes | None], operation: str) -> None:
         try:
-            await self._save_record(operation, lease)
+            await self._commit(None, updates, operation)
         except Unavailable:
-            return  # reported as WriteFailed by _save_record
-        self.system._emit_event(ev.WriteConfirmed, self.type.name, self.key, lease, version, pages)
+            pass  # reported as WriteFailed; the next owner of the key repeats what was not confirmed
 
-    async def _save_record(self, operation: str, lease: int) -> None:
+    async def _write_through(
+        self, lease: int | None, updates: Mapping[str, bytes | None], operation: str, *, fence: bool = True
+    ) -> int:
+        """Save first, then apply: the node's copy of a write-through key only ever holds confirmed pages.
+
+        Writes of one key are serialized (across its successive activations too: the lock
+        lives on the record), so each save carries every earlier confirmed write.
+        """
+        record = self.record
+        assert record is not None and self._store is not None
+        async with record.lock:
+            if fence:
+                self._check_lease(lease, operation)  # it may have been replaced while this write waited
+            pages = dict(record.pages)
+            for name, data in updates.items():
+                if data is None:
+                    pages.pop(name, None)
+                else:
+                    pages[name] = data
+            version = record.version + 1
+            try:
+                if pages:
+                    await self._store.save(self.type.name, self.key, version, self.system.codec.encode_pages(pages))
+                else:
+                    await self._store.drop(self.type.name, self.key, version)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                shown = self.lease if lease is None else lease
+                self.system._emit_event(ev.WriteFailed, self.type.name, self.key, shown, operation, "unavailable")
+                raise Unavailable(f"{self.type.name}[{self.key!r}]: {operation} not confirmed by the store: {exc!r}") from exc
+            record.pages = pages
+            record.version = version
+            return version
+
+    async def _save_snapshot(self) -> None:
+        """Write-behind: save the node's latest pages of the key (the store keeps the greatest version)."""
         record = self.record
         assert record is not None and self._store is not None
         try:
-            await self._store.save(self.type.name, self.key, record.version, self.system.codec.encode_pages(record.pages))
+            if record.pages:
+                await self._store.save(self.type.name, self.key, record.version, self.system.codec.encode_pages(record.pages))
+            else:
+                await self._store.drop(self.type.name, self.key, record.version)
         except asyncio.CancelledError:
             raise
-        except Exception as exc:
-            self.system._emit_event(ev.WriteFailed, self.type.name, self.key, lease, operation, "unavailable")
-            raise Unavailable(f"{self.type.name}[{self.key!r}]: {operation} not confirmed by the store: {exc!r}") from exc
+        except Exception:
+            self.system._emit_event(ev.WriteFailed, self.type.name, self.key, self.lease, "flush", "unavailable")
 
     def _schedule_flush(self) -> None:
         """Write-behind (``durable=timedelta``): save the latest pages once per interval."""
@@ -472,24 +513,24 @@ class Activation:
             return
         assert isinstance(self._durable, timedelta)
         self._flush_handle = self._loop.call_later(self._durable.total_seconds(), self._flush)
+        self.system._dirty[self] = None
 
     def _flush(self) -> None:
         self._flush_handle = None
+        self.system._dirty.pop(self, None)
         task = self._loop.create_task(self._flush_now())
         self.system._track(task)
 
     async def _flush_now(self) -> None:
+        self.drop_flush()
+        await self._save_snapshot()
+
+    def drop_flush(self) -> None:
+        """Forget the pending write-behind flush (a crash loses what it would have saved)."""
         if self._flush_handle is not None:
             self._flush_handle.cancel()
             self._flush_handle = None
-        try:
-            await self._save_record("flush", self.lease)
-        except Unavailable:
-            pass  # reported as WriteFailed; the next write schedules another flush
-
-    @property
-    def dirty(self) -> bool:
-        return self._flush_handle is not None
+        self.system._dirty.pop(self, None)
 
     async def write_state(self, lease: int, value: Any) -> None:
         data = self.system.codec.encode_value(value, f"state of {self.type.name}")
@@ -646,10 +687,7 @@ class Activation:
             if skipped:
                 system._emit_event(ev.ScheduleCaughtUp, self.type.name, self.key, armed.name, due, now, next_us, skipped)
             self._arm(armed, now)
-        try:
-            self._commit_soon(self.lease, {SCHEDULES_PAGE: self._schedules_page()}, "schedule.fire")
-        except Fenced:
-            pass  # reported as WriteFailed; the next owner of the key repeats this occurrence
+        self._commit_soon({SCHEDULES_PAGE: self._schedules_page()}, "schedule.fire")
 
     # ================================================================== run work =====
 

@@ -354,7 +354,7 @@ def _parse_day_of_week(text: str) -> DaySpec | None:
         if not _DIGITS.fullmatch(nth_text) or not 1 <= int(nth_text) <= 5:
             raise _Rejected(text, f"the k in n#k must be 1-5, not {nth_text!r}")
         return NthWeekdayOfMonth(weekday, int(nth_text))
-    if upper.endswith("L") and upper != "L":
+    if upper.endswith("L") and upper != "L" and "," not in upper:  # a list ending in L: L is Saturday
         day_text = upper[:-1]
         if not _WORD.fullmatch(day_text):
             raise _Rejected(text, "nL takes a single weekday (like 6L or FRIL)")
@@ -500,6 +500,8 @@ class Cron:
     __slots__ = ("_expression", "_tz", "_fields")
 
     def __init__(self, expression: str, tz: tzinfo = timezone.utc) -> None:
+        if not isinstance(tz, tzinfo):
+            raise TypeError(f"tz must be a datetime.tzinfo, not {type(tz).__name__}")
         self._fields = _parse(expression)
         self._expression = expression
         self._tz = tz

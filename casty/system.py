@@ -98,6 +98,7 @@ class ActorSystem:
         self._request_seq = 0
         self._lease_seq = 0
         self._background: dict[asyncio.Task[Any], None] = {}
+        self._dirty: dict[Activation, None] = {}  # write-behind keys with an unsaved change
 
     # ================================================================== lifecycle ====
 
@@ -138,10 +139,13 @@ class ActorSystem:
         lives = [a._life for a in activations if a._life is not None]
         if lives:
             await asyncio.gather(*lives, return_exceptions=True)
-        if not crashed:
-            dirty = [a for a in activations if a.dirty]
-            for activation in dirty:
+        dirty = list(self._dirty)
+        for activation in dirty:
+            if crashed:
+                activation.drop_flush()
+            else:
                 await activation._flush_now()
+        if not crashed:
             if self._background:
                 await asyncio.gather(*list(self._background), return_exceptions=True)
         for task in list(self._background):

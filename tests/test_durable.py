@@ -1,0 +1,273 @@
+"""Durable actors: write-through and write-behind to a Store, recovery by a new ActorSystem on the same file."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from conftest import START_US, LoopClock, Recorder, run_virtual
+
+from casty import ActorSystem, Askable, Context, MemoryStore, SQLiteStore, Unavailable, actor
+from casty.observer import ActivationStarted, ScheduleCaughtUp, ScheduleFired, WriteFailed
+from casty.ports import StoredRecord
+
+SECOND = 1_000_000
+
+
+@dataclass(frozen=True)
+class Add(Askable[int]):
+    amount: int
+
+
+@dataclass(frozen=True)
+class Get(Askable[int]):
+    pass
+
+
+@dataclass(frozen=True)
+class Beat:
+    pass
+
+
+@dataclass(frozen=True)
+class StartBeat(Askable[None]):
+    every: timedelta
+
+
+Msg = Add | Get | Beat | StartBeat
+
+
+async def _handle(ctx: Context[int, Msg]) -> None:
+    async for msg in ctx.inbox:
+        match msg:
+            case Add(amount=amount, reply_to=reply_to):
+                reply_to.tell(await ctx.state.update(lambda v: v + amount))
+            case Get(reply_to=reply_to):
+                reply_to.tell(ctx.state.value)
+            case Beat():
+                await ctx.state.update(lambda v: v + 1000)
+            case StartBeat(every=every, reply_to=reply_to):
+                await ctx.schedule("beat", every, every, Beat())
+                reply_to.tell(None)
+
+
+@actor(initial=0, durable="write")
+async def ledger(ctx: Context[int, Msg]) -> None:
+    """A write-through durable counter; Beat adds 1000 (to tell schedule firings apart)."""
+    await _handle(ctx)
+
+
+@actor(initial=0, durable=timedelta(seconds=5))
+async def lazy_ledger(ctx: Context[int, Msg]) -> None:
+    """The same counter with write-behind: pages reach the store at most every 5 s."""
+    await _handle(ctx)
+
+
+class Crash(Exception):
+    """Raised inside ``async with`` to make the system exit as a crash."""
+
+
+def test_new_system_on_same_sqlite_file_recovers_state_and_schedules(tmp_path: Path, recorder: Recorder) -> None:
+    """After a crash, a new system on the SQLite file resumes the active key with no message, state and schedule intact."""
+    path = tmp_path / "casty.sqlite3"
+
+    async def first(clock: LoopClock) -> None:
+        store = SQLiteStore(path)
+        with pytest.raises(Crash):
+            async with ActorSystem(clock=clock, store=store) as system:
+                ref = system.ref(ledger, "acct")
+                assert await ref.ask(Add(5)) == 5
+                await ref.ask(StartBeat(timedelta(minutes=1)))
+                await asyncio.sleep(61)  # one beat: 1005
+                raise Crash
+        store.close()
+
+    async def second(clock: LoopClock) -> int:
+        clock.step(timedelta(minutes=10))  # the node was down for ten minutes
+        store = SQLiteStore(path)
+        async with ActorSystem(clock=clock, store=store, observer=recorder) as system:
+            await asyncio.sleep(1)  # nobody sends anything: the @active marker brings the key back
+            assert system.activations() == [(ledger.name, "acct")]
+            value = await system.ref(ledger, "acct").ask(Get())
+        store.close()
+        return value
+
+    run_virtual(first)
+    assert run_virtual(second) == 2005  # 5 + the first beat + one catch-up beat on recovery
+    (started,) = recorder.of(ActivationStarted)
+    assert started.recovered
+    (fired,) = recorder.of(ScheduleFired)
+    assert fired.due_us == START_US + 120 * SECOND
+    (caught,) = recorder.of(ScheduleCaughtUp)
+    assert caught.skipped == 8  # 3..10 min passed while down; fires once, no burst
+
+
+def test_idle_key_is_not_resumed_but_keeps_its_state(tmp_path: Path) -> None:
+    """A key that went idle (its @active cleared) is not started by a new system, but its state is on disk."""
+    path = tmp_path / "casty.sqlite3"
+
+    async def first(clock: LoopClock) -> None:
+        store = SQLiteStore(path)
+        async with ActorSystem(clock=clock, store=store) as system:
+            await system.ref(ledger, "quiet").ask(Add(7))
+            await asyncio.sleep(120)
+            assert system.activations() == []
+        store.close()
+
+    async def second(clock: LoopClock) -> tuple[list[tuple[str, str]], int]:
+        store = SQLiteStore(path)
+        async with ActorSystem(clock=clock, store=store) as system:
+            await asyncio.sleep(1)
+            before = system.activations()
+            value = await system.ref(ledger, "quiet").ask(Get())
+        store.close()
+        return before, value
+
+    run_virtual(first)
+    assert run_virtual(second) == ([], 7)
+
+
+@pytest.mark.parametrize("make_store", [MemoryStore, lambda p: SQLiteStore(p / "v.sqlite3")], ids=["memory", "sqlite"])
+def test_store_keeps_the_greatest_version(tmp_path: Path, make_store: object) -> None:
+    """A late save of an older version never undoes a newer one; drop removes only up to its version."""
+
+    async def main() -> tuple[StoredRecord | None, StoredRecord | None, StoredRecord | None]:
+        store = make_store() if make_store is MemoryStore else make_store(tmp_path)  # type: ignore[operator]
+        await store.save("t", "k", 2, b"two")
+        await store.save("t", "k", 1, b"one")
+        kept = await store.load("t", "k")
+        await store.drop("t", "k", 1)
+        after_old_drop = await store.load("t", "k")
+        await store.drop("t", "k", 2)
+        return kept, after_old_drop, await store.load("t", "k")
+
+    assert asyncio.run(main()) == ((2, b"two"), (2, b"two"), None)
+
+
+class BrokenStore(MemoryStore):
+    """A store whose saves fail while ``broken`` is set (a full disk, a lost database)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.broken = False
+
+    async def save(self, actor: str, key: str, version: int, state: bytes) -> None:
+        if self.broken:
+            raise OSError("disk full")
+        await super().save(actor, key, version, state)
+
+
+def test_failed_durable_write_raises_unavailable_and_node_keeps_running(recorder: Recorder) -> None:
+    """A save the store refuses fails the write with Unavailable; the node then serves the next request."""
+    store = BrokenStore()
+
+    async def main(clock: LoopClock) -> tuple[str, int]:
+        async with ActorSystem(clock=clock, store=store, observer=recorder) as system:
+            ref = system.ref(ledger, "broken")
+            await ref.ask(Add(1))
+            store.broken = True
+            with pytest.raises(Unavailable) as caught:
+                await ref.ask(Add(1))
+            store.broken = False
+            return str(caught.value), await ref.ask(Add(10))
+
+    error, value = run_virtual(main)
+    assert "disk full" in error
+    assert value == 11  # the refused write left no trace: not on disk, not in the node's copy
+    assert [w.reason for w in recorder.of(WriteFailed)] == ["unavailable"]
+
+
+def test_failed_durable_write_is_unavailable_to_the_body() -> None:
+    """Inside the body, the refused write raises casty.Unavailable naming the key and the store's error."""
+    store = BrokenStore()
+    seen: list[object] = []
+
+    async def main(clock: LoopClock) -> None:
+        async with ActorSystem(clock=clock, store=store) as system:
+            await system.ref(probe_ledger, "p").ask(TryWrite())
+            store.broken = True
+            seen.append(await system.ref(probe_ledger, "p").ask(TryWrite()))
+
+    run_virtual(main)
+    assert isinstance(seen[0], Unavailable) and "disk full" in str(seen[0]) and "'p'" in str(seen[0])
+
+
+@dataclass(frozen=True)
+class TryWrite(Askable[object]):
+    pass
+
+
+@actor(initial=0, durable="write")
+async def probe_ledger(ctx: Context[int, TryWrite]) -> None:
+    """Answers each TryWrite with None, or with the exception its write raised."""
+    async for msg in ctx.inbox:
+        try:
+            await ctx.state.update(lambda v: v + 1)
+            msg.reply_to.tell(None)
+        except Unavailable as exc:
+            msg.reply_to.tell(exc)
+
+
+def test_write_behind_reaches_the_store_after_its_interval() -> None:
+    """durable=5 s: a write is in the store only after 5 s; an orderly stop flushes the rest."""
+    store = MemoryStore()
+
+    async def main(clock: LoopClock) -> tuple[object, object, object]:
+        async with ActorSystem(clock=clock, store=store) as system:
+            ref = system.ref(lazy_ledger, "wb")
+            await ref.ask(Add(3))
+            early = await store.load(lazy_ledger.name, "wb")
+            await asyncio.sleep(6)
+            flushed = await store.load(lazy_ledger.name, "wb")
+            await ref.ask(Add(4))
+        final = await store.load(lazy_ledger.name, "wb")
+        return early, flushed, final
+
+    early, flushed, final = run_virtual(main)
+    assert early is None
+    assert flushed is not None and final is not None and final[0] > flushed[0]
+
+
+class SlowStore(MemoryStore):
+    """A store whose saves take ``delay`` seconds: a crash can land between a tell and its confirmation."""
+
+    def __init__(self, delay: float) -> None:
+        super().__init__()
+        self.delay = delay
+
+    async def save(self, actor: str, key: str, version: int, state: bytes) -> None:
+        await asyncio.sleep(self.delay)
+        await super().save(actor, key, version, state)
+
+    async def keys(self) -> Sequence[tuple[str, str]]:
+        return await super().keys()
+
+
+def test_firing_whose_write_was_not_confirmed_repeats_after_restart(recorder: Recorder) -> None:
+    """A crash after a firing's tell but before its write is saved makes the next system fire it again (a repeat)."""
+    store = SlowStore(delay=0.5)
+    before = Recorder()
+
+    async def first(clock: LoopClock) -> None:
+        with pytest.raises(Crash):
+            async with ActorSystem(clock=clock, store=store, observer=before) as system:
+                ref = system.ref(ledger, "rep")
+                await ref.ask(StartBeat(timedelta(seconds=10)))
+                await asyncio.sleep(10.2)  # the first beat was told; its next-due write is still in flight
+                raise Crash
+
+    async def second(clock: LoopClock) -> None:
+        clock.step(timedelta(seconds=20))  # restarted 20 s later (this loop's time starts at 0 again)
+        async with ActorSystem(clock=clock, store=store, observer=recorder) as system:
+            await asyncio.sleep(1.5)
+            assert system.activations() == [(ledger.name, "rep")]
+
+    run_virtual(first)
+    run_virtual(second)
+    (told,) = before.of(ScheduleFired)
+    fired = recorder.of(ScheduleFired)
+    assert [f.due_us for f in fired] == [told.due_us]  # the same occurrence, told again
