@@ -136,7 +136,6 @@ class Activation:
         except Exception as exc:  # store failure, unknown @behavior, undecodable pages
             self._abandon(exc)
             return
-        self._arm_recovered_schedules()
         restart = 0
         backoff = self.type.backoff or system.backoff
         while True:
@@ -146,6 +145,8 @@ class Activation:
             self._run = run
             self._reads = 0
             system._emit_event(ev.ActivationStarted, self.type.name, self.key, lease, self.behavior.name, recovered, restart)
+            if restart == 0:
+                self._arm_recovered_schedules()  # after the start, so overdue firings queue behind nothing stale
             restart += 1
             try:
                 await asyncio.wait((run,))
