@@ -14,7 +14,8 @@ whitespace, names case-insensitive.
   for combining a day-of-month with a day-of-week, so it makes you pick one.
 * day-of-month also takes ``L`` (last day), ``L-n`` (n days before the last, n 0-30),
   ``nW`` (the weekday nearest day n, staying inside the month), ``LW`` (last weekday) and
-  ``L-nW``. day-of-week also takes ``L`` (alone: 7, Saturday), ``nL`` (last weekday n of
+  ``L-nW``; a day the month lacks does not fire that month (31 in April, 31W too, L-30 in
+  February). day-of-week also takes ``L`` (alone: 7, Saturday), ``nL`` (last weekday n of
   the month) and ``n#k`` (k-th weekday n of the month, k 1-5). As in Quartz, these special
   forms must be the whole day field: they do not combine with lists, ranges or steps.
 
@@ -38,9 +39,9 @@ from __future__ import annotations
 
 import calendar
 import re
+from bisect import bisect_left
 from collections.abc import Iterator
 from contextlib import contextmanager
-from bisect import bisect_left
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone, tzinfo
 from typing import Final, TypeAlias
@@ -323,19 +324,20 @@ def _parse_day_of_month(text: str) -> DaySpec | None:
     upper = text.upper()
     if upper == "?":
         return None
-    _reject_special_in_list(text, ["L" in item or "W" in item for item in upper.split(",")], "L or W")
+    special = ["L" in item or "W" in item for item in upper.split(",")]
+    _reject_special_in_list(text, special, "L or W")
+    if not special[0]:
+        return DaysOfMonth(_parse_values(text, _DAY_OF_MONTH).values)
     if match := _LAST_DAY.fullmatch(upper):
         offset = int(match[1]) if match[1] else 0
         if offset > 30:
             raise _Rejected(text, f"L-{offset} reaches before the month: n in L-n is at most 30")
         return LastDayOfMonth(offset, weekday=match[2] == "W")
-    if "W" in upper:
-        if not (match := _NEAREST_WEEKDAY.fullmatch(upper)):
-            raise _Rejected(text, "W takes a single day (like 15W), not a range, a step or a name")
+    if match := _NEAREST_WEEKDAY.fullmatch(upper):
         return NearestWeekday(_parse_value(match[1], _DAY_OF_MONTH, text))
-    if "L" in upper:
-        raise _Rejected(text, "L in day-of-month takes the forms L, L-n, LW and L-nW")
-    return DaysOfMonth(_parse_values(text, _DAY_OF_MONTH).values)
+    if "W" in upper:
+        raise _Rejected(text, "W takes a single day (like 15W), not a range, a step or a name")
+    raise _Rejected(text, "L in day-of-month takes the forms L, L-n, LW and L-nW")
 
 
 def _parse_day_of_week(text: str) -> DaySpec | None:
@@ -343,9 +345,11 @@ def _parse_day_of_week(text: str) -> DaySpec | None:
     upper = text.upper()
     if upper == "?":
         return None
-    _reject_special_in_list(
-        text, ["#" in item or (item.endswith("L") and item != "L") for item in upper.split(",")], "nL or n#k"
-    )
+    # A bare L is a plain value (Saturday); L after a weekday is "last such weekday".
+    special = ["#" in item or (item.endswith("L") and item != "L") for item in upper.split(",")]
+    _reject_special_in_list(text, special, "nL or n#k")
+    if not special[0]:
+        return DaysOfWeek(_parse_values(text, _DAY_OF_WEEK).values)
     if "#" in upper:
         day_text, _, nth_text = upper.partition("#")
         if not _WORD.fullmatch(day_text):
@@ -354,12 +358,10 @@ def _parse_day_of_week(text: str) -> DaySpec | None:
         if not _DIGITS.fullmatch(nth_text) or not 1 <= int(nth_text) <= 5:
             raise _Rejected(text, f"the k in n#k must be 1-5, not {nth_text!r}")
         return NthWeekdayOfMonth(weekday, int(nth_text))
-    if upper.endswith("L") and upper != "L" and "," not in upper:  # a list ending in L: L is Saturday
-        day_text = upper[:-1]
-        if not _WORD.fullmatch(day_text):
-            raise _Rejected(text, "nL takes a single weekday (like 6L or FRIL)")
-        return LastWeekdayOfMonth(_parse_value(day_text, _DAY_OF_WEEK, text))
-    return DaysOfWeek(_parse_values(text, _DAY_OF_WEEK).values)
+    day_text = upper[:-1]
+    if not _WORD.fullmatch(day_text):
+        raise _Rejected(text, "nL takes a single weekday (like 6L or FRIL)")
+    return LastWeekdayOfMonth(_parse_value(day_text, _DAY_OF_WEEK, text))
 
 
 @contextmanager

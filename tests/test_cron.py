@@ -30,21 +30,19 @@ START = datetime(2026, 3, 10, 8, 0, 0, tzinfo=UTC)
 PROPERTY = settings(max_examples=60, deadline=None)
 
 
-def at(*fields: int, tz: tzinfo = UTC) -> datetime:
+def at(year: int, month: int, day: int, hour: int = 0, minute: int = 0, second: int = 0, tz: tzinfo = UTC) -> datetime:
     """An aware datetime, for short tables of expected fire times."""
-    return datetime(*fields, tzinfo=tz)  # type: ignore[misc]
+    return datetime(year, month, day, hour, minute, second, tzinfo=tz)
 
 
 def fires(expression: str, start: datetime = START, count: int = 3, tz: tzinfo = UTC) -> list[datetime]:
     """The first ``count`` fire times after ``start`` (fewer if the schedule runs out)."""
     cron = Cron(expression, tz)
     found: list[datetime] = []
-    moment: datetime | None = start
-    while len(found) < count:
-        moment = cron.next_after(moment)  # type: ignore[arg-type]
-        if moment is None:
-            break
-        found.append(moment)
+    moment = start
+    while len(found) < count and (fire := cron.next_after(moment)) is not None:
+        found.append(fire)
+        moment = fire
     return found
 
 
@@ -126,6 +124,11 @@ def test_day_31_skips_short_months() -> None:
 def test_day_of_week_l_alone_is_saturday() -> None:
     """`L` alone in day-of-week means 7, Saturday."""
     assert fires("0 0 12 ? * L", count=2) == daily(12, 0, (2026, 3, 14), (2026, 3, 21))
+
+
+def test_day_of_week_l_inside_a_list_is_saturday() -> None:
+    """`2,L` in day-of-week is Monday and Saturday."""
+    assert fires("0 0 12 ? * 2,L", count=3) == daily(12, 0, (2026, 3, 14), (2026, 3, 16), (2026, 3, 21))
 
 
 def test_names_are_case_insensitive() -> None:
@@ -504,10 +507,26 @@ def test_reject_first_fault_from_the_left() -> None:
     assert_rejected("0 61 25 * * *", "minute", "61")
 
 
-def test_reject_non_string() -> None:
-    """A non-string expression is a TypeError, not a parse error."""
+def test_reject_non_string_expression_or_zone() -> None:
+    """A non-string expression or a zone that is not a tzinfo is a TypeError, not a parse error."""
     with pytest.raises(TypeError):
         Cron(12)  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        Cron("0 0 12 * * ?", "Europe/Berlin")  # type: ignore[arg-type]
+
+
+FIELD_NAMES = {None, "second", "minute", "hour", "day-of-month", "month", "day-of-week", "year"}
+
+
+@PROPERTY
+@given(st.lists(st.text(alphabet="0123456789*?,-/#LW JANMONFRIx", max_size=8), min_size=5, max_size=8).map(" ".join))
+def test_property_any_text_parses_or_is_rejected_by_name(expression: str) -> None:
+    """Arbitrary text either parses or raises InvalidCronExpression naming a real field and a token from the text."""
+    try:
+        Cron(expression)
+    except InvalidCronExpression as error:
+        assert error.field in FIELD_NAMES
+        assert error.token is None or error.token in expression
 
 
 # --- DST ----------------------------------------------------------------------------------
@@ -783,6 +802,9 @@ def models(
     )
 
 
+HORIZON_DAYS = 3 * 366
+"""How far the brute-force scans look; beyond it they only say "nothing found"."""
+
 starts = st.datetimes(min_value=datetime(2020, 1, 1), max_value=datetime(2030, 12, 31))
 
 
@@ -827,11 +849,10 @@ def test_property_fires_increase_and_match_every_field(model: Model, start: date
 @given(models(), starts)
 def test_property_agrees_with_a_brute_force_scan(model: Model, start: datetime) -> None:
     """next_after finds the same first fire time as a day-by-day scan of the model (so none is skipped)."""
-    horizon = 3 * 366
-    expected = brute_first_after(model, start, horizon)
+    expected = brute_first_after(model, start, HORIZON_DAYS)
     fire = Cron(model.text()).next_after(start.replace(tzinfo=UTC))
-    if expected is None:
-        assert fire is None or fire.replace(tzinfo=None) >= start + timedelta(days=horizon)
+    if expected is None:  # nothing within the scan's horizon
+        assert fire is None or fire.replace(tzinfo=None) >= start + timedelta(days=HORIZON_DAYS - 1)
     else:
         assert fire is not None and fire.replace(tzinfo=None) == expected, model.text()
 
@@ -844,11 +865,13 @@ def exists(wall: datetime, tz: tzinfo) -> bool:
 def expected_under_dst_rule(model: Model, after: datetime, tz: tzinfo) -> datetime | None:
     """The documented DST rule, spelled out: the first selected wall time that exists and whose
     first occurrence is after ``after``."""
-    wall = after.astimezone(tz).replace(tzinfo=None)
-    while (wall := brute_first_after(model, wall, 3 * 366)) is not None:  # type: ignore[assignment]
-        fire = wall.replace(tzinfo=tz, fold=0)
-        if exists(wall, tz) and fire.astimezone(UTC) > after.astimezone(UTC):
-            return fire
+    candidate: datetime | None = after.astimezone(tz).replace(tzinfo=None)
+    while candidate is not None:
+        candidate = brute_first_after(model, candidate, HORIZON_DAYS)
+        if candidate is not None and exists(candidate, tz):
+            fire = candidate.replace(tzinfo=tz, fold=0)
+            if fire.astimezone(UTC) > after.astimezone(UTC):
+                return fire
     return None
 
 
@@ -880,9 +903,13 @@ def test_property_dst_rule(model: Model, where: tuple[tzinfo, datetime], offset:
     moment = (midnight.replace(tzinfo=tz) + timedelta(hours=2)).astimezone(UTC) + timedelta(seconds=offset)
     for _ in range(4):
         fire = cron.next_after(moment)
-        assert fire == expected_under_dst_rule(model, moment, tz), model.text()
-        if fire is None:
+        expected = expected_under_dst_rule(model, moment, tz)
+        if expected is None:  # nothing within the scan's horizon
+            horizon = moment.astimezone(tz).replace(tzinfo=None) + timedelta(days=HORIZON_DAYS - 1)
+            assert fire is None or fire.replace(tzinfo=None) >= horizon, model.text()
             break
+        assert fire == expected, model.text()
+        assert fire is not None  # for the type checker
         assert fire.tzinfo is tz and fire.fold == 0 and exists(fire.replace(tzinfo=None), tz)
         assert model.matches(fire.replace(tzinfo=None))
         assert fire.timestamp() > moment.timestamp()
@@ -899,9 +926,11 @@ def croniter_items(field: Plain, shift: int = 0) -> str:
         if item.start is None:
             base = "*" if shift == 0 or item.step is None else f"{field.low + shift}-{field.high + shift}"
         else:
-            # croniter reads a one-value range like 0-0 as the whole field: write it as a value.
-            single = item.end is None or item.end == item.start
-            base = str(item.start + shift) + ("" if single else f"-{item.end + shift}")
+            if item.end is None or item.end == item.start:
+                # croniter reads 0-0 as the whole field and 0-0/n as 0/n (0 to the top): a-a is just a.
+                texts.append(str(item.start + shift))
+                continue
+            base = f"{item.start + shift}-{item.end + shift}"
         texts.append(base if item.step is None else f"{base}/{item.step}")
     return ",".join(texts)
 
