@@ -46,12 +46,19 @@ ASK_CHAIN: contextvars.ContextVar[tuple[Entity, ...]] = contextvars.ContextVar("
 class KeyRecord:
     """The node's copy of one key's pages: ``version`` grows with every write."""
 
-    __slots__ = ("version", "pages", "lock")
+    __slots__ = ("version", "pages", "_lock")
 
     def __init__(self, version: int = 0, pages: dict[str, bytes] | None = None) -> None:
         self.version = version
         self.pages: dict[str, bytes] = pages if pages is not None else {}
-        self.lock = asyncio.Lock()  # serializes write-through saves of this key
+        self._lock: asyncio.Lock | None = None
+
+    @property
+    def lock(self) -> asyncio.Lock:
+        """Serializes the write-through saves of this key (made on first use: most keys never need it)."""
+        if self._lock is None:
+            self._lock = asyncio.Lock()
+        return self._lock
 
 
 class PendingAsk:
@@ -64,6 +71,9 @@ class PendingAsk:
         self.message = message
         self.activation: Activation | None = None
         self.handling = False
+
+    def settled(self) -> bool:
+        return self.future.done()
 
 
 class Envelope:
@@ -79,9 +89,21 @@ class Envelope:
 
 _MISSING: Any = object()
 
+_TIMER_CONTEXT = contextvars.Context()
+"""Timer callbacks of activations run here: they read no context variables, and sharing one
+context saves a copy per timer (asyncio copies the current context for every call_at)."""
+
 
 class Activation:
     """The in-memory incarnation of one (actor type, key) on one node."""
+
+    __slots__ = (
+        "system", "type", "behavior", "key", "entity", "ref", "state_value", "lease", "record",
+        "_self_chain", "_initial", "_loop", "_mailbox", "_mailbox_limit", "_room", "_waiter", "_current",
+        "_reads", "_failures", "_state_version", "_ending", "_closed", "_next_behavior", "_cancelled_ask",
+        "_in_body", "_run_tasks", "_life", "_schedules", "_idle_after", "_idle_handle", "_last_activity",
+        "_flush_handle", "_durable", "_store",
+    )
 
     def __init__(self, system: ActorSystem, actor_type: ActorType[Any, Any], key: str, initial: Any) -> None:
         self.system = system
@@ -89,6 +111,7 @@ class Activation:
         self.behavior = actor_type
         self.key = key
         self.entity: Entity = (actor_type.name, key)
+        self._self_chain: tuple[Entity, ...] = (self.entity,)
         self.ref: EntityRef[Any] = EntityRef(system, actor_type.name, key)
         self.state_value: Any = initial
         self.lease = 0
@@ -97,7 +120,7 @@ class Activation:
         self._loop = system.loop
         self._mailbox: deque[Envelope] = deque()
         self._mailbox_limit = actor_type.mailbox
-        self._room: deque[asyncio.Future[None]] = deque()
+        self._room: deque[asyncio.Future[None]] | None = None  # asks waiting for mailbox space
         self._waiter: asyncio.Future[None] | None = None
         self._current: Envelope | None = None
         self._reads = 0
@@ -107,7 +130,7 @@ class Activation:
         self._closed = False
         self._next_behavior: ActorType[Any, Any] | None = None
         self._cancelled_ask = False
-        self._run: asyncio.Task[None] | None = None
+        self._in_body = False
         self._run_tasks: dict[asyncio.Task[Any], None] = {}
         self._life: asyncio.Task[None] | None = None
         self._schedules: dict[str, ArmedSchedule] = {}
@@ -141,29 +164,41 @@ class Activation:
         while True:
             lease = self.lease
             ctx: Context[Any, Any] = Context(self, lease)
-            run = self._loop.create_task(self.behavior.body(ctx), name=f"casty:{self.type.name}[{self.key}]#{lease}")
-            self._run = run
             self._reads = 0
             system._emit_event(ev.ActivationStarted, self.type.name, self.key, lease, self.behavior.name, recovered, restart)
             if restart == 0:
                 self._arm_recovered_schedules()  # after the start, so overdue firings queue behind nothing stale
             restart += 1
+            # The body runs inside this task (no task of its own): an activation costs one
+            # task, and a cancelled ask cancels this task, which absorbs it below.
+            error: BaseException | None = None
+            self._in_body = True
             try:
-                await asyncio.wait((run,))
-            except asyncio.CancelledError:
-                run.cancel()
-                self._cancel_run_tasks()
-                raise
+                await self.behavior.body(ctx)
+            except asyncio.CancelledError as cancelled:
+                me = asyncio.current_task()
+                if self._closed or me is None:
+                    self._in_body = False
+                    self._cancel_run_tasks()
+                    raise
+                if self._cancelled_ask and me.cancelling():
+                    me.uncancel()
+                    self._in_body = False
+                    self._cancel_run_tasks()
+                    # A cancelled ask interrupted the body: drop the message it was on and
+                    # rerun at once for the rest of the mailbox.
+                    self._drop_current("ask cancelled")
+                    self._cancelled_ask = False
+                    self.lease = system._next_lease()
+                    system._emit_event(ev.ActivationEnded, self.type.name, self.key, lease, "cancelled")
+                    continue
+                if me.cancelling():
+                    raise
+                error = cancelled  # the body's own awaitable was cancelled: a failure of the body
+            except Exception as exc:
+                error = exc
+            self._in_body = False
             self._cancel_run_tasks()
-            if run.cancelled():
-                # A cancelled ask interrupted the body (or the body cancelled itself): drop
-                # the message it was on and rerun at once for the rest of the mailbox.
-                self._drop_current("ask cancelled")
-                self._cancelled_ask = False
-                self.lease = system._next_lease()
-                system._emit_event(ev.ActivationEnded, self.type.name, self.key, lease, "cancelled")
-                continue
-            error = run.exception()
             if error is None and self._reads == 0 and self._mailbox and self._next_behavior is None:
                 error = RuntimeError(f"{self.behavior.name} returned without reading its inbox")
             if error is not None:
@@ -261,7 +296,7 @@ class Activation:
         self._cancel_timers()
         if self._life is not None:
             self._life.cancel()
-        if self._run is not None and not self._run.done():
+        if self._in_body:
             self.system._emit_event(ev.ActivationEnded, self.type.name, self.key, self.lease, reason)
         error = Unavailable(f"{self.type.name}[{self.key!r}]: the actor system stopped")
         if self._current is not None:
@@ -312,6 +347,8 @@ class Activation:
 
     async def wait_room(self) -> None:
         room: asyncio.Future[None] = self._loop.create_future()
+        if self._room is None:
+            self._room = deque()
         self._room.append(room)
         await room
 
@@ -341,7 +378,9 @@ class Activation:
                 self._current = env
                 self._reads += 1
                 self._last_activity = self._loop.time()
-                ASK_CHAIN.set(env.chain + (self.entity,))
+                chain = env.chain + self._self_chain if env.chain else self._self_chain
+                if ASK_CHAIN.get() is not chain:
+                    ASK_CHAIN.set(chain)
                 return env.message
             if self._ending is not None or lease != self.lease:
                 raise StopAsyncIteration
@@ -356,6 +395,7 @@ class Activation:
                 raise StopAsyncIteration
 
     def _release_room(self) -> None:
+        assert self._room is not None
         while self._room:
             room = self._room.popleft()
             if not room.done():
@@ -365,7 +405,7 @@ class Activation:
     def _arm_idle(self) -> None:
         if self._idle_handle is not None or self._idle_after is None or self._schedules:
             return
-        self._idle_handle = self._loop.call_at(self._last_activity + self._idle_after, self._idle_check)
+        self._idle_handle = self._loop.call_at(self._last_activity + self._idle_after, self._idle_check, context=_TIMER_CONTEXT)
 
     def _idle_check(self) -> None:
         self._idle_handle = None
@@ -376,15 +416,15 @@ class Activation:
             self._ending = "idle"
             self._wake()
         else:
-            self._idle_handle = self._loop.call_at(deadline, self._idle_check)
+            self._idle_handle = self._loop.call_at(deadline, self._idle_check, context=_TIMER_CONTEXT)
 
     def cancel_ask(self, ask: PendingAsk) -> None:
         """The asker gave up: drop the message if queued, else cancel the body at its await."""
         if ask.handling:
             current = self._current
-            if current is not None and current.ask is ask and self._run is not None and not self._run.done():
+            if current is not None and current.ask is ask and self._in_body and self._life is not None:
                 self._cancelled_ask = True
-                self._run.cancel()
+                self._life.cancel()
             return
         self.system._emit_event(
             ev.MessageDropped, self.type.name, self.key, type(ask.message).__qualname__, "ask cancelled while queued"
@@ -402,8 +442,8 @@ class Activation:
             ev.MessageDropped, self.type.name, self.key, type(env.message).__qualname__, f"failed: {error!r}"
         )
         if ask is not None and not ask.future.done():
-            if isinstance(error, CastyError):
-                ask.future.set_exception(error)
+            if isinstance(error, Unavailable):
+                ask.future.set_exception(error)  # the key could not confirm a write: not the body's fault
             else:
                 ask.future.set_exception(ActorFailed(self.type.name, self.key, error, env.message))
 
@@ -635,7 +675,7 @@ class Activation:
 
     def _arm(self, armed: ArmedSchedule, now_us: int) -> None:
         delay = max(0, armed.due_us - now_us) / 1_000_000
-        armed.timer = self._loop.call_at(self._loop.time() + delay, self._fire, armed)
+        armed.timer = self._loop.call_at(self._loop.time() + delay, self._fire, armed, context=_TIMER_CONTEXT)
         self.system._emit_event(ev.ScheduleArmed, self.type.name, self.key, armed.name, armed.due_us, armed.every_us)
 
     def _arm_recovered_schedules(self) -> None:

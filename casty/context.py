@@ -47,8 +47,8 @@ class Inbox(Generic[M]):
     def __aiter__(self) -> AsyncIterator[M]:
         return self
 
-    async def __anext__(self) -> M:
-        return await self._activation.next_message(self._lease)  # type: ignore[no-any-return]
+    def __anext__(self) -> Awaitable[M]:
+        return self._activation.next_message(self._lease)
 
 
 class Context(Generic[S, M]):

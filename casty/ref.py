@@ -8,13 +8,14 @@ same thing. A ref is bound to the system that made or decoded it; that system ro
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 if TYPE_CHECKING:
     from .system import ActorSystem
 
-__all__ = ["Ref", "EntityRef", "ReplyRef", "NobodyRef", "NOBODY", "Askable"]
+__all__ = ["Ref", "EntityRef", "ReplyRef", "NobodyRef", "NOBODY", "Askable", "with_reply_to"]
 
 M = TypeVar("M")
 R = TypeVar("R")
@@ -126,3 +127,23 @@ class Askable(Generic[R]):
     """
 
     reply_to: Ref[R] = field(default=NOBODY, kw_only=True, repr=False, compare=False)
+
+
+A = TypeVar("A", bound=Askable[Any])
+
+
+def with_reply_to(message: A, reply_to: Ref[Any]) -> A:
+    """A copy of ``message`` whose ``reply_to`` is ``reply_to`` (the caller's message is never changed).
+
+    ``dataclasses.replace`` re-runs ``__init__`` and walks the fields on every call; an ask
+    only needs a shallow copy with one field changed, so copy the instance dict directly
+    (falling back to ``replace`` for slotted dataclasses).
+    """
+    attributes = getattr(message, "__dict__", None)
+    if attributes is None:
+        return dataclasses.replace(message, reply_to=reply_to)
+    copy: A = object.__new__(type(message))
+    copied = copy.__dict__
+    copied.update(attributes)
+    copied["reply_to"] = reply_to
+    return copy

@@ -11,7 +11,6 @@ randomness nowhere else, so the simulator can run it unmodified on virtual time.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -27,7 +26,8 @@ from .codec import Codec
 from .errors import ConfigurationError, InvalidIdentity, MailboxFull, NotStarted, ReentrancyError, SchemaError, Unavailable
 from .observer import Event, LoggingObserver
 from .ports import Clock, Observer, Store
-from .ref import NOBODY, Askable, EntityRef, Ref, ReplyRef
+from .deadlines import DeadlineQueue
+from .ref import NOBODY, Askable, EntityRef, Ref, ReplyRef, with_reply_to
 from .state import ACTIVE_PAGE
 
 __all__ = ["ActorSystem", "Placement"]
@@ -98,6 +98,7 @@ class ActorSystem:
         self._request_seq = 0
         self._lease_seq = 0
         self._background: dict[asyncio.Task[Any], None] = {}
+        self._deadlines: dict[float, DeadlineQueue[PendingAsk]] = {}  # ask timeouts, one queue per duration
         self._dirty: dict[Activation, None] = {}  # write-behind keys with an unsaved change
 
     # ================================================================== lifecycle ====
@@ -150,6 +151,8 @@ class ActorSystem:
                 await asyncio.gather(*list(self._background), return_exceptions=True)
         for task in list(self._background):
             task.cancel()
+        for deadlines in self._deadlines.values():
+            deadlines.close()
         error = NotStarted("the actor system stopped")
         for pending in list(self._pending.values()):
             if not pending.future.done():
@@ -256,7 +259,7 @@ class ActorSystem:
             raise ReentrancyError(f"ask would deadlock: {path} (use ctx.ask to ask without blocking the inbox)")
         self._request_seq += 1
         request = self._request_seq
-        filled = dataclasses.replace(message, reply_to=ReplyRef(self, self.node, request))  # type: ignore[type-var]
+        filled = with_reply_to(message, ReplyRef(self, self.node, request))
         self.codec.encode_message(filled, actor.schema)
         loop = self.loop
         future: asyncio.Future[R] = loop.create_future()
@@ -269,22 +272,27 @@ class ActorSystem:
             activation = self._activation_for(actor, ref.key, _MISSING)
         self._pending[request] = pending
         timeout = actor.ask_timeout if actor.ask_timeout is not None else self.ask_timeout
-        expiry = loop.call_later(timeout, self._expire, pending, ref, timeout)
+        deadlines = self._deadlines.get(timeout)
+        if deadlines is None:
+            deadlines = self._deadlines[timeout] = DeadlineQueue(loop, timeout, self._expire)
         try:
             activation.deliver(Envelope(filled, pending, chain))
+            deadlines.add(pending)
             return await future
         except asyncio.CancelledError:
             self._give_up(pending)
             raise
         finally:
-            expiry.cancel()
             self._pending.pop(request, None)
 
-    def _expire(self, pending: PendingAsk, ref: EntityRef[Any], timeout: float) -> None:
+    def _expire(self, pending: PendingAsk) -> None:
         if pending.future.done():
             return
+        activation = pending.activation
+        where = f"{activation.type.name}[{activation.key!r}]" if activation is not None else "its target"
+        timeout = activation.type.ask_timeout if activation is not None and activation.type.ask_timeout else self.ask_timeout
         pending.future.set_exception(
-            TimeoutError(f"ask {type(pending.message).__qualname__} to {ref!r} got no reply within {timeout:g} s")
+            TimeoutError(f"ask {type(pending.message).__qualname__} to {where} got no reply within {timeout:g} s")
         )
         self._give_up(pending)
 
