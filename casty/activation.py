@@ -30,6 +30,7 @@ from .context import Context
 from .errors import ActorFailed, CastyError, Fenced, MailboxFull, NotStarted, SchemaError, Unavailable
 from .ref import EntityRef
 from .schedules import ArmedSchedule, Schedule, catch_up, decode_schedules, encode_schedules, to_micros
+from .timers import Timer
 from .state import ACTIVE_PAGE, BEHAVIOR_PAGE, SCHEDULES_PAGE, STATE_PAGE
 
 if TYPE_CHECKING:
@@ -89,9 +90,6 @@ class Envelope:
 
 _MISSING: Any = object()
 
-_TIMER_CONTEXT = contextvars.Context()
-"""Timer callbacks of activations run here: they read no context variables, and sharing one
-context saves a copy per timer (asyncio copies the current context for every call_at)."""
 
 
 class Activation:
@@ -135,7 +133,7 @@ class Activation:
         self._life: asyncio.Task[None] | None = None
         self._schedules: dict[str, ArmedSchedule] = {}
         self._idle_after = actor_type.idle_after if actor_type.idle_after is not None else system.idle_after
-        self._idle_handle: asyncio.TimerHandle | None = None
+        self._idle_handle: Timer | None = None
         self._last_activity = self._loop.time()
         self._flush_handle: asyncio.TimerHandle | None = None
         self._durable = actor_type.durable
@@ -405,7 +403,7 @@ class Activation:
     def _arm_idle(self) -> None:
         if self._idle_handle is not None or self._idle_after is None or self._schedules:
             return
-        self._idle_handle = self._loop.call_at(self._last_activity + self._idle_after, self._idle_check, context=_TIMER_CONTEXT)
+        self._idle_handle = self.system.timers.call_at(self._last_activity + self._idle_after, Activation._idle_check, self)
 
     def _idle_check(self) -> None:
         self._idle_handle = None
@@ -416,7 +414,7 @@ class Activation:
             self._ending = "idle"
             self._wake()
         else:
-            self._idle_handle = self._loop.call_at(deadline, self._idle_check, context=_TIMER_CONTEXT)
+            self._idle_handle = self.system.timers.call_at(deadline, Activation._idle_check, self)
 
     def cancel_ask(self, ask: PendingAsk) -> None:
         """The asker gave up: drop the message if queued, else cancel the body at its await."""
@@ -675,7 +673,7 @@ class Activation:
 
     def _arm(self, armed: ArmedSchedule, now_us: int) -> None:
         delay = max(0, armed.due_us - now_us) / 1_000_000
-        armed.timer = self._loop.call_at(self._loop.time() + delay, self._fire, armed, context=_TIMER_CONTEXT)
+        armed.timer = self.system.timers.call_at(self._loop.time() + delay, self._fire, armed)
         self.system._emit_event(ev.ScheduleArmed, self.type.name, self.key, armed.name, armed.due_us, armed.every_us)
 
     def _arm_recovered_schedules(self) -> None:

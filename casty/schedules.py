@@ -9,8 +9,6 @@ exactly, without a loop.
 
 from __future__ import annotations
 
-import asyncio
-
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
@@ -21,6 +19,7 @@ from .clock import to_datetime
 
 if TYPE_CHECKING:
     from .activation import Activation
+    from .timers import Timer
 
 __all__ = ["ScheduleEntry", "ArmedSchedule", "catch_up", "encode_schedules", "decode_schedules", "Schedule", "to_micros"]
 
@@ -80,7 +79,7 @@ class ArmedSchedule:
         self.data = data
         self.due_us = due_us
         self.every_us = every_us
-        self.timer: asyncio.TimerHandle | None = None
+        self.timer: Timer | None = None
         self.live = True
 
     def entry(self) -> ScheduleEntry:

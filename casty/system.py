@@ -27,6 +27,7 @@ from .errors import ConfigurationError, InvalidIdentity, MailboxFull, NotStarted
 from .observer import Event, LoggingObserver
 from .ports import Clock, Observer, Store
 from .deadlines import DeadlineQueue
+from .timers import TimerHeap
 from .ref import NOBODY, Askable, EntityRef, Ref, ReplyRef, with_reply_to
 from .state import ACTIVE_PAGE
 
@@ -117,6 +118,7 @@ class ActorSystem:
         if self._running or self._stopped:
             raise NotStarted("an ActorSystem runs once: make a new one")
         self._loop = asyncio.get_running_loop()
+        self.timers = TimerHeap(self._loop)
         self._running = True
         if self.store is not None:
             await self._resume_active_keys()
@@ -153,6 +155,7 @@ class ActorSystem:
             task.cancel()
         for deadlines in self._deadlines.values():
             deadlines.close()
+        self.timers.close()
         error = NotStarted("the actor system stopped")
         for pending in list(self._pending.values()):
             if not pending.future.done():
