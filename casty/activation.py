@@ -151,7 +151,7 @@ class Activation:
     async def _live(self) -> None:
         system = self.system
         try:
-            recovered = await self._acquire()
+            recovered = self._acquire_in_memory() if self._store is None else await self._acquire()
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # store failure, unknown @behavior, undecodable pages
@@ -241,6 +241,13 @@ class Activation:
             if record is None and stored is not None:
                 version, blob = stored
                 record = KeyRecord(version, system.codec.decode_pages(blob))
+        recovered, updates = self._adopt(record)
+        await self._commit(self.lease, updates, "activate")
+        return recovered
+
+    def _adopt(self, record: KeyRecord | None) -> tuple[bool, dict[str, bytes | None]]:
+        """Take the key's pages as found: behavior, state and a new lease; returns what ``@active`` must write."""
+        system = self.system
         if record is None:
             record = KeyRecord()
         system._records[self.entity] = record
@@ -256,7 +263,12 @@ class Activation:
             self.state_value = system.codec.decode_value(pages[STATE_PAGE], self.behavior.state_type, f"state of {self.type.name}")
         else:
             updates[STATE_PAGE] = system.codec.encode_value(self.state_value, f"initial state of {self.type.name}")
-        await self._commit(self.lease, updates, "activate")
+        return recovered, updates
+
+    def _acquire_in_memory(self) -> bool:
+        """``_acquire`` for a key with no store behind it: nothing to wait for, so no coroutine."""
+        recovered, updates = self._adopt(self.system._records.get(self.entity))
+        self._write_now(self.lease, updates, "activate")
         return recovered
 
     def _abandon(self, error: BaseException) -> None:
@@ -469,14 +481,21 @@ class Activation:
 
     async def _commit(self, lease: int | None, updates: Mapping[str, bytes | None], operation: str) -> int:
         """A fenced write of some pages, returning its version once confirmed (by the store, for write-through)."""
+        if self._store is None or self._durable != "write":
+            return self._write_now(lease, updates, operation)
         self._check_lease(lease, operation)
-        if self._store is not None and self._durable == "write":
-            version = await self._write_through(lease, updates, operation)
-        else:
-            version = self._apply(updates)
-            if self._store is not None:
-                self._schedule_flush()
+        version = await self._write_through(lease, updates, operation)
         self.system._emit_event(ev.WriteConfirmed, self.type.name, self.key, self.lease if lease is None else lease, version, tuple(updates))
+        return version
+
+    def _write_now(self, lease: int | None, updates: Mapping[str, bytes | None], operation: str) -> int:
+        """A fenced write confirmed at once: the node's memory copy, plus a write-behind flush if durable."""
+        self._check_lease(lease, operation)
+        version = self._apply(updates)
+        if self._store is not None:
+            self._schedule_flush()
+        if self.system._observer is not None:
+            self.system._emit_event(ev.WriteConfirmed, self.type.name, self.key, self.lease if lease is None else lease, version, tuple(updates))
         return version
 
     def _commit_soon(self, updates: Mapping[str, bytes | None], operation: str) -> None:
@@ -485,11 +504,7 @@ class Activation:
             task = self._loop.create_task(self._commit_quietly(updates, operation))
             self.system._track(task)
             return
-        self._check_lease(None, operation)
-        version = self._apply(updates)
-        if self._store is not None:
-            self._schedule_flush()
-        self.system._emit_event(ev.WriteConfirmed, self.type.name, self.key, self.lease, version, tuple(updates))
+        self._write_now(None, updates, operation)
 
     async def _commit_quietly(self, updates: Mapping[str, bytes | None], operation: str) -> None:
         try:
