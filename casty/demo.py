@@ -119,17 +119,21 @@ async def main() -> None:
         store = SQLiteStore(path)
         async with ActorSystem(observer=narrator, store=store, idle_after=timedelta(seconds=5)) as system:
             ana = system.ref(account, "ana")
-            narrator.say(f"ask Deposit(50) -> {await ana.ask(Deposit(50))}")
+            balance = await ana.ask(Deposit(50))
+            narrator.say(f"ask Deposit(50) -> {balance}")
             await asyncio.sleep(0.7)
-            narrator.say(f"ask Balance() -> {await ana.ask(Balance())}  (100 + 50 + two interest ticks)")
+            balance = await ana.ask(Balance())
+            narrator.say(f"ask Balance() -> {balance}  (100 + 50 + two interest ticks)")
             try:
                 await ana.ask(Deposit(-5))
             except ActorFailed as failure:
                 narrator.say(f"ask Deposit(-5) -> ActorFailed({failure.error!r})")
             await asyncio.sleep(0.2)
-            narrator.say(f"ask Balance() -> {await ana.ask(Balance())}  (one more tick; the failed deposit changed nothing)")
+            balance = await ana.ask(Balance())
+            narrator.say(f"ask Balance() -> {balance}  (one more tick; the failed deposit changed nothing)")
             await ana.ask(Freeze())
-            narrator.say(f"ask Deposit(10) after Freeze -> {await ana.ask(Deposit(10))}  (new behavior, same key)")
+            balance = await ana.ask(Deposit(10))
+            narrator.say(f"ask Deposit(10) after Freeze -> {balance}  (new behavior, same key)")
             narrator.say("the node stops; the account is still marked @active on disk")
         store.close()
 

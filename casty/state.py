@@ -50,7 +50,7 @@ class State(Generic[S]):
         if inspect.isawaitable(new):
             new = await new
         await self._activation.write_state(self._lease, new)
-        return new  # type: ignore[return-value]
+        return new
 
     async def delete(self) -> None:
         """Tombstone the key: state back to initial, every schedule cancelled, behavior back to the original type."""
