@@ -40,8 +40,14 @@ __all__ = ["Activation", "Envelope", "PendingAsk", "KeyRecord", "ASK_CHAIN"]
 
 Entity = tuple[str, str]
 
-ASK_CHAIN: contextvars.ContextVar[tuple[Entity, ...]] = contextvars.ContextVar("casty_ask_chain", default=())
-"""The keys whose bodies are blocked, directly or transitively, on the ask being made now."""
+Link = tuple[Entity, "PendingAsk"]
+"""A key blocked in an ask, and that ask: the key waits while the ask is not settled."""
+
+AskChain = tuple[Entity | None, tuple[Link, ...]]
+"""Who is running here (the key whose body this is, or None) and the asks waiting on it, transitively."""
+
+ASK_CHAIN: contextvars.ContextVar[AskChain] = contextvars.ContextVar("casty_ask_chain", default=(None, ()))
+"""The ask chain of the code running now: an ask back into a key of it that still waits would deadlock."""
 
 
 class KeyRecord:
@@ -78,11 +84,11 @@ class PendingAsk:
 
 
 class Envelope:
-    """A message in a mailbox, with the ask waiting on it (if any) and the asker's chain."""
+    """A message in a mailbox, with the ask waiting on it (if any) and the links of askers waiting on it."""
 
     __slots__ = ("message", "ask", "chain")
 
-    def __init__(self, message: Any, ask: PendingAsk | None = None, chain: tuple[Entity, ...] = ()) -> None:
+    def __init__(self, message: Any, ask: PendingAsk | None = None, chain: tuple[Link, ...] = ()) -> None:
         self.message = message
         self.ask = ask
         self.chain = chain
@@ -109,7 +115,7 @@ class Activation:
         self.behavior = actor_type
         self.key = key
         self.entity: Entity = (actor_type.name, key)
-        self._self_chain: tuple[Entity, ...] = (self.entity,)
+        self._self_chain: AskChain = (self.entity, ())
         self.ref: EntityRef[Any] = EntityRef(system, actor_type.name, key)
         self.state_value: Any = initial
         self.lease = 0
@@ -160,6 +166,9 @@ class Activation:
         restart = 0
         backoff = self.type.backoff or system.backoff
         while True:
+            if self._next_behavior is not None:
+                # become took effect: whatever ended the previous run, the next one is the replacement
+                self.behavior, self._next_behavior = self._next_behavior, None
             lease = self.lease
             ctx: Context[Any, Any] = Context(self, lease)
             self._reads = 0
@@ -220,8 +229,6 @@ class Activation:
                 continue
             self._current = None
             if self._next_behavior is not None:
-                self.behavior = self._next_behavior
-                self._next_behavior = None
                 system._emit_event(ev.ActivationEnded, self.type.name, self.key, lease, "become")
                 continue
             if self._mailbox:
@@ -388,7 +395,7 @@ class Activation:
                 self._current = env
                 self._reads += 1
                 self._last_activity = self._loop.time()
-                chain = env.chain + self._self_chain if env.chain else self._self_chain
+                chain = (self.entity, env.chain) if env.chain else self._self_chain
                 if ASK_CHAIN.get() is not chain:
                     ASK_CHAIN.set(chain)
                 return env.message
@@ -778,7 +785,7 @@ class Activation:
         mapper: Callable[[Any], Any] | None,
         failed: Callable[[BaseException], Any] | None,
     ) -> None:
-        ASK_CHAIN.set(())  # the body keeps reading while this waits: it is not blocked on it
+        ASK_CHAIN.set((None, ()))  # the body keeps reading while this waits: it is not blocked on it
         try:
             result = await awaitable
         except asyncio.CancelledError:
@@ -793,7 +800,7 @@ class Activation:
         self._tell_self(message, "to_self")
 
     async def _pump(self, source: AsyncIterable[Any]) -> None:
-        ASK_CHAIN.set(())
+        ASK_CHAIN.set((None, ()))
         async for item in source:
             self._tell_self(item, "merge")
 

@@ -255,10 +255,11 @@ class ActorSystem:
         if not isinstance(message, Askable):
             raise SchemaError(f"ask needs an Askable message; {type(message).__qualname__} is not one (tell it instead)")
         actor.schema.check(message)
-        chain = ASK_CHAIN.get()
+        running, links = ASK_CHAIN.get()
         entity = (ref.actor, ref.key)
-        if entity in chain:
-            path = " -> ".join(f"{a}[{k!r}]" for a, k in chain + (entity,))
+        if entity == running or any(waiting == entity and not ask.future.done() for waiting, ask in links):
+            waiting_keys = [waiting for waiting, ask in links if not ask.future.done()]
+            path = " -> ".join(f"{a}[{k!r}]" for a, k in [*waiting_keys, *([running] if running else []), entity])
             raise ReentrancyError(f"ask would deadlock: {path} (use ctx.ask to ask without blocking the inbox)")
         self._request_seq += 1
         request = self._request_seq
@@ -279,7 +280,7 @@ class ActorSystem:
         if deadlines is None:
             deadlines = self._deadlines[timeout] = DeadlineQueue(loop, timeout, self._expire)
         try:
-            activation.deliver(Envelope(filled, pending, chain))
+            activation.deliver(Envelope(filled, pending, links + ((running, pending),) if running is not None else links))
             deadlines.add(pending)
             return await future
         except asyncio.CancelledError:

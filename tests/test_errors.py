@@ -1,0 +1,426 @@
+"""Tests of the errors the runtime raises on purpose: class, message, and that the node survives.
+
+Every error is raised at the call that caused it, with a message naming what was wrong
+(the actor type, the key, the message class, the limit). After each one the same
+``ActorSystem`` still answers an ask, so a bad call never takes the node down.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from casty import (
+    ActorSystem,
+    Askable,
+    ConfigurationError,
+    Context,
+    InvalidIdentity,
+    MailboxFull,
+    NotStarted,
+    SchemaError,
+    UnknownActor,
+    actor,
+)
+from casty.observer import MessageDropped
+from casty.ref import EntityRef
+from conftest import LoopClock, Recorder, run_virtual
+
+
+def now() -> float:
+    return asyncio.get_running_loop().time()
+
+
+async def settle() -> None:
+    for _ in range(20):
+        await asyncio.sleep(0)
+
+
+# ------------------------------------------------------------------------------ messages and actors
+
+
+@dataclass(frozen=True)
+class Echo(Askable[str]):
+    text: str
+
+
+@dataclass(frozen=True)
+class Carry:
+    payload: Any
+
+
+@dataclass(frozen=True)
+class CarryAsk(Askable[str]):
+    payload: Any
+
+
+@dataclass(frozen=True)
+class Plain:
+    text: str
+
+
+@dataclass(frozen=True)
+class Stranger(Askable[str]):
+    """A message no actor here accepts."""
+
+
+@dataclass(frozen=True)
+class Hold:
+    seconds: float
+
+
+HANDLED: dict[str, list[Any]] = {}
+
+
+@actor(initial=0)
+async def echo(ctx: Context[int, Echo | Carry | CarryAsk | Plain]) -> None:
+    """Answers Echo with its text and records every message it handles."""
+    async for msg in ctx.inbox:
+        HANDLED.setdefault(ctx.key, []).append(msg)
+        if isinstance(msg, Echo):
+            msg.reply_to.tell(msg.text)
+
+
+@actor(mailbox=1)
+async def narrow(ctx: Context[int, Hold | Echo]) -> None:
+    """A one-slot mailbox; Hold keeps the body busy."""
+    async for msg in ctx.inbox:
+        HANDLED.setdefault(ctx.key, []).append(msg)
+        match msg:
+            case Hold(seconds=seconds):
+                await asyncio.sleep(seconds)
+            case Echo(text=text):
+                msg.reply_to.tell(text)
+
+
+@actor(initial=0, durable="write")
+async def durable_counter(ctx: Context[int, Echo]) -> None:
+    async for msg in ctx.inbox:
+        msg.reply_to.tell(msg.text)
+
+
+def not_an_actor(ctx: Any) -> None:
+    """A plain function: importable, but not an @actor."""
+
+
+async def still_serves(system: ActorSystem, key: str = "alive") -> None:
+    """The node keeps running: the same system answers another ask."""
+    assert await system.ref(echo, key).ask(Echo("still here")) == "still here"
+
+
+# ============================================================================ SchemaError: wrong message type
+
+
+def test_tell_of_wrong_message_type_is_schema_error() -> None:
+    """tell of a message the type does not accept raises SchemaError naming the type and the message class."""
+    HANDLED.pop("wrong-tell", None)
+
+    async def main(clock: LoopClock) -> None:
+        async with ActorSystem(clock=clock) as system:
+            ref = system.ref(echo, "wrong-tell")
+            with pytest.raises(SchemaError) as info:
+                ref.tell(Stranger())  # type: ignore[arg-type]
+            text = str(info.value)
+            assert echo.name in text and "Stranger" in text and "Echo" in text
+            assert isinstance(info.value, TypeError)
+            assert await ref.ask(Echo("ok")) == "ok"
+            assert HANDLED["wrong-tell"] == [Echo("ok")]
+            await still_serves(system)
+
+    run_virtual(main)
+
+
+def test_ask_of_wrong_message_type_is_schema_error() -> None:
+    """ask of an Askable the type does not accept raises SchemaError, without sending anything."""
+    HANDLED.pop("wrong-ask", None)
+
+    async def main(clock: LoopClock) -> None:
+        async with ActorSystem(clock=clock) as system:
+            ref = system.ref(echo, "wrong-ask")
+            with pytest.raises(SchemaError) as info:
+                await ref.ask(Stranger())
+            assert echo.name in str(info.value) and "Stranger" in str(info.value)
+            assert now() == 0.0  # raised at the call, not after a timeout
+            assert await ref.ask(Echo("ok")) == "ok"
+            assert HANDLED["wrong-ask"] == [Echo("ok")]
+            assert system.stats()["pending_asks"] == 0
+            await still_serves(system)
+
+    run_virtual(main)
+
+
+# ============================================================================ SchemaError: unencodable message
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [pytest.param(lambda: 1, id="lambda"), pytest.param(object(), id="object")],
+)
+def test_tell_of_unencodable_message_fails_at_the_call(payload: Any, recorder: Recorder) -> None:
+    """tell of a frozen dataclass holding a lambda or a bare object raises SchemaError at the call; nothing is queued."""
+    key = f"unencodable-{type(payload).__name__}"
+    HANDLED.pop(key, None)
+
+    async def main(clock: LoopClock) -> None:
+        async with ActorSystem(clock=clock, observer=recorder) as system:
+            ref = system.ref(echo, key)
+            await settle()
+            with pytest.raises(SchemaError) as info:
+                ref.tell(Carry(payload))
+            text = str(info.value)
+            assert "Carry" in text and echo.name in text
+            assert system.stats()["queued"] == 0
+            await settle()
+            assert key not in HANDLED  # the body never saw it
+            assert recorder.of(MessageDropped) == []  # refused at the call, not dropped later
+            assert await ref.ask(Echo("after")) == "after"
+            assert HANDLED[key] == [Echo("after")]
+            await still_serves(system)
+
+    run_virtual(main)
+
+
+def test_ask_of_unencodable_message_fails_at_the_call() -> None:
+    """ask of an Askable holding a lambda raises SchemaError at the call, not a timeout later."""
+
+    async def main(clock: LoopClock) -> None:
+        async with ActorSystem(clock=clock) as system:
+            ref = system.ref(echo, "unencodable-ask")
+            with pytest.raises(SchemaError) as info:
+                await ref.ask(CarryAsk(lambda: 1))
+            assert "CarryAsk" in str(info.value)
+            assert now() == 0.0
+            assert system.stats()["pending_asks"] == 0
+            await still_serves(system)
+
+    run_virtual(main)
+
+
+def test_ask_of_non_askable_is_schema_error() -> None:
+    """ask of a message that is not an Askable raises SchemaError naming the message class."""
+    HANDLED.pop("non-askable", None)
+
+    async def main(clock: LoopClock) -> None:
+        async with ActorSystem(clock=clock) as system:
+            ref = system.ref(echo, "non-askable")
+            with pytest.raises(SchemaError) as info:
+                await ref.ask(Plain("x"))  # type: ignore[arg-type]
+            text = str(info.value)
+            assert "Plain" in text and "Askable" in text
+            assert now() == 0.0
+            await settle()
+            assert "non-askable" not in HANDLED
+            await still_serves(system)
+
+    run_virtual(main)
+
+
+# ============================================================================ InvalidIdentity
+
+
+@pytest.mark.parametrize(
+    ("target", "key", "named"),
+    [
+        pytest.param("echo", "", "empty", id="empty-key"),
+        pytest.param("echo", 7, "int", id="int-key"),
+        pytest.param("echo", None, "NoneType", id="none-key"),
+        pytest.param("function", "k", "not_an_actor", id="plain-function"),
+        pytest.param("string", "k", "test_errors:echo", id="type-name-string"),
+    ],
+)
+def test_invalid_identity(target: str, key: Any, named: str) -> None:
+    """ref with an empty or non-string key, or with something that is not an actor type, raises InvalidIdentity."""
+    chosen: Any = {"echo": echo, "function": not_an_actor, "string": "test_errors:echo"}[target]
+
+    async def main(clock: LoopClock) -> None:
+        async with ActorSystem(clock=clock) as system:
+            with pytest.raises(InvalidIdentity) as info:
+                system.ref(chosen, key)
+            assert named in str(info.value)
+            assert isinstance(info.value, ValueError)
+            assert system.activations() == []
+            await still_serves(system)
+
+    run_virtual(main)
+
+
+# ============================================================================ NotStarted
+
+
+def test_not_started_before_entering() -> None:
+    """Before `async with`, ref raises NotStarted; once entered the same system works."""
+
+    async def main(clock: LoopClock) -> None:
+        system = ActorSystem(clock=clock)
+        with pytest.raises(NotStarted) as info:
+            system.ref(echo, "early")
+        assert "not started" in str(info.value)
+        with pytest.raises(NotStarted):
+            await system.release(echo, "early")
+        async with system:
+            await still_serves(system)
+
+    run_virtual(main)
+
+
+def test_not_started_after_exit() -> None:
+    """After the system exited, ref, tell and ask (also through refs made earlier) raise NotStarted."""
+
+    async def main(clock: LoopClock) -> None:
+        async with ActorSystem(clock=clock) as system:
+            ref = system.ref(echo, "late")
+            assert await ref.ask(Echo("before")) == "before"
+        with pytest.raises(NotStarted) as info:
+            system.ref(echo, "late")
+        assert "stopped" in str(info.value)
+        with pytest.raises(NotStarted):
+            ref.tell(Plain("after"))
+        with pytest.raises(NotStarted):
+            await ref.ask(Echo("after"))
+        with pytest.raises(NotStarted):
+            async with system:
+                pass
+
+    run_virtual(main)
+
+
+# ============================================================================ UnknownActor
+
+
+@pytest.mark.parametrize(
+    ("name", "named"),
+    [
+        pytest.param("casty_lab_nowhere.missing:ghost", "casty_lab_nowhere.missing", id="no-module"),
+        pytest.param("test_errors:ghost_actor", "ghost_actor", id="no-attribute"),
+        pytest.param("test_errors:not_an_actor", "not_an_actor", id="not-an-actor"),
+        pytest.param("no-colon-here", "no-colon-here", id="not-a-type-name"),
+    ],
+)
+def test_unknown_actor_for_unimportable_type_name(name: str, named: str) -> None:
+    """tell and ask through a ref whose type name cannot be imported as an @actor raise UnknownActor naming it."""
+
+    async def main(clock: LoopClock) -> None:
+        async with ActorSystem(clock=clock) as system:
+            ref: EntityRef[Any] = EntityRef(system, name, "k")
+            with pytest.raises(UnknownActor) as info:
+                ref.tell(Plain("x"))
+            assert named in str(info.value)
+            with pytest.raises(UnknownActor):
+                await ref.ask(Echo("x"))
+            assert system.activations() == []
+            await still_serves(system)
+
+    run_virtual(main)
+
+
+# ============================================================================ MailboxFull
+
+
+def test_mailbox_full_refuses_tell_and_ask() -> None:
+    """@actor(mailbox=1) queues one message while busy; the next tell or ask raises MailboxFull naming type, key and limit."""
+    HANDLED.pop("n", None)
+
+    async def main(clock: LoopClock) -> None:
+        async with ActorSystem(clock=clock) as system:
+            ref = system.ref(narrow, "n")
+            assert await ref.ask(Echo("up")) == "up"
+            ref.tell(Hold(5))
+            await settle()  # the body is now busy with Hold; the mailbox is empty
+            ref.tell(Hold(0))  # takes the one slot
+            with pytest.raises(MailboxFull) as info:
+                ref.tell(Hold(1))
+            text = str(info.value)
+            assert narrow.name in text and "'n'" in text and "1" in text
+            with pytest.raises(MailboxFull):
+                await ref.ask(Echo("no room"))
+            assert now() == 0.0
+            await still_serves(system)
+            await asyncio.sleep(5)  # Hold(5) ends, Hold(0) is read: the slot is free again
+            assert await ref.ask(Echo("room again")) == "room again"
+            assert now() == 5.0
+            assert HANDLED["n"] == [Echo("up"), Hold(5), Hold(0), Echo("room again")]
+
+    run_virtual(main)
+
+
+# ============================================================================ ConfigurationError
+
+
+def test_durable_actor_without_store_is_configuration_error() -> None:
+    """A durable actor on a system without a store raises ConfigurationError naming the type and the missing store."""
+
+    async def main(clock: LoopClock) -> None:
+        async with ActorSystem(clock=clock) as system:
+            with pytest.raises(ConfigurationError) as info:
+                system.ref(durable_counter, "d")
+            text = str(info.value)
+            assert durable_counter.name in text and "store" in text
+            ref: EntityRef[Any] = EntityRef(system, durable_counter.name, "d")
+            with pytest.raises(ConfigurationError):
+                await ref.ask(Echo("x"))
+            assert system.activations() == []
+            await still_serves(system)
+
+    run_virtual(main)
+
+
+# ============================================================================ @actor definition errors
+
+
+def test_actor_on_non_async_function_is_type_error() -> None:
+    """@actor on a plain def raises TypeError naming the function."""
+
+    def sync_body(ctx: Context[int, Echo]) -> None:
+        pass
+
+    with pytest.raises(TypeError) as info:
+        actor(sync_body)
+    assert "sync_body" in str(info.value) and "async" in str(info.value)
+    with pytest.raises(TypeError):
+        actor(initial=0)(sync_body)
+
+
+def test_actor_without_context_annotation_is_schema_error() -> None:
+    """@actor on a body whose parameter is not annotated Context[S, M] raises SchemaError naming the body."""
+
+    async def unannotated(ctx) -> None:  # type: ignore[no-untyped-def]
+        pass
+
+    async def wrong_annotation(ctx: int) -> None:
+        pass
+
+    with pytest.raises(SchemaError) as info:
+        actor(unannotated)
+    assert "unannotated" in str(info.value) and "Context" in str(info.value)
+    with pytest.raises(SchemaError) as info:
+        actor(wrong_annotation)
+    assert "wrong_annotation" in str(info.value)
+
+
+@dataclass
+class Mutable:
+    value: int
+
+
+class NotADataclass:
+    pass
+
+
+def test_message_union_with_non_frozen_dataclass_is_schema_error() -> None:
+    """A message union containing a non-frozen dataclass (or a non-dataclass) raises SchemaError naming that class."""
+
+    async def loose(ctx: Context[int, Echo | Mutable]) -> None:
+        pass
+
+    async def odd(ctx: Context[int, Echo | NotADataclass]) -> None:
+        pass
+
+    with pytest.raises(SchemaError) as info:
+        actor(loose)
+    assert "Mutable" in str(info.value) and "frozen" in str(info.value)
+    with pytest.raises(SchemaError) as info:
+        actor(odd)
+    assert "NotADataclass" in str(info.value)
