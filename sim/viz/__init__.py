@@ -1,1 +1,6 @@
 """Views drawn from traces (see the sim issue)."""
+
+from sim.viz.catchup import catchup_chart
+from sim.viz.timeline import activation_timeline
+
+__all__ = ["activation_timeline", "catchup_chart"]

@@ -1,0 +1,394 @@
+"""Schedule catch-up chart: the nominal due grid against the actual deliveries of one schedule.
+
+Two lanes share one x scale (time since the start of the run):
+
+* **true time** (top axis): where each delivery really happened (``schedule.fired`` row time);
+* **node wall clock** (bottom axis): the same delivery at the wall time the node read
+  (``now_us``), measured from the run's reference wall clock at true time 0.
+
+The light vertical lines are the nominal grid ``first due + k * every`` (wall times, taken
+from ``schedule.armed``), drawn at the same place in both lanes: where they would fall on a
+perfect clock. A delivery on a grid line in both lanes was on time; a grey whisker shows how
+far a delivery was from its own due time. With a skewed or stepped clock the two lanes
+disagree, and a dotted connector joins the two positions of the same delivery.
+
+Skipped occurrences (``schedule.caught_up``: the ``skipped`` grid times between ``due_us``
+and ``next_us``) are hollow red X's on the wall-clock lane, where the grid is defined. A due
+delivered more than once (a crash or ownership change) is an orange diamond, "repeat".
+Crash-to-restart (grey), pauses (hatched), restarts (green) and clock steps (purple; an arrow
+over the skipped wall time in the wall lane) of the nodes that ran the schedule are drawn on
+their rows; ``report.built`` rows of the key are black stars with their day.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any
+
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+from matplotlib.patches import ConnectionPatch, Patch, Rectangle
+from matplotlib.text import Annotation
+
+from sim.trace import Row, Trace
+from sim.viz.timeline import (
+    BLUE,
+    FONT,
+    GREEN,
+    GREY,
+    GRID_GREY,
+    INK,
+    LIGHT_GREY,
+    ORANGE,
+    PURPLE,
+    SMALL,
+    VERMILLION,
+    WallMap,
+    add_notes,
+    declutter,
+    fmt_duration,
+    fmt_signed,
+    end_ns,
+    label,
+    node_events,
+    outside_legend,
+    time_unit,
+    wall_clock_name,
+)
+
+__all__ = ["catchup_chart"]
+
+_MAX_GRID_LINES = 240  # beyond this the grid would be a grey wash: not drawn (the legend says so)
+_MAX_GRID_POINTS = 20_000  # beyond this it is not even listed
+_MAX_SKIP_MARKERS = 60  # beyond this a skipped stretch is one red bar
+_LATE_PURPLE = "#9E4A7E"  # PURPLE darkened for text
+
+
+def _select(trace: Trace, actor: str | None, key: str | None, schedule: str | None) -> tuple[list[Row], tuple[str, str, str]]:
+    """The schedule rows of one (actor, key, name): the first fired one matching the filters, else the first row."""
+
+    def matches(row: Row) -> bool:
+        return (
+            (actor is None or row.get("actor") == actor)
+            and (key is None or str(row.get("key")) == str(key))
+            and (schedule is None or row.get("name") == schedule)
+        )
+
+    rows = [r for r in trace.of("schedule.") if matches(r)]
+    if not rows:
+        wanted = ", ".join(f"{n}={v!r}" for n, v in (("actor", actor), ("key", key), ("schedule", schedule)) if v is not None)
+        known = sorted({f"{r.get('actor')}[{r.get('key')}] {r.get('name')!r}" for r in trace.of("schedule.")})
+        if not known:
+            raise ValueError(f"no schedule rows in this trace ({len(trace)} rows): nothing to chart")
+        raise ValueError(f"no schedule rows for {wanted}; schedules in this trace: {', '.join(known[:10])}")
+    first = next((r for r in rows if r.kind == "schedule.fired"), rows[0])
+    ident = (str(first.get("actor")), str(first.get("key")), str(first.get("name")))
+    return [r for r in rows if (str(r.get("actor")), str(r.get("key")), str(r.get("name"))) == ident], ident
+
+
+def _segments(armed: list[Row], fired: list[Row], caught: list[Row]) -> list[tuple[int, int | None]]:
+    """(first due µs, every µs or None) of each grid; a new one starts when a re-arm leaves the old grid."""
+    segments: list[tuple[int, int | None]] = []
+    for row in armed:
+        due, every = int(row.get("due_us")), row.get("every_us")
+        every = int(every) if every else None
+        if segments:
+            origin, step = segments[-1]
+            if every is not None and step == every and (due - origin) % every == 0:
+                continue
+            if every is None and step is None and due == origin:
+                continue
+        segments.append((due, every))
+    if not segments and fired:  # a partial trace without its armed rows: infer from the firings
+        skipped = {(int(r.get("due_us")), int(r.get("now_us"))): int(r.get("skipped")) for r in caught}
+        first = fired[0]
+        every = None
+        for row in fired:
+            if row.get("next_us") is not None:
+                n = skipped.get((int(row.get("due_us")), int(row.get("now_us"))), 0)
+                every = (int(row.get("next_us")) - int(row.get("due_us"))) // (n + 1)
+                break
+        segments.append((int(first.get("due_us")), every))
+    return segments
+
+
+def _grid(segments: list[tuple[int, int | None]], end_us: int) -> tuple[list[int], int]:
+    """Grid due times (µs) up to ``end_us``, and the count if it was too many to list."""
+    out: list[int] = []
+    total = 0
+    for i, (origin, every) in enumerate(segments):
+        stop = segments[i + 1][0] - 1 if i + 1 < len(segments) else end_us
+        if every is None:
+            if origin <= max(stop, origin):
+                out.append(origin)
+                total += 1
+            continue
+        count = max(0, (stop - origin) // every + 1)
+        total += count
+        if total <= _MAX_GRID_POINTS:
+            out.extend(origin + k * every for k in range(count))
+    return (out, total) if total <= _MAX_GRID_POINTS else ([], total)
+
+
+def _lanes(ax: Axes | Sequence[Axes] | None, n_rows: int, footer: int) -> tuple[Figure, Axes, Axes]:
+    if ax is None:
+        lane_in = 0.75 + 0.55 * n_rows
+        fig = Figure(figsize=(11.5, 1.9 + 2 * lane_in + footer * 0.17), layout="constrained")
+        if footer:
+            bottom = (footer * 0.17 + 0.1) / fig.get_figheight()
+            fig.get_layout_engine().set(rect=(0, bottom, 1, 1 - bottom), hspace=0.02, h_pad=0.06)  # type: ignore[union-attr, call-arg]
+        else:
+            fig.get_layout_engine().set(hspace=0.02, h_pad=0.06)  # type: ignore[union-attr, call-arg]
+        top, bottom_ax = fig.subplots(2, 1, sharex=True)
+        return fig, top, bottom_ax
+    if isinstance(ax, Axes):
+        fig = ax.figure  # type: ignore[assignment]
+        spec = ax.get_subplotspec()
+        if spec is None:
+            raise ValueError("catchup_chart needs an Axes made by add_subplot/subplots (it splits it into two lanes), or a pair of Axes")
+        ax.remove()
+        sub = spec.subgridspec(2, 1, hspace=0.05)
+        top = fig.add_subplot(sub[0])
+        return fig, top, fig.add_subplot(sub[1], sharex=top)
+    top, bottom_ax = ax
+    return top.figure, top, bottom_ax  # type: ignore[return-value]
+
+
+def catchup_chart(
+    trace: Trace,
+    *,
+    actor: str | None = None,
+    key: str | None = None,
+    schedule: str | None = None,
+    ax: Axes | Sequence[Axes] | None = None,
+    title: str | None = None,
+) -> Figure:
+    """The catch-up chart of one schedule (default: the first one that fired).
+
+    ``ax`` may be one Axes (split into the two lanes) or a pair (true-time lane, wall-clock lane).
+    Raises ``ValueError`` when the trace has no ``schedule.*`` row for the requested schedule.
+    """
+    rows, (actor, key, name) = _select(trace, actor, key, schedule)
+    fired = [r for r in rows if r.kind == "schedule.fired"]
+    caught = [r for r in rows if r.kind == "schedule.caught_up"]
+    armed = [r for r in rows if r.kind == "schedule.armed"]
+    cancelled = [r for r in rows if r.kind == "schedule.cancelled"]
+    nodes = list(dict.fromkeys(r.node for r in rows))
+    row_of = {n: i for i, n in enumerate(nodes)}
+    wall = WallMap(trace)
+    origin = wall.origin_us
+    if origin is None:
+        origin = int(fired[0].get("now_us")) - fired[0].t_ns // 1000 if fired else int(rows[0].get("due_us", 0) or 0)
+
+    def fired_wall(row: Row) -> int:
+        now = row.get("now_us")
+        if now is not None:
+            return int(now)
+        return row.wall_us if row.wall_us is not None else wall.wall_us(row.node, row.t_ns)
+
+    # extent (s since start) and unit
+    end = end_ns(trace)
+    end_true_s = end / 1e9
+    wall_points_s = [(fired_wall(r) - origin) / 1e6 for r in fired]
+    wall_points_s += [(wall.wall_us(n, end) - origin) / 1e6 for n in nodes]
+    lo_s = min([0.0, *wall_points_s])
+    hi_s = max([end_true_s, *wall_points_s, 1e-3])
+    unit = time_unit(hi_s - lo_s)
+    x_max_us = origin + int(hi_s * 1e6)
+    segments = _segments(armed, fired, caught)
+    grid_end = x_max_us
+    if cancelled and (not armed or cancelled[-1].seq > armed[-1].seq) and cancelled[-1].get("reason") not in ("replaced",):
+        last = cancelled[-1]
+        grid_end = wall.wall_us(last.node, last.t_ns, last.seq)
+    grid, grid_total = _grid(segments, grid_end)
+    every = next((e for _, e in reversed(segments) if e), None)
+
+    def wx(wall_us: float) -> float:
+        """Wall µs -> x in chart units."""
+        return (wall_us - origin) / 1e6 / unit.seconds
+
+    def tx(t_ns: int) -> float:
+        return unit.x(t_ns)
+
+    # classify deliveries
+    seen: Counter[int] = Counter()
+    first_rows: list[Row] = []
+    repeat_rows: list[Row] = []
+    for row in fired:
+        due = int(row.get("due_us"))
+        (repeat_rows if seen[due] else first_rows).append(row)
+        seen[due] += 1
+    skipped_total = sum(int(r.get("skipped", 0)) for r in caught)
+
+    notes = trace.of("note")
+    footer = min(len(notes), 8) + (1 if len(notes) > 8 else 0)
+    own = ax is None
+    fig, ax_t, ax_w = _lanes(ax, len(nodes), footer)
+    labels: list[Annotation] = []
+    span = (hi_s - lo_s) / unit.seconds
+    visible = span * 0.004  # smaller differences than this are not drawn as whiskers/connectors
+    events = node_events(trace)
+
+    for lane_ax, lane in ((ax_t, "true"), (ax_w, "wall")):
+        def x_at(node: str, t_ns: int, seq: int | None = None, lane: str = lane) -> float:
+            return tx(t_ns) if lane == "true" else wx(wall.wall_us(node, t_ns, seq))
+
+        # node rows and world spans
+        for node, y in row_of.items():
+            lane_ax.axhspan(y - 0.42, y + 0.42, color="#F5F5F5", lw=0, zorder=0)
+            ev = events.get(node)
+            if ev is None:
+                continue
+            for s in ev.down:
+                x0, x1 = x_at(node, s.start_ns), x_at(node, s.end_ns)
+                lane_ax.add_patch(Rectangle((x0, y - 0.42), x1 - x0, 0.84, facecolor=LIGHT_GREY, edgecolor="none", zorder=0.5, gid="down"))
+            for s in ev.paused:
+                x0, x1 = x_at(node, s.start_ns), x_at(node, s.end_ns)
+                lane_ax.add_patch(Rectangle((x0, y - 0.42), x1 - x0, 0.84, facecolor="none", edgecolor=GREY, hatch="///", lw=0, zorder=0.5, gid="paused"))
+                if lane == "true":
+                    labels.append(label(lane_ax, x0, y - 0.44, "paused", colour="#555555", down=False, dy=5))
+            for t in ev.crashes:
+                lane_ax.vlines(x_at(node, t), y - 0.42, y + 0.42, color=VERMILLION, lw=2, zorder=2.5, gid="crash")
+                if lane == "true":
+                    labels.append(label(lane_ax, x_at(node, t), y - 0.44, "crash", colour=VERMILLION, weight="bold", down=False, dy=5))
+            if ev.restarts:
+                xs = [x_at(node, t) for t, _ in ev.restarts]
+                lane_ax.scatter(xs, [y - 0.42] * len(xs), marker="^", s=60, color=GREEN, edgecolors="white", linewidths=0.6, zorder=5, gid="restart")
+                if lane == "true":
+                    for x, (_, inc) in zip(xs, ev.restarts):
+                        labels.append(label(lane_ax, x, y - 0.44, "restart" if inc is None else f"restart #{inc}", colour=GREEN, weight="bold", down=False, dy=5))
+            for t, seq, delta in ev.steps:
+                if lane == "true":
+                    lane_ax.vlines(tx(t), y - 0.42, y + 0.42, color=PURPLE, lw=1.8, ls="--", zorder=4, gid="clock.step")
+                    labels.append(label(lane_ax, tx(t), y - 0.44, f"clock {fmt_signed(delta / 1e6)}", colour=_LATE_PURPLE, weight="bold", down=False, dy=5))
+                else:
+                    before = wall.wall_us(node, t, seq)
+                    after = before + delta
+                    lane_ax.annotate("", xy=(wx(after), y - 0.3), xytext=(wx(before), y - 0.3), xycoords="data",
+                                     arrowprops={"arrowstyle": "-|>", "color": PURPLE, "lw": 1.8, "shrinkA": 0, "shrinkB": 0}, zorder=4, gid="clock.step")
+                    lane_ax.vlines([wx(before), wx(after)], y - 0.42, y + 0.42, color=PURPLE, lw=1, ls="--", zorder=4)
+                    labels.append(label(lane_ax, min(wx(before), wx(after)), y - 0.44, f"clock jumps {fmt_signed(delta / 1e6)}", colour=_LATE_PURPLE, weight="bold", down=False))
+
+        # the nominal grid
+        gx = [wx(g) for g in grid]
+        if grid and len(grid) <= _MAX_GRID_LINES:
+            lane_ax.vlines(gx, -0.6, len(nodes) - 0.4, color=GRID_GREY, lw=0.9, zorder=1, gid="grid")
+
+        # deliveries, their lateness, repeats
+        def place(row: Row, lane: str = lane) -> float:
+            return tx(row.t_ns) if lane == "true" else wx(fired_wall(row))
+
+        # lateness = now - due on the node's clock: always on the wall lane; on the true lane
+        # only where the node's clock agreed with true time (else the skew connector tells it)
+        whisk = [(wx(int(r.get("due_us"))), place(r), row_of[r.node]) for r in fired
+                 if lane == "wall" or abs(tx(r.t_ns) - wx(fired_wall(r))) <= visible]
+        whisk = [(a, b, y) for a, b, y in whisk if abs(b - a) > visible]
+        if whisk:
+            lane_ax.hlines([y for _, _, y in whisk], [a for a, _, _ in whisk], [b for _, b, _ in whisk], color="#777777", lw=1.3, zorder=2, gid="lateness")
+        dense = len(fired) > 150  # small dots without a white rim, or they wash out into a pale band
+        if first_rows:
+            lane_ax.scatter([place(r) for r in first_rows], [row_of[r.node] for r in first_rows], marker="o", s=10 if dense else 42, color=BLUE,
+                            edgecolors="white", linewidths=0 if dense else 0.6, zorder=3, gid="delivered")
+        if repeat_rows:
+            lane_ax.scatter([place(r) for r in repeat_rows], [row_of[r.node] for r in repeat_rows], marker="D", s=48, color=ORANGE, edgecolors=INK, linewidths=0.6, zorder=3.5, gid="repeat")
+            if lane == "true" and len(repeat_rows) <= 12:
+                for r in repeat_rows:
+                    labels.append(label(lane_ax, place(r), row_of[r.node] + 0.2, "repeat", colour="#8A5A00", down=True))
+
+        # skipped occurrences, on the wall clock where the grid lives
+        if lane == "wall" and caught:
+            sx: list[float] = []
+            sy: list[float] = []
+            for r in caught:
+                n = int(r.get("skipped", 0))
+                due, nxt = int(r.get("due_us")), int(r.get("next_us"))
+                step = (nxt - due) // (n + 1) if n >= 0 else 0
+                if n <= 0:
+                    continue
+                first_us, last_us = due + step, due + step * n
+                if n <= _MAX_SKIP_MARKERS:
+                    sx += [wx(due + step * k) for k in range(1, n + 1)]
+                    sy += [row_of[r.node]] * n
+                else:  # too many to mark one by one: a red bar over the skipped stretch, X at both ends
+                    lane_ax.hlines(row_of[r.node], wx(first_us), wx(last_us), color=VERMILLION, lw=4, alpha=0.55, zorder=2.8, gid="skipped.range")
+                    sx += [wx(first_us), wx(last_us)]
+                    sy += [row_of[r.node]] * 2
+                middle = (wx(first_us) + wx(last_us)) / 2
+                labels.append(label(lane_ax, middle, row_of[r.node] + 0.2, f"skipped {n}", colour=VERMILLION, weight="bold", ha="center"))
+            if sx:
+                lane_ax.scatter(sx, sy, marker="X", s=64, facecolors="white", edgecolors=VERMILLION, linewidths=1.3, zorder=3, gid="skipped")
+
+    # reports built for this key (true time)
+    reports = [r for r in trace.of("report.built") if str(r.get("key")) == key]
+    if reports:
+        days = Counter(r.get("day") for r in reports)
+        done: Counter[Any] = Counter()
+        ys = [row_of.get(r.node, 0) - 0.25 for r in reports]
+        ax_t.scatter([tx(r.t_ns) for r in reports], ys, marker="*", s=90, color=INK, zorder=5, gid="report.built")
+        for r, y_star in zip(reports, ys):
+            done[r.get("day")] += 1
+            again = days[r.get("day")] > 1 and done[r.get("day")] > 1
+            labels.append(label(ax_t, tx(r.t_ns) + span * 0.004, y_star, f"day {r.get('day')}" + (" again" if again else ""), colour=VERMILLION if again else INK, va="center", weight="bold" if again else "normal"))
+
+    # connectors: the same delivery in both lanes, when the clocks disagree
+    skewed = [r for r in fired if abs(tx(r.t_ns) - wx(fired_wall(r))) > visible]
+    for r in skewed[:120]:
+        y = row_of[r.node]
+        fig.add_artist(ConnectionPatch(xyA=(tx(r.t_ns), y), coordsA=ax_t.transData, xyB=(wx(fired_wall(r)), y), coordsB=ax_w.transData,
+                                       color=PURPLE, lw=0.9, ls=":", alpha=0.9, zorder=0.8, gid="skew"))
+
+    # axes, labels, legend
+    pad = span * 0.02
+    ax_t.set_xlim(lo_s / unit.seconds - pad, hi_s / unit.seconds + pad)
+    for lane_ax, lane_name in ((ax_t, "true time"), (ax_w, "node wall clock")):
+        lane_ax.set_ylim(len(nodes) - 0.4, -1.05)
+        lane_ax.set_yticks(range(len(nodes)), nodes, fontsize=FONT)
+        lane_ax.set_ylabel(lane_name, fontsize=FONT, fontweight="bold")
+        lane_ax.tick_params(axis="y", length=0)
+        lane_ax.tick_params(axis="x", labelsize=SMALL + 0.5)
+        for spine in ("left", "right"):
+            lane_ax.spines[spine].set_visible(False)
+    ax_t.xaxis.tick_top()
+    ax_t.xaxis.set_label_position("top")
+    ax_t.tick_params(axis="x", labeltop=True, labelbottom=False)
+    ax_t.spines["bottom"].set_visible(False)
+    ax_w.spines["top"].set_visible(False)
+    ax_t.set_xlabel(f"true time since start ({unit.name})", fontsize=FONT)
+    ax_w.set_xlabel(f"node wall clock, {unit.name} after {wall_clock_name(origin)}", fontsize=FONT)
+
+    kind = f"every {fmt_duration(every / 1e6)}" if every else "one-shot"
+    summary = f"{len(fired)} deliveries, {skipped_total} skipped, {len(repeat_rows)} repeated"
+    ax_t.set_title(title or f"Schedule '{name}' of {actor}[{key}] ({kind}): {summary}", fontsize=FONT + 2, loc="left")
+
+    handles: list[Any] = [
+        Line2D([], [], color=GRID_GREY, lw=1.5, label=f"nominal due ({kind})" + ("" if len(grid) <= _MAX_GRID_LINES and grid_total <= _MAX_GRID_POINTS else "\ntoo dense to draw")),
+        Line2D([], [], ls="", marker="o", ms=7, color=BLUE, mec="white", label="delivered"),
+    ]
+    if any(abs(wx(int(r.get("due_us"))) - wx(fired_wall(r))) > visible for r in fired):
+        handles.append(Line2D([], [], color="#777777", lw=1.3, label="lateness (due to delivery)"))
+    if caught:
+        handles.append(Line2D([], [], ls="", marker="X", ms=8, mfc="none", mec=VERMILLION, mew=1.3, label="skipped (caught up)"))
+    if repeat_rows:
+        handles.append(Line2D([], [], ls="", marker="D", ms=7, color=ORANGE, mec=INK, label="repeat (due delivered again)"))
+    present = {n: events[n] for n in nodes if n in events}
+    if any(ev.crashes for ev in present.values()):
+        handles.append(Line2D([], [], color=VERMILLION, lw=2, label="crash"))
+    if any(ev.down for ev in present.values()):
+        handles.append(Patch(facecolor=LIGHT_GREY, label="down (crash to restart)"))
+    if any(ev.restarts for ev in present.values()):
+        handles.append(Line2D([], [], ls="", marker="^", ms=8, color=GREEN, mec="white", label="restart"))
+    if any(ev.paused for ev in present.values()):
+        handles.append(Patch(facecolor="white", edgecolor=GREY, hatch="///", label="paused"))
+    if any(ev.steps for ev in present.values()):
+        handles.append(Line2D([], [], color=PURPLE, lw=1.8, ls="--", label="clock step"))
+    if skewed:
+        handles.append(Line2D([], [], color=PURPLE, lw=0.9, ls=":", label="same delivery\n(true vs wall clock)"))
+    if reports:
+        handles.append(Line2D([], [], ls="", marker="*", ms=10, color=INK, label="report built"))
+    ax_t.legend(handles=handles, fontsize=SMALL, borderaxespad=0, **outside_legend(fig, own))
+
+    labels += add_notes(fig, ax_t, trace, unit, where="bottom", footer=own)
+    declutter(fig, labels)
+    return fig
