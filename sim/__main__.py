@@ -1,0 +1,93 @@
+"""``python -m sim``: list, run and tour the built-in scenarios (stable names and output).
+
+    python -m sim list
+    python -m sim run NAME --seed N [--until DURATION] [--jsonl FILE] [--perfetto FILE] [--digest] [--check]
+    python -m sim tour --out DIR
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from datetime import timedelta
+
+from . import scenarios
+
+_DURATION = re.compile(r"^(\d+(?:\.\d+)?)(ms|s|m|h|d)?$")
+_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0, None: 1.0}
+
+
+def parse_duration(text: str) -> timedelta:
+    """``90``, ``90s``, ``15m``, ``2h``, ``1d``, ``250ms`` -> timedelta (a bare number is seconds)."""
+    match = _DURATION.match(text.strip())
+    if match is None:
+        raise argparse.ArgumentTypeError(f"not a duration: {text!r} (use e.g. 90s, 15m, 2h, 1d)")
+    return timedelta(seconds=float(match.group(1)) * _UNITS[match.group(2)])
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m sim", description="casty lab: the deterministic world")
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("list", help="print the built-in scenarios, one per line")
+    run = sub.add_parser("run", help="run one scenario")
+    run.add_argument("name")
+    run.add_argument("--seed", type=int, default=0)
+    run.add_argument("--until", type=parse_duration, default=None, help="how long to simulate (default: the scenario's)")
+    run.add_argument("--jsonl", help="write the trace as JSON lines")
+    run.add_argument("--perfetto", help="write the trace in the Chrome/Perfetto trace format")
+    run.add_argument("--digest", action="store_true", help="print digest=<hex> as the last line")
+    run.add_argument("--check", action="store_true", help="run the scenario's checks; exit 1 if one fails")
+    tour = sub.add_parser("tour", help="run the tour scenarios and write their figures and a summary")
+    tour.add_argument("--out", default="out/tour")
+    tour.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+
+    if args.command == "list":
+        scenarios._load()
+        width = max(len(name) for name in scenarios.SCENARIOS)
+        for name, chosen in scenarios.SCENARIOS.items():
+            print(f"{name:<{width}}  {chosen.description}")
+        return 0
+
+    if args.command == "run":
+        try:
+            result = scenarios.run(args.name, args.seed, until=args.until, check=args.check)
+        except KeyError as exc:
+            print(exc.args[0], file=sys.stderr)
+            return 2
+        trace = result.trace
+        print(f"scenario={args.name} seed={args.seed} rows={len(trace)} simulated={result.world.now:g}s")
+        kinds: dict[str, int] = {}
+        for row in trace:
+            kinds[row.kind] = kinds.get(row.kind, 0) + 1
+        for kind in sorted(kinds):
+            print(f"  {kind:<24} {kinds[kind]}")
+        if args.jsonl:
+            trace.to_jsonl(args.jsonl)
+            print(f"wrote {args.jsonl}")
+        if args.perfetto:
+            trace.to_perfetto(args.perfetto)
+            print(f"wrote {args.perfetto} (open it in ui.perfetto.dev)")
+        status = 0
+        if args.check:
+            if result.failures:
+                for failure in result.failures:
+                    print(f"CHECK FAILED {failure}", file=sys.stderr)
+                print(f"reproduce: python -m sim run {args.name} --seed {args.seed} --check", file=sys.stderr)
+                status = 1
+            else:
+                print(f"checks passed ({len(result.scenario.checks)})")
+        if args.digest:
+            print(f"digest={trace.digest()}")
+        return status
+
+    if args.command == "tour":
+        from .tour import write_tour
+
+        return write_tour(args.out, seed=args.seed)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

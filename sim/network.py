@@ -1,0 +1,210 @@
+"""``SimNetwork``: casty's ``Transport`` port over a simulated network.
+
+Frames are the bytes casty's codec produces, in the simulator too: what cannot cross a real
+network cannot cross this one. Every link has a latency distribution, loss, duplication and
+reordering, with per-link overrides; which node can reach which is a ``networkx.DiGraph``
+(an edge u -> v means frames from u reach v), so a partition — symmetric or one-way — is
+just missing edges, and a view can draw it.
+
+A frame's delivery is a simpy event at ``now + latency``; on arrival the destination
+node's handler runs on that node's own loop, as the node.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
+
+import networkx as nx
+import simpy
+
+from casty.ports import FrameHandler
+
+if TYPE_CHECKING:
+    from .world import World
+
+__all__ = ["SimNetwork", "SimEndpoint", "LinkModel", "Latency"]
+
+
+@dataclass(frozen=True)
+class Latency:
+    """One-way latency: ``base`` seconds plus an exponential tail of mean ``jitter`` seconds."""
+
+    base: float = 0.001
+    jitter: float = 0.0005
+
+    def sample(self, rng: random.Random) -> float:
+        return self.base + (rng.expovariate(1.0 / self.jitter) if self.jitter > 0 else 0.0)
+
+
+@dataclass(frozen=True)
+class LinkModel:
+    """How a link behaves: latency, and probabilities of loss, duplication and reordering."""
+
+    latency: Latency = Latency()
+    loss: float = 0.0
+    duplicate: float = 0.0
+    reorder: float = 0.0  # a reordered frame is held back by up to ``reorder_delay`` extra
+    reorder_delay: float = 0.010
+
+    def __post_init__(self) -> None:
+        for name in ("loss", "duplicate", "reorder"):
+            value = getattr(self, name)
+            if not 0.0 <= value <= 1.0:
+                raise ValueError(f"{name} must be within [0, 1], got {value}")
+
+
+class SimEndpoint:
+    """One node's view of the network: the Transport port of that node."""
+
+    def __init__(self, network: SimNetwork, node: str) -> None:
+        self._network = network
+        self._node = node
+        self._handler: FrameHandler | None = None
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.closed = False
+
+    @property
+    def node(self) -> str:
+        return self._node
+
+    def send(self, destination: str, frame: bytes) -> None:
+        if not isinstance(frame, (bytes, bytearray, memoryview)):
+            raise TypeError(f"a frame is bytes, got {type(frame).__qualname__}")
+        if not self.closed:
+            self._network._send(self._node, destination, bytes(frame))
+
+    def set_handler(self, handler: FrameHandler) -> None:
+        self._handler = handler
+
+    async def close(self) -> None:
+        self.closed = True
+
+    def _arrive(self, source: str, frame: bytes) -> None:
+        if self.closed or self._handler is None or self.loop is None or self.loop.is_closed():
+            self._network._record("net.dropped", source, {"dst": self._node, "size": len(frame), "reason": "no receiver"})
+            return
+        self.loop.call_soon(self._handler, source, frame)
+
+
+class SimNetwork:
+    """All links between the world's nodes; endpoints implement casty's Transport."""
+
+    def __init__(self, world: World, *, default: LinkModel = LinkModel()) -> None:
+        self._world = world
+        self._env: simpy.Environment = world.env
+        self.default = default
+        self.graph: nx.DiGraph = nx.DiGraph()
+        self._endpoints: dict[str, SimEndpoint] = {}
+        self._models: dict[tuple[str, str], LinkModel] = {}
+        self._rng = world.rng("network", "links")
+        self.sent = 0
+        self.delivered = 0
+        self.dropped = 0
+
+    # --- topology --------------------------------------------------------------------
+
+    def add_node(self, node: str) -> None:
+        if node in self.graph:
+            return
+        existing = list(self.graph.nodes)
+        self.graph.add_node(node)
+        for other in existing:
+            self.graph.add_edge(node, other)
+            self.graph.add_edge(other, node)
+
+    def endpoint(self, node: str) -> SimEndpoint:
+        """A fresh endpoint for a new incarnation of ``node`` (the old one stops receiving)."""
+        self.add_node(node)
+        old = self._endpoints.get(node)
+        if old is not None:
+            old.closed = True
+        endpoint = SimEndpoint(self, node)
+        self._endpoints[node] = endpoint
+        return endpoint
+
+    def link(self, source: str, destination: str, model: LinkModel | None = None, **changes: Any) -> None:
+        """Override one direction of a link: a whole ``model``, or some fields of the current one."""
+        current = self._models.get((source, destination), self.default)
+        self._models[(source, destination)] = model if model is not None else replace(current, **changes)
+
+    def model(self, source: str, destination: str) -> LinkModel:
+        return self._models.get((source, destination), self.default)
+
+    def partition(self, side_a: Iterable[str], side_b: Iterable[str], *, oneway: bool = False) -> None:
+        """Cut every link from side A to side B (and back, unless ``oneway``)."""
+        a, b = list(side_a), list(side_b)
+        for u in a:
+            for v in b:
+                if self.graph.has_edge(u, v):
+                    self.graph.remove_edge(u, v)
+                if not oneway and self.graph.has_edge(v, u):
+                    self.graph.remove_edge(v, u)
+
+    def heal(self) -> None:
+        """Restore every link between every pair of nodes."""
+        nodes = list(self.graph.nodes)
+        for u in nodes:
+            for v in nodes:
+                if u != v and not self.graph.has_edge(u, v):
+                    self.graph.add_edge(u, v)
+
+    def reachable(self, source: str, destination: str) -> bool:
+        return source == destination or self.graph.has_edge(source, destination)
+
+    # --- delivery --------------------------------------------------------------------
+
+    def _record(self, kind: str, node: str, fields: dict[str, Any]) -> None:
+        if kind == "net.dropped":
+            self.dropped += 1
+        self._world.record(node, kind, fields)
+
+    def _send(self, source: str, destination: str, frame: bytes) -> None:
+        self.sent += 1
+        if destination not in self._endpoints:
+            self._record("net.dropped", source, {"dst": destination, "size": len(frame), "reason": "unknown node"})
+            return
+        if not self.reachable(source, destination):
+            self._record("net.dropped", source, {"dst": destination, "size": len(frame), "reason": "partition"})
+            return
+        model = self._models.get((source, destination), self.default)
+        rng = self._rng
+        if model.loss and rng.random() < model.loss:
+            self._record("net.dropped", source, {"dst": destination, "size": len(frame), "reason": "loss"})
+            return
+        copies = 2 if model.duplicate and rng.random() < model.duplicate else 1
+        for _ in range(copies):
+            delay = model.latency.sample(rng)
+            if model.reorder and rng.random() < model.reorder:
+                delay += rng.uniform(0.0, model.reorder_delay)
+            self._world.record(source, "net.sent", {"dst": destination, "size": len(frame), "delay_ns": round(delay * 1e9)})
+            event = self._env.timeout(round(delay * 1e9))
+            event.callbacks.append(_Delivery(self, source, destination, frame))
+
+    def _deliver(self, source: str, destination: str, frame: bytes) -> None:
+        endpoint = self._endpoints.get(destination)
+        if endpoint is None or not self.reachable(source, destination):
+            self._record("net.dropped", destination, {"src": source, "size": len(frame), "reason": "partition in flight"})
+            return
+        self.delivered += 1
+        self._world.record(destination, "net.delivered", {"src": source, "size": len(frame)})
+        endpoint._arrive(source, frame)
+
+
+class _Delivery:
+    """The simpy callback that hands one frame to its destination."""
+
+    __slots__ = ("network", "source", "destination", "frame")
+
+    def __init__(self, network: SimNetwork, source: str, destination: str, frame: bytes) -> None:
+        self.network = network
+        self.source = source
+        self.destination = destination
+        self.frame = frame
+
+    def __call__(self, _event: simpy.Event) -> None:
+        self.network._deliver(self.source, self.destination, self.frame)
+

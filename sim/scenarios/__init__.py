@@ -1,0 +1,87 @@
+"""Built-in scenarios: named, seeded runs of a world with the checks that say what must hold.
+
+A scenario is a function that sets up a ``World`` (nodes, client code, a fault script)
+and returns how long to run it, plus checks that read the finished trace. The names are
+stable: the CLI, the notebooks and the tests use them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import timedelta
+
+from ..checks import Check, CheckFailed, run_checks
+from ..trace import Trace
+from ..world import World
+
+__all__ = ["Scenario", "Run", "scenario", "SCENARIOS", "get", "run"]
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """A named setup with a default duration and its checks."""
+
+    name: str
+    description: str
+    setup: Callable[[World], None]
+    until: timedelta
+    checks: tuple[Check, ...] = ()
+    tags: tuple[str, ...] = field(default=())
+
+
+@dataclass
+class Run:
+    """A finished run: the world (for its results), its trace and the check failures (empty when all hold)."""
+
+    scenario: Scenario
+    seed: int
+    world: World
+    failures: list[CheckFailed]
+
+    @property
+    def trace(self) -> Trace:
+        return self.world.trace
+
+    @property
+    def ok(self) -> bool:
+        return not self.failures
+
+
+SCENARIOS: dict[str, Scenario] = {}
+
+
+def scenario(
+    name: str, description: str, *, until: timedelta, checks: tuple[Check, ...] = (), tags: tuple[str, ...] = ()
+) -> Callable[[Callable[[World], None]], Callable[[World], None]]:
+    """Register a setup function as the scenario ``name``."""
+
+    def register(setup: Callable[[World], None]) -> Callable[[World], None]:
+        if name in SCENARIOS:
+            raise ValueError(f"scenario {name!r} is defined twice")
+        SCENARIOS[name] = Scenario(name, description, setup, until, checks, tags)
+        return setup
+
+    return register
+
+
+def get(name: str) -> Scenario:
+    _load()
+    try:
+        return SCENARIOS[name]
+    except KeyError:
+        raise KeyError(f"no scenario {name!r}; try one of: {', '.join(SCENARIOS)}") from None
+
+
+def run(name: str, seed: int = 0, *, until: timedelta | None = None, check: bool = True) -> Run:
+    """Build the scenario's world with ``seed``, run it, and (by default) run its checks."""
+    chosen = get(name)
+    world = World(seed)
+    chosen.setup(world)
+    world.run(until=until if until is not None else chosen.until)
+    failures = run_checks(chosen.checks, world) if check else []
+    return Run(chosen, seed, world, failures)
+
+
+def _load() -> None:
+    from . import single  # noqa: F401  (registers the single-node scenarios)

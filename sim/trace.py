@@ -1,0 +1,180 @@
+"""The trace: one row per event of a simulated run, and its exports.
+
+A row is (true time, node, the node's wall time, kind, fields). Rows come from casty's
+observer events (``activation.started``, ``schedule.fired``, ...) plus the world's own
+(``fault.crash``, ``net.delivered``, ``clock.step``, ...). Views and checks read traces and
+nothing else, so anything a figure shows can be traced back to a row.
+
+Determinism is checked on the trace: ``digest()`` hashes a canonical encoding of every row,
+so two runs of a scenario with the same seed must give the same digest on any machine.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from casty.observer import Event, event_fields
+
+__all__ = ["Row", "Trace"]
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    """One event: ``t_ns`` true simulated time (ns), ``wall_us`` the node's wall clock (µs since the epoch)."""
+
+    seq: int
+    t_ns: int
+    node: str
+    wall_us: int | None
+    kind: str
+    fields: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def t(self) -> float:
+        """True time in seconds since the start of the run."""
+        return self.t_ns / 1e9
+
+    def get(self, name: str, default: Any = None) -> Any:
+        return self.fields.get(name, default)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"seq": self.seq, "t_ns": self.t_ns, "node": self.node, "wall_us": self.wall_us, "kind": self.kind, **_plain(self.fields)}
+
+
+def _plain(value: Any) -> Any:
+    """Fields as JSON-ready values (tuples become lists, mappings keep their order)."""
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    return repr(value)
+
+
+class Trace:
+    """An append-only list of rows with selection helpers and exports."""
+
+    def __init__(self, rows: Iterable[Row] = ()) -> None:
+        self.rows: list[Row] = list(rows)
+        self._listeners: list[Callable[[Row], None]] = []
+
+    # --- recording -------------------------------------------------------------------
+
+    def add(self, t_ns: int, node: str, wall_us: int | None, kind: str, fields: Mapping[str, Any]) -> Row:
+        row = Row(len(self.rows), t_ns, node, wall_us, kind, dict(fields))
+        self.rows.append(row)
+        for listener in self._listeners:
+            listener(row)
+        return row
+
+    def add_event(self, t_ns: int, node: str, wall_us: int | None, event: Event) -> Row:
+        return self.add(t_ns, node, wall_us, event.kind, event_fields(event))
+
+    def subscribe(self, listener: Callable[[Row], None]) -> None:
+        """Call ``listener(row)`` for every row added from now on (live views)."""
+        self._listeners.append(listener)
+
+    # --- reading ---------------------------------------------------------------------
+
+    def __iter__(self) -> Iterator[Row]:
+        return iter(self.rows)
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def __getitem__(self, index: int) -> Row:
+        return self.rows[index]
+
+    def of(self, *kinds: str, node: str | None = None, **match: Any) -> list[Row]:
+        """Rows of the given kinds (a kind ending in '.' or '*' is a prefix), optionally on one node and with field values."""
+        out = []
+        for row in self.rows:
+            if kinds and not any(_kind_matches(row.kind, k) for k in kinds):
+                continue
+            if node is not None and row.node != node:
+                continue
+            if any(row.fields.get(name) != value for name, value in match.items()):
+                continue
+            out.append(row)
+        return out
+
+    def nodes(self) -> list[str]:
+        """Node names in order of first appearance."""
+        seen: dict[str, None] = {}
+        for row in self.rows:
+            seen.setdefault(row.node, None)
+        return list(seen)
+
+    @property
+    def end_ns(self) -> int:
+        return self.rows[-1].t_ns if self.rows else 0
+
+    # --- exports ---------------------------------------------------------------------
+
+    def digest(self) -> str:
+        """SHA-256 over the canonical JSON of every row: equal for equal runs, on any machine."""
+        h = hashlib.sha256()
+        for row in self.rows:
+            h.update(json.dumps(row.as_dict(), sort_keys=True, separators=(",", ":")).encode())
+            h.update(b"\n")
+        return h.hexdigest()
+
+    def to_jsonl(self, path: str | Path) -> None:
+        with open(path, "w", encoding="utf-8") as out:
+            for row in self.rows:
+                out.write(json.dumps(row.as_dict(), separators=(",", ":")) + "\n")
+
+    @classmethod
+    def from_jsonl(cls, path: str | Path) -> Trace:
+        rows = []
+        with open(path, encoding="utf-8") as source:
+            for line in source:
+                data = json.loads(line)
+                seq, t_ns, node, wall_us, kind = (data.pop(k) for k in ("seq", "t_ns", "node", "wall_us", "kind"))
+                rows.append(Row(seq, t_ns, node, wall_us, kind, data))
+        return cls(rows)
+
+    def to_perfetto(self, path: str | Path) -> None:
+        """Chrome/Perfetto trace-event JSON: one track per node, activations as spans, the rest as instants."""
+        nodes = self.nodes()
+        tid = {name: i + 1 for i, name in enumerate(nodes)}
+        events: list[dict[str, Any]] = [
+            {"ph": "M", "name": "process_name", "pid": 1, "args": {"name": "casty sim"}},
+        ]
+        for name in nodes:
+            events.append({"ph": "M", "name": "thread_name", "pid": 1, "tid": tid[name], "args": {"name": name}})
+        open_spans: dict[tuple[str, str, str], int] = {}
+        for row in self.rows:
+            ts = row.t_ns / 1000  # trace-event timestamps are µs
+            args = _plain(row.fields) | {"wall_us": row.wall_us}
+            if row.kind == "activation.started":
+                entity = (row.node, str(row.get("actor")), str(row.get("key")))
+                open_spans[entity] = open_spans.get(entity, 0) + 1
+                label = f"{str(row.get('actor')).split(':')[-1]}[{row.get('key')}]"
+                events.append({"ph": "B", "name": label, "cat": "activation", "pid": 1, "tid": tid[row.node], "ts": ts, "args": args})
+            elif row.kind == "activation.ended":
+                entity = (row.node, str(row.get("actor")), str(row.get("key")))
+                if open_spans.get(entity):
+                    open_spans[entity] -= 1
+                    events.append({"ph": "E", "pid": 1, "tid": tid[row.node], "ts": ts, "args": args})
+            else:
+                events.append({"ph": "i", "s": "t", "name": row.kind, "cat": row.kind.split(".")[0], "pid": 1, "tid": tid[row.node], "ts": ts, "args": args})
+        with open(path, "w", encoding="utf-8") as out:
+            json.dump({"traceEvents": events, "displayTimeUnit": "ms"}, out)
+
+    def __repr__(self) -> str:
+        return f"<Trace {len(self.rows)} rows, {len(self.nodes())} nodes, {self.end_ns / 1e9:g} s>"
+
+
+def _kind_matches(kind: str, pattern: str) -> bool:
+    if pattern.endswith("*"):
+        return kind.startswith(pattern[:-1])
+    if pattern.endswith("."):
+        return kind.startswith(pattern)
+    return kind == pattern
