@@ -113,9 +113,16 @@ class SimNode:
         world.record(self.name, "node.started", {"incarnation": self.incarnation})
 
     async def _main(self, system: ActorSystem) -> None:
-        async with system:
-            self._ready.set_result(system)
+        await system.__aenter__()
+        self._ready.set_result(system)
+        try:
             await self._stop
+        except GeneratorExit:
+            raise  # the loop was dropped with the node still up: nothing can run any more
+        except BaseException:
+            await system.stop(crashed=True)
+            raise
+        await system.stop()
 
     def _observe(self, event: Event) -> None:
         world = self.world
@@ -322,6 +329,20 @@ class World:
         node = self.node(name)
         node.clock.set_drift(drift_ppm)
         self.record(name, "clock.drift", {"drift_ppm": drift_ppm})
+
+    def __enter__(self) -> World:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """End every node still running (no faults recorded): for a finished run, so nothing is left pending."""
+        for node in self.nodes.values():
+            if node.status != "down" and node.loop is not None:
+                node.loop.kill()
+                node.status = "down"
+                node.system = None
 
     def __repr__(self) -> str:
         return f"<World seed={self.seed} t={self.now:g}s nodes={list(self.nodes)}>"

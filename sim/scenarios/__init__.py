@@ -80,6 +80,7 @@ def run(name: str, seed: int = 0, *, until: timedelta | None = None, check: bool
     chosen.setup(world)
     world.run(until=until if until is not None else chosen.until)
     failures = run_checks(chosen.checks, world) if check else []
+    world.close()
     return Run(chosen, seed, world, failures)
 
 

@@ -1,0 +1,89 @@
+"""Every built-in scenario holds its checks, deterministically; the CLI's names and outputs are stable."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from datetime import timedelta
+
+import pytest
+
+from sim import scenarios
+from sim.__main__ import main as cli
+from sim.checks import CheckFailed
+from sim.world import World
+
+scenarios._load()
+NAMES = list(scenarios.SCENARIOS)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_scenario_checks_hold(name: str) -> None:
+    """The scenario's checks (what the seeds say happens) all hold with seed 0."""
+    result = scenarios.run(name, seed=0)
+    assert result.failures == []
+    assert len(result.trace) > 0
+
+
+@pytest.mark.parametrize("name", ["pause-catch-up", "durable-restart", "daily-report"])
+def test_same_seed_same_digest(name: str) -> None:
+    """Two runs of a scenario with the same seed produce identical traces."""
+    assert scenarios.run(name, 3).trace.digest() == scenarios.run(name, 3).trace.digest()
+
+
+def test_digest_is_independent_of_hash_seed_and_process() -> None:
+    """Two processes with different PYTHONHASHSEED print the same digest for the same scenario and seed."""
+    digests = []
+    for hash_seed in ("0", "12345"):
+        env = dict(os.environ, PYTHONHASHSEED=hash_seed)
+        out = subprocess.run(
+            [sys.executable, "-m", "sim", "run", "durable-restart", "--seed", "7", "--digest"],
+            capture_output=True, text=True, env=env, check=True, timeout=300,
+        )
+        digests.append(out.stdout.strip().splitlines()[-1])
+    assert digests[0] == digests[1]
+    assert digests[0].startswith("digest=") and len(digests[0]) == len("digest=") + 64
+
+
+def test_cli_list_prints_every_scenario_with_a_description(capsys: pytest.CaptureFixture[str]) -> None:
+    """`python -m sim list` prints one line per scenario: its name, then a description."""
+    assert cli(["list"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split()[0] for line in lines] == NAMES
+    assert all(len(line.split(maxsplit=1)[1]) > 20 for line in lines)
+
+
+def test_cli_run_writes_exports_and_digest_last(tmp_path: object, capsys: pytest.CaptureFixture[str]) -> None:
+    """`run --jsonl --perfetto --digest --check` writes both files, passes its checks and ends with digest=<hex>."""
+    from pathlib import Path
+
+    folder = Path(str(tmp_path))
+    code = cli(["run", "ticker", "--seed", "1", "--jsonl", str(folder / "t.jsonl"), "--perfetto", str(folder / "t.json"), "--digest", "--check"])
+    out = capsys.readouterr().out.splitlines()
+    assert code == 0
+    assert out[-1].startswith("digest=")
+    assert (folder / "t.jsonl").stat().st_size > 0 and (folder / "t.json").stat().st_size > 0
+
+
+def test_cli_check_failure_exits_nonzero_with_reproduce_line(capsys: pytest.CaptureFixture[str]) -> None:
+    """A scenario whose check fails makes `run --check` exit 1 and print the command that reproduces it."""
+
+    def always_fails(world: World) -> None:
+        raise CheckFailed("always_fails", "this check is meant to fail")
+
+    name = "test-only-failing"
+    scenarios.SCENARIOS[name] = scenarios.Scenario(name, "a scenario whose check fails", lambda w: None, timedelta(seconds=1), (always_fails,))
+    try:
+        assert cli(["run", name, "--seed", "4", "--check"]) == 1
+        err = capsys.readouterr().err
+        assert "always_fails: this check is meant to fail" in err
+        assert f"python -m sim run {name} --seed 4 --check" in err
+    finally:
+        del scenarios.SCENARIOS[name]
+
+
+def test_cli_unknown_scenario_is_a_clear_error(capsys: pytest.CaptureFixture[str]) -> None:
+    """An unknown name exits 2 and lists the scenarios that exist."""
+    assert cli(["run", "no-such-thing"]) == 2
+    assert "ticker" in capsys.readouterr().err
