@@ -277,7 +277,7 @@ def test_catchup_repeat_after_crash(tmp_path: Path) -> None:
     assert points(top, "repeat") == points(wall, "repeat") == 1
     assert points(top, "delivered") == 6  # days 1..6 once each
     assert "repeat" in texts(top)
-    assert points(top, "report.built") == 7 and "day 3 again" in texts(top)
+    assert points(top, "report.built") == 7 and "report Jan 04 again" in texts(top)
     assert lines(top, "crash") == 1 and patches(top, "down") == 1 and points(top, "restart") == 1
     assert {"crash", "restart #2"} <= set(texts(top))
     assert "repeat (due delivered again)" in legend(top) and "report built" in legend(top)

@@ -47,6 +47,7 @@ from sim.viz.timeline import (
     VERMILLION,
     WallMap,
     add_notes,
+    day_label,
     declutter,
     fmt_duration,
     fmt_signed,
@@ -330,7 +331,7 @@ def catchup_chart(
         for r, y_star in zip(reports, ys):
             done[r.get("day")] += 1
             again = days[r.get("day")] > 1 and done[r.get("day")] > 1
-            labels.append(label(ax_t, tx(r.t_ns) + span * 0.004, y_star, f"day {r.get('day')}" + (" again" if again else ""), colour=VERMILLION if again else INK, va="center", weight="bold" if again else "normal"))
+            labels.append(label(ax_t, tx(r.t_ns) + span * 0.004, y_star, f"report {day_label(r.get('day'))}" + (" again" if again else ""), colour=VERMILLION if again else INK, va="center", weight="bold" if again else "normal"))
 
     # connectors: the same delivery in both lanes, when the clocks disagree
     skewed = [r for r in fired if abs(tx(r.t_ns) - wx(fired_wall(r))) > visible]

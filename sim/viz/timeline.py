@@ -21,7 +21,7 @@ import bisect
 import statistics
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from matplotlib.axes import Axes
@@ -567,9 +567,10 @@ def activation_timeline(
         ax.scatter([unit.x(r.t_ns) for r in reports], [lane(r.node)[0] - 0.3 for r in reports], marker="*", s=90, color=INK, zorder=5, gid="report.built", clip_on=False)
         built: dict[Any, int] = {}
         for r in reports:
-            built[r.get("day")] = built.get(r.get("day"), 0) + 1
-            again = built[r.get("day")] > 1
-            labels.append(label(ax, unit.x(r.t_ns), lane(r.node)[0] - 0.3, f"report day {r.get('day')}" + (" again" if again else ""),
+            which = (r.get("key"), r.get("day"))
+            built[which] = built.get(which, 0) + 1
+            again = built[which] > 1
+            labels.append(label(ax, unit.x(r.t_ns), lane(r.node)[0] - 0.3, f"report {day_label(r.get('day'))}" + (" again" if again else ""),
                                 colour=VERMILLION if again else INK, weight="bold" if again else "normal", va="center", dx=6))
 
     # axes
@@ -636,3 +637,10 @@ def activation_timeline(
         else:
             text.remove()
     return fig
+
+
+def day_label(day: Any) -> str:
+    """A report's day (whole days since the epoch) as a short date, e.g. 'Jan 03'; anything else as is."""
+    if isinstance(day, int):
+        return (datetime(1970, 1, 1, tzinfo=timezone.utc) + timedelta(days=day)).strftime("%b %d")
+    return str(day)
