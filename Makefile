@@ -24,17 +24,20 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 demo: setup
-	$(PY) -m casty.demo
+	MPLBACKEND=Agg MPLCONFIGDIR=$(TEST_HOME)/matplotlib $(PY) -m sim tour --out out/tour
+	@echo "open out/tour/summary.md and the PNGs beside it; python -m casty.demo shows the runtime on the real clock"
 
 test: setup
 	mkdir -p $(TEST_HOME)
-	$(TEST_ENV) $(PY) -m pytest -q
+	$(TEST_ENV) $(PY) -m pytest -q --nbmake tests notebooks
 
 lab: setup
 	$(VENV)/bin/jupyter lab notebooks/
 
 bench: setup
 	$(PY) bench/local.py
+	$(PY) bench/sim_throughput.py
+	$(PY) bench/loop_speed.py
 
 typecheck: setup
 	$(PY) -m mypy

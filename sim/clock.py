@@ -47,9 +47,10 @@ class NodeClock:
         self._rng = rng
 
     def _exact_us(self) -> int:
-        elapsed_ns = int(self._env.now) - self._base_true_ns
-        scaled_ns = elapsed_ns + round(elapsed_ns * self._drift_ppm / 1_000_000)
-        return self._base_wall_us + scaled_ns // 1000
+        elapsed_ns = self._env._now - self._base_true_ns  # type: ignore[attr-defined]
+        if self._drift_ppm:
+            elapsed_ns += round(elapsed_ns * self._drift_ppm / 1_000_000)
+        return self._base_wall_us + elapsed_ns // 1000
 
     def now_us(self) -> int:
         wall = self._exact_us()

@@ -60,21 +60,32 @@ def _plain(value: Any) -> Any:
 class Trace:
     """An append-only list of rows with selection helpers and exports."""
 
-    def __init__(self, rows: Iterable[Row] = ()) -> None:
+    def __init__(self, rows: Iterable[Row] = (), *, keep: Callable[[str], bool] | None = None) -> None:
         self.rows: list[Row] = list(rows)
         self._listeners: list[Callable[[Row], None]] = []
+        self._keep = keep
+        self.counts: dict[str, int] = {}  # every event seen, kept or not, by kind
 
     # --- recording -------------------------------------------------------------------
 
-    def add(self, t_ns: int, node: str, wall_us: int | None, kind: str, fields: Mapping[str, Any]) -> Row:
+    def add(self, t_ns: int, node: str, wall_us: int | None, kind: str, fields: Mapping[str, Any]) -> Row | None:
+        """Append a row (or only count it, when ``keep`` says this kind is not kept)."""
+        self.counts[kind] = self.counts.get(kind, 0) + 1
+        if self._keep is not None and not self._keep(kind):
+            return None
         row = Row(len(self.rows), t_ns, node, wall_us, kind, dict(fields))
         self.rows.append(row)
         for listener in self._listeners:
             listener(row)
         return row
 
-    def add_event(self, t_ns: int, node: str, wall_us: int | None, event: Event) -> Row:
-        return self.add(t_ns, node, wall_us, event.kind, event_fields(event))
+    def add_event(self, t_ns: int, node: str, wall: Callable[[], int], event: Event) -> Row | None:
+        """Append a runtime event; ``wall`` reads the node's wall clock, only for rows that are kept."""
+        kind = event.kind
+        if self._keep is not None and not self._keep(kind):
+            self.counts[kind] = self.counts.get(kind, 0) + 1
+            return None
+        return self.add(t_ns, node, wall(), kind, event_fields(event))
 
     def subscribe(self, listener: Callable[[Row], None]) -> None:
         """Call ``listener(row)`` for every row added from now on (live views)."""

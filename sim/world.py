@@ -126,7 +126,7 @@ class SimNode:
 
     def _observe(self, event: Event) -> None:
         world = self.world
-        world.trace.add_event(int(world.env.now), self.name, self.clock.now_us(), event)
+        world.trace.add_event(int(world.env.now), self.name, self.clock.now_us, event)
 
     def require_up(self) -> VirtualLoop:
         if self.status == "down" or self.loop is None:
@@ -144,11 +144,19 @@ class SimNode:
 class World:
     """A deterministic world: same seed, same trace, on any machine."""
 
-    def __init__(self, seed: int = 0, *, start: datetime = DEFAULT_START, network: LinkModel = LinkModel()) -> None:
+    def __init__(
+        self,
+        seed: int = 0,
+        *,
+        start: datetime = DEFAULT_START,
+        network: LinkModel = LinkModel(),
+        keep: Callable[[str], bool] | None = None,
+    ) -> None:
+        """``keep`` chooses which event kinds become trace rows (all by default); the rest are only counted."""
         self.seed = seed
         self.env = simpy.Environment(initial_time=0)
         self.epoch_us = to_us(start)
-        self.trace = Trace()
+        self.trace = Trace(keep=keep)
         self.nodes: dict[str, SimNode] = {}
         self.network = SimNetwork(self, default=network)
         self.results: dict[str, Any] = {}

@@ -92,7 +92,7 @@ def fmt_duration(seconds: float) -> str:
     units = (("d", 86400.0), ("h", 3600.0), ("min", 60.0), ("s", 1.0), ("ms", 1e-3))
     for name, size in units:
         value = s / size
-        if value >= 1 and abs(value * 10 - round(value * 10)) < 1e-6:
+        if 1 <= value < 1000 and abs(value * 10 - round(value * 10)) < 1e-6:
             return f"{sign}{value:g} {name}"
     for name, size in units:  # not round in any unit: the largest unit it reaches, 3 digits
         if s >= size:
@@ -321,7 +321,7 @@ def add_notes(fig: Figure, ax: Axes, trace: Trace, unit: TimeUnit, where: str = 
                                 down=False, va="bottom", dy=3 if where == "top" else 4, dx=8))
             continue
         text = text if len(text) <= 100 else text[:97] + "..."
-        lines.append(f"({i}) at {x:.4g} {unit.name}: {text}")
+        lines.append(f"({i}) at t = {fmt_duration(row.t_ns / 1e9) if row.t_ns else '0 s'}: {text}")
     if footer:
         shown = lines[:8] + ([f"... and {len(lines) - 8} more notes"] if len(lines) > 8 else [])
         fig.text(0.01, 0.008, "\n".join(shown), ha="left", va="bottom", fontsize=SMALL, color="#444444", linespacing=1.35)
