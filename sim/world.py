@@ -80,6 +80,7 @@ class SimNode:
         self._stop: Any = None
         self._ready: Any = None
         self.paused_at_ns: int | None = None
+        self.muted = False  # set when the world is closed: the teardown is not part of the run
 
     # --- lifecycle -------------------------------------------------------------------
 
@@ -125,6 +126,8 @@ class SimNode:
         await system.stop()
 
     def _observe(self, event: Event) -> None:
+        if self.muted:
+            return
         world = self.world
         world.trace.add_event(int(world.env.now), self.name, self.clock.now_us, event)
 
@@ -348,6 +351,7 @@ class World:
         """End every node still running (no faults recorded): for a finished run, so nothing is left pending."""
         for node in self.nodes.values():
             if node.status != "down" and node.loop is not None:
+                node.muted = True
                 node.loop.kill()
                 node.status = "down"
                 node.system = None

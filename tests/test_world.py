@@ -229,3 +229,24 @@ def test_pause_holds_everything_until_resume() -> None:
     assert task.result() == 1
     (started,) = world.trace.of("activation.started")
     assert started.t == 5.0
+
+
+def test_per_link_override_changes_only_that_direction() -> None:
+    """A slow a->b link delays frames from a to b only; b->a keeps the default latency."""
+    world = World(5, network=LinkModel(latency=Latency(base=0.001, jitter=0.0)))
+    request_close(world)
+    world.add_node("a")
+    world.add_node("b")
+    got: list[tuple[float, str]] = []
+    for name in ("a", "b"):
+        endpoint = world.node(name).endpoint
+        assert endpoint is not None
+        endpoint.set_handler(lambda src, frame, me=name: got.append((round(world.now, 6), me)))
+    world.network.link("a", "b", latency=Latency(base=0.5, jitter=0.0))
+    world.run(until=1)
+    a, b = world.node("a").endpoint, world.node("b").endpoint
+    assert a is not None and b is not None
+    a.send("b", b"slow")
+    b.send("a", b"fast")
+    world.run(until=2)
+    assert got == [(1.001, "a"), (1.5, "b")]
