@@ -64,6 +64,7 @@ class Trace:
         self.rows: list[Row] = list(rows)
         self._listeners: list[Callable[[Row], None]] = []
         self._keep = keep
+        self._kept: dict[str, bool] = {}  # keep's answer per kind, asked once
         self.counts: dict[str, int] = {}  # every event seen, kept or not, by kind
 
     # --- recording -------------------------------------------------------------------
@@ -71,7 +72,7 @@ class Trace:
     def add(self, t_ns: int, node: str, wall_us: int | None, kind: str, fields: Mapping[str, Any]) -> Row | None:
         """Append a row (or only count it, when ``keep`` says this kind is not kept)."""
         self.counts[kind] = self.counts.get(kind, 0) + 1
-        if self._keep is not None and not self._keep(kind):
+        if self._keep is not None and not self.keeps(kind):
             return None
         row = Row(len(self.rows), t_ns, node, wall_us, kind, dict(fields))
         self.rows.append(row)
@@ -82,10 +83,17 @@ class Trace:
     def add_event(self, t_ns: int, node: str, wall: Callable[[], int], event: Event) -> Row | None:
         """Append a runtime event; ``wall`` reads the node's wall clock, only for rows that are kept."""
         kind = event.kind
-        if self._keep is not None and not self._keep(kind):
+        if self._keep is not None and not self.keeps(kind):
             self.counts[kind] = self.counts.get(kind, 0) + 1
             return None
         return self.add(t_ns, node, wall(), kind, event_fields(event))
+
+    def keeps(self, kind: str) -> bool:
+        """Whether rows of this kind are stored (not only counted)."""
+        kept = self._kept.get(kind)
+        if kept is None:
+            kept = self._kept[kind] = self._keep is None or bool(self._keep(kind))
+        return kept
 
     def subscribe(self, listener: Callable[[Row], None]) -> None:
         """Call ``listener(row)`` for every row added from now on (live views)."""
