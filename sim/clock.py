@@ -47,7 +47,7 @@ class NodeClock:
         self._rng = rng
 
     def _exact_us(self) -> int:
-        elapsed_ns = self._env._now - self._base_true_ns  # type: ignore[attr-defined]
+        elapsed_ns = int(self._env._now) - self._base_true_ns
         if self._drift_ppm:
             elapsed_ns += round(elapsed_ns * self._drift_ppm / 1_000_000)
         return self._base_wall_us + elapsed_ns // 1000

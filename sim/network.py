@@ -18,7 +18,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-import networkx as nx
+import networkx as nx  # type: ignore[import-untyped]
 import simpy
 
 from casty.ports import FrameHandler

@@ -129,7 +129,7 @@ class SimNode:
         if self.muted:
             return
         world = self.world
-        world.trace.add_event(world.env._now, self.name, self.clock.now_us, event)  # type: ignore[attr-defined]
+        world.trace.add_event(int(world.env._now), self.name, self.clock.now_us, event)
 
     def require_up(self) -> VirtualLoop:
         if self.status == "down" or self.loop is None:
