@@ -26,11 +26,10 @@ from typing import TYPE_CHECKING, Any
 
 from . import observer as ev
 from .actor import ActorType, lookup_actor
-from .context import Context
+from .context import EMPTY, Context
 from .errors import ActorFailed, CastyError, Fenced, MailboxFull, NotStarted, SchemaError, Unavailable
 from .ref import EntityRef
 from .schedules import ArmedSchedule, Schedule, catch_up, decode_schedules, encode_schedules, to_micros
-from .timers import Timer
 from .state import ACTIVE_PAGE, BEHAVIOR_PAGE, SCHEDULES_PAGE, STATE_PAGE
 
 if TYPE_CHECKING:
@@ -102,8 +101,8 @@ class Activation:
     """The in-memory incarnation of one (actor type, key) on one node."""
 
     __slots__ = (
-        "system", "type", "behavior", "key", "entity", "ref", "state_value", "lease", "record",
-        "_self_chain", "_initial", "_loop", "_mailbox", "_mailbox_limit", "_room", "_waiter", "_current",
+        "system", "type", "behavior", "key", "entity", "_ref", "state_value", "lease", "record",
+        "_self_chain", "_chain_token", "_held_chain", "_initial", "_loop", "_mailbox", "_mailbox_limit", "_room", "_waiter", "_current",
         "_reads", "_failures", "_state_version", "_ending", "_closed", "_next_behavior", "_cancelled_ask",
         "_in_body", "_run_tasks", "_life", "_schedules", "_idle_after", "_idle_handle", "_last_activity",
         "_flush_handle", "_durable", "_store",
@@ -116,7 +115,9 @@ class Activation:
         self.key = key
         self.entity: Entity = (actor_type.name, key)
         self._self_chain: AskChain = (self.entity, ())
-        self.ref: EntityRef[Any] = EntityRef(system, actor_type.name, key)
+        self._chain_token: contextvars.Token[AskChain] | None = None  # resets ASK_CHAIN when the body waits
+        self._held_chain: AskChain | None = None  # the chain of the last message read
+        self._ref: EntityRef[Any] | None = None
         self.state_value: Any = initial
         self.lease = 0
         self.record: KeyRecord | None = None
@@ -139,11 +140,19 @@ class Activation:
         self._life: asyncio.Task[None] | None = None
         self._schedules: dict[str, ArmedSchedule] = {}
         self._idle_after = actor_type.idle_after if actor_type.idle_after is not None else system.idle_after
-        self._idle_handle: Timer | None = None
+        self._idle_handle: int | None = None  # the idle check's number in the system's TimerHeap
         self._last_activity = self._loop.time()
         self._flush_handle: asyncio.TimerHandle | None = None
         self._durable = actor_type.durable
         self._store = system.store if actor_type.durable is not None else None
+
+    @property
+    def ref(self) -> EntityRef[Any]:
+        """The key's own ref (``ctx.self``), made on first use: most bodies never ask for it."""
+        ref = self._ref
+        if ref is None:
+            ref = self._ref = EntityRef(self.system, self.type.name, self.key)
+        return ref
 
     # ================================================================== lifecycle ====
 
@@ -336,7 +345,7 @@ class Activation:
                 armed.timer.cancel()
                 armed.timer = None
         if self._idle_handle is not None:
-            self._idle_handle.cancel()
+            self.system.timers.cancel(self._idle_handle)
             self._idle_handle = None
 
     def _cancel_run_tasks(self) -> None:
@@ -374,42 +383,97 @@ class Activation:
         if waiter is not None and not waiter.done():
             waiter.set_result(None)
 
-    async def next_message(self, lease: int) -> Any:
-        """The inbox read: ends the previous message, returns the next, or ends the iteration."""
+    # An inbox read is split in steps so that ``Inbox`` can await it without a coroutine of
+    # its own: a coroutine suspended in every idle body was one more object (two, with the
+    # waiter's iterator) for the garbage collector to traverse per live key.
+
+    def read_now(self, lease: int) -> Any:
+        """Start an inbox read: end the previous message; the next one, or ``EMPTY`` if the body must wait."""
         if lease != self.lease or self._closed:
             raise StopAsyncIteration
         if self._current is not None:
             self._current = None
             self._failures = 0
-        mailbox = self._mailbox
-        while True:
-            while mailbox:
-                env = mailbox.popleft()
-                ask = env.ask
-                if ask is not None:
-                    if ask.future.done():
-                        continue  # its asker gave up while it was queued
-                    ask.handling = True
-                if self._room:
-                    self._release_room()
-                self._current = env
-                self._reads += 1
-                self._last_activity = self._loop.time()
-                chain = (self.entity, env.chain) if env.chain else self._self_chain
-                if ASK_CHAIN.get() is not chain:
-                    ASK_CHAIN.set(chain)
-                return env.message
-            if self._ending is not None or lease != self.lease:
-                raise StopAsyncIteration
-            waiter: asyncio.Future[None] = self._loop.create_future()
-            self._waiter = waiter
-            self._arm_idle()
-            try:
-                await waiter
-            finally:
-                self._waiter = None
+        return self._take(lease)
+
+    def wait_message(self) -> asyncio.Future[None]:
+        """The mailbox is empty: the future that the next delivery (or the end of the run) completes.
+
+        The ask chain of the last message is taken off the task's context while it waits
+        (see ``_hold_chain``), and the idle check is armed.
+        """
+        waiter: asyncio.Future[None] = self._loop.create_future()
+        self._waiter = waiter
+        self._arm_idle()
+        self._drop_chain()
+        return waiter
+
+    def read_resumed(self, lease: int) -> Any:
+        """The waiter completed: the next message, ``EMPTY`` to wait again, or ``StopAsyncIteration``."""
+        self._waiter = None
+        try:
             if lease != self.lease or self._closed:
                 raise StopAsyncIteration
+            return self._take(lease)
+        except StopAsyncIteration:
+            self._restore_chain()
+            raise
+
+    def read_interrupted(self, *, restore: bool) -> None:
+        """The wait was interrupted (the task cancelled, the coroutine closed): stop waiting."""
+        self._waiter = None
+        if restore:
+            self._restore_chain()
+
+    def _take(self, lease: int) -> Any:
+        mailbox = self._mailbox
+        while mailbox:
+            env = mailbox.popleft()
+            ask = env.ask
+            if ask is not None:
+                if ask.future.done():
+                    continue  # its asker gave up while it was queued
+                ask.handling = True
+            if self._room:
+                self._release_room()
+            self._current = env
+            self._reads += 1
+            self._last_activity = self._loop.time()
+            self._hold_chain((self.entity, env.chain) if env.chain else self._self_chain)
+            return env.message
+        if self._ending is not None or lease != self.lease:
+            raise StopAsyncIteration
+        return EMPTY
+
+    # The ask chain of the message being handled lives in the ASK_CHAIN context variable of
+    # the reading task, so that asks from the body and from tasks it spawns (which copy the
+    # context) can tell a deadlock. Setting it builds a HAMT in the task's context; kept
+    # while the key idles, that was two more objects per live key for the collector. So the
+    # first set of a handling stretch keeps its token, and the wait resets the variable
+    # with it: the task's context falls back to what it held before (for most tasks, the
+    # shared empty HAMT). If the read ends instead of delivering a message, the last chain
+    # is set again, so the body's code after its inbox loop sees what it saw before.
+
+    def _hold_chain(self, chain: AskChain) -> None:
+        if ASK_CHAIN.get() is not chain:
+            token = ASK_CHAIN.set(chain)
+            if self._chain_token is None:
+                self._chain_token = token
+        self._held_chain = chain
+
+    def _drop_chain(self) -> None:
+        token = self._chain_token
+        if token is not None:
+            self._chain_token = None
+            try:
+                ASK_CHAIN.reset(token)
+            except ValueError:
+                pass  # the inbox is read from another task than the one the chain was set in: leave both
+
+    def _restore_chain(self) -> None:
+        chain = self._held_chain
+        if chain is not None and ASK_CHAIN.get() is not chain:
+            self._chain_token = ASK_CHAIN.set(chain)
 
     def _release_room(self) -> None:
         assert self._room is not None
@@ -422,7 +486,7 @@ class Activation:
     def _arm_idle(self) -> None:
         if self._idle_handle is not None or self._idle_after is None or self._schedules:
             return
-        self._idle_handle = self.system.timers.call_at(self._last_activity + self._idle_after, Activation._idle_check, self)
+        self._idle_handle = self.system.timers.arm(self._last_activity + self._idle_after, Activation._idle_check, self)
 
     def _idle_check(self) -> None:
         self._idle_handle = None
@@ -433,7 +497,7 @@ class Activation:
             self._ending = "idle"
             self._wake()
         else:
-            self._idle_handle = self.system.timers.call_at(deadline, Activation._idle_check, self)
+            self._idle_handle = self.system.timers.arm(deadline, Activation._idle_check, self)
 
     def cancel_ask(self, ask: PendingAsk) -> None:
         """The asker gave up: drop the message if queued, else cancel the body at its await."""
@@ -665,7 +729,7 @@ class Activation:
         self._schedules[name] = armed
         self._arm(armed, now)
         if self._idle_handle is not None:
-            self._idle_handle.cancel()
+            self.system.timers.cancel(self._idle_handle)
             self._idle_handle = None
         await self._commit(lease, {SCHEDULES_PAGE: self._schedules_page()}, "schedule")
         return Schedule(self, lease, armed)

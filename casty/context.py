@@ -8,9 +8,10 @@ run as well; what must survive goes in ``ctx.state``.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Mapping
+import asyncio
+from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Generator, Mapping
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, NoReturn, TypeVar, cast
 
 from .ref import Askable, EntityRef, Ref
 from .schedules import Schedule
@@ -30,31 +31,95 @@ T = TypeVar("T")
 
 _MISSING: Any = object()
 
+EMPTY: Any = object()
+"""What a step of an inbox read returns when the mailbox has nothing for the body: it must wait."""
+
 
 class Inbox(Generic[M]):
     """The mailbox as an async iterator: one reader, one message at a time.
 
     Reading the next message marks the previous one as handled. Iteration ends when the
     activation goes idle, is released or stopped, or a ``become`` takes effect.
+
+    The inbox is its own awaitable: ``__anext__`` returns it and ``await`` runs the read.
+    A message that is already queued comes back through a finished generator; otherwise
+    the inbox is the iterator the body's task waits in, yielding the activation's waiter
+    future and reading again when it completes. An idle body is then suspended in an
+    object that exists anyway, where a read coroutine (and the future's iterator) would be
+    two more objects per live key for the garbage collector.
     """
 
-    __slots__ = ("_activation", "_lease")
+    __slots__ = ("_activation", "_lease", "_waiting")
 
     def __init__(self, activation: Activation, lease: int) -> None:
         self._activation = activation
         self._lease = lease
+        self._waiting = False  # a waiter was yielded: the next step is the read after it completes
 
     def __aiter__(self) -> AsyncIterator[M]:
         return self
 
     def __anext__(self) -> Awaitable[M]:
-        return self._activation.next_message(self._lease)
+        return self
+
+    def __await__(self) -> Generator[Any, None, M]:
+        try:
+            message = self._activation.read_now(self._lease)
+        except StopAsyncIteration:
+            return _ended()  # raised here, it would reach `async for` as a TypeError about __anext__
+        if message is EMPTY:
+            self._waiting = False
+            return cast("Generator[Any, None, M]", self)
+        return _ready(message)
+
+    def __next__(self) -> asyncio.Future[None]:
+        """Step the wait: read once the waiter completed (``StopIteration`` carries the message), else wait."""
+        activation = self._activation
+        if self._waiting:
+            self._waiting = False
+            message = activation.read_resumed(self._lease)
+            if message is not EMPTY:
+                raise StopIteration(message)
+        waiter = activation.wait_message()
+        waiter._asyncio_future_blocking = True  # what Future.__await__ sets: the task waits on it
+        self._waiting = True
+        return waiter
+
+    def send(self, value: None) -> asyncio.Future[None]:
+        return self.__next__()
+
+    def throw(self, error: BaseException | type[BaseException], *rest: Any) -> NoReturn:
+        """The waiting task was cancelled (or an exception thrown in): stop waiting and raise it at the read."""
+        if self._waiting:
+            self._waiting = False
+            self._activation.read_interrupted(restore=True)
+        if isinstance(error, type):
+            error = error(*rest[:1]) if rest and rest[0] is not None else error()
+        raise error
+
+    def close(self) -> None:
+        """The body's coroutine is closed while it waits here: forget the waiter."""
+        if self._waiting:
+            self._waiting = False
+            self._activation.read_interrupted(restore=False)
+
+
+def _ready(message: M) -> Generator[Any, None, M]:
+    """An iterator that finishes at once with ``message``: the await of a read that did not wait."""
+    return message
+    yield  # a generator: its first step returns the message
+
+
+def _ended() -> Generator[Any, None, Any]:
+    """An iterator whose first step ends the ``async for``: the await of a read after the run's end."""
+    raise StopAsyncIteration
+    yield
 
 
 class Context(Generic[S, M]):
     """The key's identity, state, inbox and tools, for one run of its body."""
 
-    __slots__ = ("_activation", "_lease", "key", "state", "inbox", "self", "system")
+    __slots__ = ("_activation", "_lease", "key", "state", "inbox", "system")
 
     def __init__(self, activation: Activation, lease: int) -> None:
         self._activation = activation
@@ -62,8 +127,12 @@ class Context(Generic[S, M]):
         self.key: str = activation.key
         self.state: State[S] = State(activation, lease)
         self.inbox: Inbox[M] = Inbox(activation, lease)
-        self.self: EntityRef[M] = activation.ref
         self.system: ActorSystem = activation.system
+
+    @property
+    def self(self) -> EntityRef[M]:
+        """This key's own ref (the same ref for every run of the activation)."""
+        return self._activation.ref
 
     # --- behavior --------------------------------------------------------------------
 

@@ -5,6 +5,13 @@ a ``TimerHandle`` (a Python object whose ordering is a Python method) and a heap
 with a dozen Python-level comparisons. Here entries are tuples ordered in C, and the
 loop holds a single timer, for the earliest entry. Ties fire in the order they were set
 (a sequence number breaks them), which the simulator relies on for determinism.
+
+A heap entry is only ``(when, seq)``: the callback and its argument wait in two dicts
+keyed by ``seq``. A tuple of a float and an int holds no reference the garbage collector
+must follow, so CPython stops tracking it at its first collection, and an idle activation's
+check costs the collector nothing (a ``(when, seq, Timer)`` entry and its ``Timer`` were
+two more objects to traverse per live key, on every full collection). Cancelling drops
+the dict entries; the dead tuple leaves the heap when its time comes.
 """
 
 from __future__ import annotations
@@ -21,44 +28,59 @@ _EMPTY_CONTEXT = contextvars.Context()
 
 
 class Timer:
-    """A cancellable entry of a TimerHeap."""
+    """A cancellable entry of a TimerHeap, for callers that want a handle object (``TimerHeap.call_at``)."""
 
-    __slots__ = ("when", "callback", "arg")
+    __slots__ = ("_heap", "_seq")
 
-    def __init__(self, when: float, callback: Callable[[Any], None], arg: Any) -> None:
-        self.when = when
-        self.callback: Callable[[Any], None] | None = callback
-        self.arg = arg
+    def __init__(self, heap: TimerHeap, seq: int) -> None:
+        self._heap = heap
+        self._seq = seq
 
     def cancel(self) -> None:
-        self.callback = None
-        self.arg = None
+        self._heap.cancel(self._seq)
 
     @property
     def cancelled(self) -> bool:
-        return self.callback is None
+        """True once cancelled or fired."""
+        return not self._heap.pending(self._seq)
 
 
 class TimerHeap:
     """Runs ``callback(arg)`` at loop time ``when``, for many timers, with one loop timer."""
 
-    __slots__ = ("_loop", "_heap", "_seq", "_armed", "_armed_at", "_running")
+    __slots__ = ("_loop", "_heap", "_callbacks", "_args", "_seq", "_armed", "_armed_at", "_running")
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self._loop = loop
-        self._heap: list[tuple[float, int, Timer]] = []
+        self._heap: list[tuple[float, int]] = []
+        self._callbacks: dict[int, Callable[[Any], None]] = {}
+        self._args: dict[int, Any] = {}
         self._seq = 0
         self._armed: asyncio.TimerHandle | None = None
         self._armed_at = 0.0
         self._running = False  # inside _run, which arms for the head itself when it is done
 
     def call_at(self, when: float, callback: Callable[[Any], None], arg: Any) -> Timer:
-        timer = Timer(when, callback, arg)
-        self._seq += 1
-        heapq.heappush(self._heap, (when, self._seq, timer))
+        """Arm a timer and return a handle object that can cancel it."""
+        return Timer(self, self.arm(when, callback, arg))
+
+    def arm(self, when: float, callback: Callable[[Any], None], arg: Any) -> int:
+        """Arm a timer and return its number, for ``cancel``: no handle object, for timers every key holds."""
+        seq = self._seq = self._seq + 1
+        self._callbacks[seq] = callback
+        self._args[seq] = arg
+        heapq.heappush(self._heap, (when, seq))
         if not self._running and (self._armed is None or when < self._armed_at):
             self._arm(when)
-        return timer
+        return seq
+
+    def cancel(self, seq: int) -> None:
+        """Forget timer ``seq`` (nothing happens if it already fired or was cancelled)."""
+        if self._callbacks.pop(seq, None) is not None:
+            del self._args[seq]
+
+    def pending(self, seq: int) -> bool:
+        return seq in self._callbacks
 
     def _arm(self, when: float) -> None:
         if self._armed is not None:
@@ -70,19 +92,17 @@ class TimerHeap:
         self._armed = None
         self._running = True
         heap = self._heap
+        callbacks = self._callbacks
         now = self._loop.time()
         try:
             while heap and heap[0][0] <= now:
-                timer = heapq.heappop(heap)[2]
-                callback = timer.callback
+                seq = heapq.heappop(heap)[1]
+                callback = callbacks.pop(seq, None)
                 if callback is not None:
-                    arg = timer.arg
-                    timer.callback = None
-                    timer.arg = None
-                    callback(arg)
+                    callback(self._args.pop(seq))
         finally:
             self._running = False
-            while heap and heap[0][2].callback is None:
+            while heap and heap[0][1] not in callbacks:
                 heapq.heappop(heap)
             if heap:
                 self._arm(heap[0][0])
@@ -92,6 +112,8 @@ class TimerHeap:
             self._armed.cancel()
             self._armed = None
         self._heap.clear()
+        self._callbacks.clear()
+        self._args.clear()
 
     def __len__(self) -> int:
         return len(self._heap)
