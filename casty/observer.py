@@ -25,6 +25,13 @@ __all__ = [
     "ScheduleCaughtUp",
     "ScheduleCancelled",
     "MessageDropped",
+    "NodeScheduleRegistered",
+    "NodeScheduleFired",
+    "NodeScheduleTickLost",
+    "NodeScheduleCaughtUp",
+    "NodeSchedulePaused",
+    "NodeScheduleResumed",
+    "NodeScheduleCancelled",
     "LoggingObserver",
     "event_fields",
 ]
@@ -184,3 +191,103 @@ class LoggingObserver:
     def __call__(self, event: Event) -> None:
         if self._logger.isEnabledFor(logging.DEBUG):
             self._logger.debug("%s %s", event.kind, event_fields(event))
+
+
+# --- node schedules (seed: grain scheduling) ---------------------------------------------
+# Held by the node's scheduler, not by the target key: ``reference`` names the schedule on
+# the node, ``actor``/``key`` its target, ``schedule_kind`` is "once", "interval" or "cron"
+# (not ``kind``: that is the event's trace name). Times are wall-clock microseconds since
+# the epoch (UTC), as read from the node's clock.
+
+
+@dataclass(frozen=True, slots=True)
+class NodeScheduleRegistered(Event):
+    """A node schedule was registered: first tick ``due_us``; ``every_us`` (interval) or ``expression`` (cron)."""
+
+    kind: ClassVar[str] = "node_schedule.registered"
+    reference: str
+    actor: str
+    key: str
+    schedule_kind: str
+    due_us: int
+    every_us: int | None
+    expression: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class NodeScheduleFired(Event):
+    """A tick was told to its target: nominal ``tick_us``, wall ``now_us`` at firing, ``next_us`` or None (gone)."""
+
+    kind: ClassVar[str] = "node_schedule.fired"
+    reference: str
+    actor: str
+    key: str
+    schedule_kind: str
+    tick_us: int
+    now_us: int
+    next_us: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class NodeScheduleTickLost(Event):
+    """A tick could not be handed to its target (``reason``): it is lost, not retried; ``next_us`` as in Fired."""
+
+    kind: ClassVar[str] = "node_schedule.tick_lost"
+    reference: str
+    actor: str
+    key: str
+    schedule_kind: str
+    tick_us: int
+    now_us: int
+    next_us: int | None
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class NodeScheduleCaughtUp(Event):
+    """A late tick skipped ``skipped`` later occurrences that had also passed (no burst): the next is ``next_us``."""
+
+    kind: ClassVar[str] = "node_schedule.caught_up"
+    reference: str
+    actor: str
+    key: str
+    schedule_kind: str
+    tick_us: int
+    now_us: int
+    next_us: int
+    skipped: int
+
+
+@dataclass(frozen=True, slots=True)
+class NodeSchedulePaused(Event):
+    """A node schedule was paused: no tick fires until it is resumed."""
+
+    kind: ClassVar[str] = "node_schedule.paused"
+    reference: str
+    actor: str
+    key: str
+    schedule_kind: str
+
+
+@dataclass(frozen=True, slots=True)
+class NodeScheduleResumed(Event):
+    """A paused node schedule was resumed; its next tick ``due_us`` is recalculated from now (no catch-up)."""
+
+    kind: ClassVar[str] = "node_schedule.resumed"
+    reference: str
+    actor: str
+    key: str
+    schedule_kind: str
+    due_us: int
+
+
+@dataclass(frozen=True, slots=True)
+class NodeScheduleCancelled(Event):
+    """A node schedule was removed: ``cancelled``, ``done`` (a one-shot fired, a cron ran out) or ``stopped`` (node)."""
+
+    kind: ClassVar[str] = "node_schedule.cancelled"
+    reference: str
+    actor: str
+    key: str
+    schedule_kind: str
+    reason: str

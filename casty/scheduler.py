@@ -1,0 +1,416 @@
+"""Node schedules: messages delivered to any key once, at an interval, or on a cron.
+
+A node schedule is held by the scheduler of the node that registered it, in memory: it
+is not part of the target key's state (unlike ``ctx.schedule``), survives the key's
+idling out, and is lost when the node stops. Each tick tells the message to the target,
+which activates the key wherever it lives and refreshes its idle clock like any tell.
+
+Rules (seed: grain scheduling; GoAkt node schedules):
+
+* A reference names one schedule on the node. Registering another under a live reference
+  is rejected (:class:`ScheduleReferenceInUse`); without one, a reference is drawn from the
+  system's random stream, so a seeded system draws the same references.
+* Times are wall-clock times of the node (``system.clock``). An interval sits on the grid
+  ``first + n * interval``; a cron is evaluated in the scheduler's zone (UTC in cluster
+  mode). A tick that fires late delivers once and skips the occurrences that have also
+  passed, reporting how many (no burst). A timer that goes off before its due time on the
+  wall clock (the clock was stepped back) is re-armed instead of firing early.
+* The scheduler never waits for the handler: ticks of a slow handler queue in its mailbox.
+* A tick that cannot be handed over (unknown type, a full mailbox, a stopped system, any
+  error out of ``tell``) is lost and reported; interval and cron keep firing, a one-shot
+  is gone. Nothing is retried.
+* Pausing a paused schedule or resuming an active one is an error. Resume recalculates
+  from now, as go-quartz does: a one-shot fires its delay after the resume, an interval
+  one interval after it (a new grid), a cron at its next fire time after now.
+  Cancelling stops future ticks; a tick already told is not recalled.
+
+Not here: recording a handler failure as a dead letter naming the target needs a hook
+inside the activation; the cluster claim per cron tick comes with the cluster.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone, tzinfo
+from typing import TYPE_CHECKING, Any, Final, Literal
+
+from . import observer as ev
+from .actor import ActorType
+from .clock import to_datetime, to_us
+from .cron import Cron
+from .errors import (
+    InvalidCronExpression,
+    InvalidIdentity,
+    ScheduleReferenceInUse,
+    ScheduleReferenceNotFound,
+    ScheduleReferenceRequired,
+    SchedulerNotStarted,
+    ScheduleStateError,
+    UnknownActor,
+)
+from .ref import EntityRef
+from .schedules import catch_up, to_micros
+
+if TYPE_CHECKING:
+    from .system import ActorSystem
+    from .timers import Timer
+
+__all__ = ["NodeScheduler", "NodeScheduleInfo", "ScheduleKind", "MAX_COUNTED_SKIPS"]
+
+ScheduleKind = Literal["once", "interval", "cron"]
+
+MAX_COUNTED_SKIPS: Final = 10_000
+"""A cron tick late by more occurrences than this counts only this many as skipped.
+
+Counting a cron's missed occurrences means walking them one by one; this bounds the walk
+(a per-second cron after a clock step of a year would otherwise block the loop)."""
+
+
+@dataclass(frozen=True, slots=True)
+class NodeScheduleInfo:
+    """One live node schedule, as ``list_schedules`` reports it."""
+
+    reference: str
+    actor: str
+    """The target's actor type name (``module:qualname``)."""
+    key: str
+    kind: ScheduleKind
+    next_due: datetime | None
+    """The next tick, an aware UTC datetime; None while paused."""
+    paused: bool
+    interval: timedelta | None
+    """The period of an interval schedule; None for once and cron."""
+    expression: str | None
+    """The cron expression of a cron schedule; None otherwise."""
+
+    @property
+    def target(self) -> tuple[str, str]:
+        """``(actor type name, key)``."""
+        return (self.actor, self.key)
+
+
+class _Entry:
+    """A live node schedule: its target, message, rule, next due and timer."""
+
+    __slots__ = ("reference", "target", "message", "kind", "period_us", "cron", "due_us", "paused", "timer", "live")
+
+    def __init__(
+        self,
+        reference: str,
+        target: EntityRef[Any],
+        message: Any,
+        kind: ScheduleKind,
+        period_us: int | None,
+        cron: Cron | None,
+        due_us: int,
+    ) -> None:
+        self.reference = reference
+        self.target = target
+        self.message = message
+        self.kind: ScheduleKind = kind
+        self.period_us = period_us  # the delay of a one-shot, the interval of an interval schedule
+        self.cron = cron
+        self.due_us = due_us
+        self.paused = False
+        self.timer: Timer | None = None
+        self.live = True
+
+    def names(self) -> tuple[str, str, str, str]:
+        """The leading fields of every node schedule event."""
+        return (self.reference, self.target.actor, self.target.key, self.kind)
+
+
+class NodeScheduler:
+    """The node's scheduler of node schedules; the system calls ``start`` and ``stop``.
+
+    ``tz`` is the zone cron expressions are read in (default UTC); in ``cluster_mode``
+    crons are read in UTC whatever ``tz`` says, and a cron schedule needs a reference.
+    """
+
+    def __init__(self, system: ActorSystem, *, tz: tzinfo = timezone.utc, cluster_mode: bool = False) -> None:
+        if not isinstance(tz, tzinfo):
+            raise TypeError(f"tz must be a datetime.tzinfo, not {type(tz).__qualname__}")
+        self._system = system
+        self.tz = tz
+        self.cluster_mode = bool(cluster_mode)
+        self._started = False
+        self._entries: dict[str, _Entry] = {}  # registration order
+
+    # ================================================================== lifecycle ====
+
+    @property
+    def started(self) -> bool:
+        return self._started
+
+    @property
+    def cron_tz(self) -> tzinfo:
+        """The zone cron expressions are evaluated in: UTC in cluster mode, else ``tz``."""
+        return timezone.utc if self.cluster_mode else self.tz
+
+    def start(self) -> None:
+        """Accept schedules from now on (idempotent). Call it once the system's loop runs."""
+        self._started = True
+
+    def stop(self) -> None:
+        """Drop every schedule (they live in memory only) and refuse further calls. Idempotent."""
+        if not self._started:
+            return
+        self._started = False
+        entries = list(self._entries.values())
+        self._entries.clear()
+        for entry in entries:
+            self._drop(entry, "stopped")
+
+    def _check_started(self) -> None:
+        if not self._started:
+            raise SchedulerNotStarted("the node scheduler is not started: the actor system is not running")
+        if not self._system.running:
+            raise SchedulerNotStarted("the node scheduler cannot run: the actor system is not running")
+
+    # ================================================================== registering ==
+
+    async def schedule_once(
+        self, message: Any, ref: EntityRef[Any], delay: timedelta, *, reference: str | None = None
+    ) -> str:
+        """Tell ``message`` to ``ref`` once, ``delay`` from now; returns the schedule's reference."""
+        self._check_started()
+        self._check_target(ref, message)
+        delay_us = to_micros(delay, "delay")
+        if delay_us < 0:
+            raise ValueError(f"schedule_once: delay must not be negative, got {delay}")
+        self._check_reference(reference)
+        now = self._system.clock.now_us()
+        return self._add(reference, ref, message, "once", delay_us, None, now + delay_us)
+
+    async def schedule(
+        self, message: Any, ref: EntityRef[Any], interval: timedelta, *, reference: str | None = None
+    ) -> str:
+        """Tell ``message`` to ``ref`` every ``interval``, the first time one interval from now."""
+        self._check_started()
+        self._check_target(ref, message)
+        every_us = to_micros(interval, "interval")
+        if every_us <= 0:
+            raise ValueError(f"schedule: interval must be positive, got {interval}")
+        self._check_reference(reference)
+        now = self._system.clock.now_us()
+        return self._add(reference, ref, message, "interval", every_us, None, now + every_us)
+
+    async def schedule_cron(
+        self, message: Any, ref: EntityRef[Any], expression: str, *, reference: str | None = None
+    ) -> str:
+        """Tell ``message`` to ``ref`` at every fire time of the Quartz cron ``expression``."""
+        self._check_started()
+        self._check_target(ref, message)
+        if not isinstance(expression, str):
+            raise InvalidCronExpression(repr(expression), f"a cron expression is a string, not {type(expression).__qualname__}")
+        cron = Cron(expression, self.cron_tz)
+        if reference is None and self.cluster_mode:
+            raise ScheduleReferenceRequired(
+                f"schedule_cron({expression!r}) in cluster mode needs reference=: each tick is claimed cluster-wide by it"
+            )
+        self._check_reference(reference)
+        now = self._system.clock.now_us()
+        first = cron.next_after(to_datetime(now))
+        if first is None:
+            raise InvalidCronExpression(expression, f"it has no fire time after {to_datetime(now).isoformat()}")
+        return self._add(reference, ref, message, "cron", None, cron, to_us(first))
+
+    def _check_target(self, ref: Any, message: Any) -> None:
+        """Raise InvalidIdentity for a target that is not a valid entity; SchemaError for a message it refuses."""
+        if not isinstance(ref, EntityRef):
+            hint = " (get one with system.ref(actor, key))" if isinstance(ref, ActorType) else ""
+            raise InvalidIdentity(f"a node schedule targets an entity ref, not {type(ref).__qualname__} {ref!r}{hint}")
+        bound = ref._system
+        if bound is not None and bound is not self._system:
+            raise InvalidIdentity(f"{ref!r} belongs to another actor system")
+        name, key = ref.actor, ref.key
+        module, sep, qualname = name.partition(":") if isinstance(name, str) else ("", "", "")
+        if not (sep and module and qualname):
+            raise InvalidIdentity(f"{name!r} is not an actor type name (expected module:qualname)")
+        try:
+            actor_type = self._system._type_named(name)
+        except UnknownActor as exc:
+            if not self.cluster_mode:
+                raise InvalidIdentity(f"unknown actor type: {exc}") from exc
+            # In a cluster the type need only be known where the key is activated; until it
+            # is, its ticks are lost (reported), as for any delivery failure.
+            if not isinstance(key, str) or not key:
+                raise InvalidIdentity(f"{name}: a key must be a non-empty string, got {key!r}") from exc
+            return
+        self._system._validate_identity(actor_type, key)
+        actor_type.schema.check(message)
+        self._system.codec.encode_message(message, actor_type.schema)
+
+    def _check_reference(self, reference: str | None) -> None:
+        if reference is None:
+            return
+        if not isinstance(reference, str) or not reference:
+            raise ValueError(f"a schedule reference must be a non-empty string, got {reference!r}")
+        if reference in self._entries:
+            raise ScheduleReferenceInUse(f"a node schedule is already registered under reference {reference!r}")
+
+    def _new_reference(self) -> str:
+        rng = self._system.random
+        while True:
+            reference = str(uuid.UUID(int=rng.getrandbits(128), version=4))
+            if reference not in self._entries:
+                return reference
+
+    def _add(
+        self,
+        reference: str | None,
+        target: EntityRef[Any],
+        message: Any,
+        kind: ScheduleKind,
+        period_us: int | None,
+        cron: Cron | None,
+        due_us: int,
+    ) -> str:
+        if reference is None:
+            reference = self._new_reference()
+        entry = _Entry(reference, target, message, kind, period_us, cron, due_us)
+        self._entries[reference] = entry
+        self._system._emit_event(
+            ev.NodeScheduleRegistered,
+            *entry.names(),
+            due_us,
+            period_us if kind == "interval" else None,
+            cron.expression if cron is not None else None,
+        )
+        self._arm(entry, self._system.clock.now_us())
+        return reference
+
+    # ================================================================== managing =====
+
+    def pause_schedule(self, reference: str) -> None:
+        """Stop ticking until resumed; ``ScheduleStateError`` if already paused."""
+        entry = self._lookup(reference)
+        if entry.paused:
+            raise ScheduleStateError(f"node schedule {reference!r} is already paused")
+        entry.paused = True
+        self._disarm(entry)
+        self._system._emit_event(ev.NodeSchedulePaused, *entry.names())
+
+    def resume_schedule(self, reference: str) -> None:
+        """Tick again, the next tick recalculated from now (no catch-up); ``ScheduleStateError`` if not paused."""
+        entry = self._lookup(reference)
+        if not entry.paused:
+            raise ScheduleStateError(f"node schedule {reference!r} is not paused")
+        now = self._system.clock.now_us()
+        if entry.cron is not None:
+            following = entry.cron.next_after(to_datetime(now))
+            if following is None:
+                self._remove(entry, "done")
+                return
+            entry.due_us = to_us(following)
+        else:
+            assert entry.period_us is not None
+            entry.due_us = now + entry.period_us
+        entry.paused = False
+        self._system._emit_event(ev.NodeScheduleResumed, *entry.names(), entry.due_us)
+        self._arm(entry, now)
+
+    def cancel_schedule(self, reference: str) -> None:
+        """Remove the schedule: no further tick; one already told is not recalled."""
+        self._remove(self._lookup(reference), "cancelled")
+
+    def list_schedules(self) -> list[NodeScheduleInfo]:
+        """Every live node schedule of this node, in registration order."""
+        self._check_started()
+        return [
+            NodeScheduleInfo(
+                reference=entry.reference,
+                actor=entry.target.actor,
+                key=entry.target.key,
+                kind=entry.kind,
+                next_due=None if entry.paused else to_datetime(entry.due_us),
+                paused=entry.paused,
+                interval=timedelta(microseconds=entry.period_us)
+                if entry.kind == "interval" and entry.period_us is not None
+                else None,
+                expression=entry.cron.expression if entry.cron is not None else None,
+            )
+            for entry in self._entries.values()
+        ]
+
+    def _lookup(self, reference: str) -> _Entry:
+        self._check_started()
+        entry = self._entries.get(reference) if isinstance(reference, str) else None
+        if entry is None:
+            raise ScheduleReferenceNotFound(
+                f"no node schedule under reference {reference!r} (never registered, cancelled, or a one-shot that fired)"
+            )
+        return entry
+
+    def _remove(self, entry: _Entry, reason: str) -> None:
+        if self._entries.get(entry.reference) is entry:
+            del self._entries[entry.reference]
+        self._drop(entry, reason)
+
+    def _drop(self, entry: _Entry, reason: str) -> None:
+        entry.live = False
+        self._disarm(entry)
+        self._system._emit_event(ev.NodeScheduleCancelled, *entry.names(), reason)
+
+    # ================================================================== timers =======
+
+    def _arm(self, entry: _Entry, now_us: int) -> None:
+        """Set the timer for ``entry.due_us`` (wall time) in loop time, as far ahead as the wall clock says."""
+        delay = max(0, entry.due_us - now_us) / 1_000_000
+        system = self._system
+        entry.timer = system.timers.call_at(system.loop.time() + delay, self._fire, entry)
+
+    @staticmethod
+    def _disarm(entry: _Entry) -> None:
+        if entry.timer is not None:
+            entry.timer.cancel()
+            entry.timer = None
+
+    def _fire(self, entry: _Entry) -> None:
+        """A timer went off: tell the message (a failure loses the tick), then arm the next tick."""
+        entry.timer = None
+        if not entry.live or entry.paused or not self._started:
+            return
+        system = self._system
+        now = system.clock.now_us()
+        tick = entry.due_us
+        if now < tick:
+            self._arm(entry, now)  # the wall clock is behind the loop (stepped back): never fire early
+            return
+        next_us, skipped = self._following(entry, tick, now)
+        try:
+            system.tell(entry.target, entry.message)
+        except Exception as exc:  # any failure before the message is queued loses this tick
+            system._emit_event(ev.NodeScheduleTickLost, *entry.names(), tick, now, next_us, f"{type(exc).__name__}: {exc}")
+        else:
+            system._emit_event(ev.NodeScheduleFired, *entry.names(), tick, now, next_us)
+        if next_us is not None and skipped:
+            system._emit_event(ev.NodeScheduleCaughtUp, *entry.names(), tick, now, next_us, skipped)
+        if not entry.live:
+            return  # removed while telling (an observer or a synchronous callee cancelled it)
+        if next_us is None:
+            self._remove(entry, "done")
+            return
+        entry.due_us = next_us
+        self._arm(entry, now)
+
+    @staticmethod
+    def _following(entry: _Entry, tick: int, now: int) -> tuple[int | None, int]:
+        """The next tick strictly after ``now`` (None: no more), and how many ticks after ``tick`` were skipped."""
+        if entry.kind == "once":
+            return None, 0
+        if entry.kind == "interval":
+            assert entry.period_us is not None
+            return catch_up(tick, entry.period_us, now)
+        assert entry.cron is not None
+        cron = entry.cron
+        skipped = 0
+        following = cron.next_after(to_datetime(tick))
+        while following is not None and to_us(following) <= now:
+            skipped += 1
+            if skipped >= MAX_COUNTED_SKIPS:
+                following = cron.next_after(to_datetime(now))
+                break
+            following = cron.next_after(following)
+        return (to_us(following) if following is not None else None), skipped

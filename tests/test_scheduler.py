@@ -1,0 +1,732 @@
+"""Node schedules (seed: grain scheduling): every rule and error, on virtual time with a steppable wall clock."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import uuid
+from collections import defaultdict
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+import pytest
+from conftest import START_US, LoopClock, Recorder, run_virtual
+
+from casty import (
+    NOBODY,
+    ActorSystem,
+    Context,
+    InvalidCronExpression,
+    InvalidIdentity,
+    ScheduleReferenceInUse,
+    ScheduleReferenceNotFound,
+    ScheduleReferenceRequired,
+    SchedulerNotStarted,
+    ScheduleStateError,
+    SchemaError,
+    actor,
+)
+from casty.clock import to_datetime
+from casty.observer import (
+    ActivationEnded,
+    ActivationStarted,
+    NodeScheduleCancelled,
+    NodeScheduleCaughtUp,
+    NodeScheduleFired,
+    NodeSchedulePaused,
+    NodeScheduleRegistered,
+    NodeScheduleResumed,
+    NodeScheduleTickLost,
+)
+from casty.ref import EntityRef, ReplyRef
+from casty.scheduler import MAX_COUNTED_SKIPS, NodeScheduleInfo, NodeScheduler
+
+SECOND = 1_000_000
+MINUTE = 60 * SECOND
+HOUR = 60 * MINUTE
+DAY = 24 * HOUR
+
+# --- messages and actors -------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Tick:
+    label: str
+
+
+@dataclass(frozen=True)
+class Other:
+    pass
+
+
+HANDLED: defaultdict[str, list[tuple[str, int]]] = defaultdict(list)
+"""key -> (label, node wall µs when the body took the message), for every body below."""
+
+
+@pytest.fixture(autouse=True)
+def _clear_handled() -> None:
+    HANDLED.clear()
+
+
+@actor
+async def target(ctx: Context[None, Tick]) -> None:
+    """Records every Tick with the node's wall time."""
+    async for msg in ctx.inbox:
+        HANDLED[ctx.key].append((msg.label, ctx.system.clock.now_us()))
+
+
+@actor
+async def slow(ctx: Context[None, Tick]) -> None:
+    """Takes 25 s per Tick (longer than the intervals used with it)."""
+    async for msg in ctx.inbox:
+        HANDLED[ctx.key].append((msg.label, ctx.system.clock.now_us()))
+        await asyncio.sleep(25)
+
+
+@actor(mailbox=1)
+async def narrow(ctx: Context[None, Tick]) -> None:
+    """A slow body with a one-message mailbox that refuses when full."""
+    async for msg in ctx.inbox:
+        HANDLED[ctx.key].append((msg.label, ctx.system.clock.now_us()))
+        await asyncio.sleep(100)
+
+
+@actor(idle_after=timedelta(seconds=30))
+async def idler(ctx: Context[None, Tick]) -> None:
+    """Records Ticks; idles out after 30 s without a message."""
+    async for msg in ctx.inbox:
+        HANDLED[ctx.key].append((msg.label, ctx.system.clock.now_us()))
+
+
+def started(system: ActorSystem, **options: Any) -> NodeScheduler:
+    scheduler = NodeScheduler(system, **options)
+    scheduler.start()
+    return scheduler
+
+
+def handled_at(key: str) -> list[int]:
+    return [at for _, at in HANDLED[key]]
+
+
+# --- errors ----------------------------------------------------------------------------
+
+
+def test_not_started_scheduler_refuses_every_call() -> None:
+    """Before start, after stop, and once the system stopped, every call raises SchedulerNotStarted."""
+
+    async def main(clock: LoopClock) -> NodeScheduler:
+        async with ActorSystem(clock=clock) as system:
+            ref = system.ref(target, "k")
+            scheduler = NodeScheduler(system)
+            await check_refused(scheduler, ref)
+            scheduler.start()
+            await scheduler.schedule(Tick("x"), ref, timedelta(seconds=1), reference="r")
+            scheduler.stop()
+            await check_refused(scheduler, ref)
+            scheduler.start()  # a started scheduler on a system that then stops
+        await check_refused(scheduler, ref)
+        return scheduler
+
+    async def check_refused(scheduler: NodeScheduler, ref: EntityRef[Any]) -> None:
+        calls: list[Any] = [
+            lambda: scheduler.schedule_once(Tick("x"), ref, timedelta(seconds=1)),
+            lambda: scheduler.schedule(Tick("x"), ref, timedelta(seconds=1)),
+            lambda: scheduler.schedule_cron(Tick("x"), ref, "0 * * * * ?"),
+        ]
+        for call in calls:
+            with pytest.raises(SchedulerNotStarted, match="not running"):
+                await call()
+        for sync in (scheduler.pause_schedule, scheduler.resume_schedule, scheduler.cancel_schedule):
+            with pytest.raises(SchedulerNotStarted):
+                sync("r")
+        with pytest.raises(SchedulerNotStarted):
+            scheduler.list_schedules()
+
+    run_virtual(main)
+
+
+def test_invalid_identity_is_rejected() -> None:
+    """Not an entity ref, an empty or non-string key, a malformed or (locally) unknown type name: InvalidIdentity."""
+
+    async def main(clock: LoopClock) -> None:
+        async with ActorSystem(clock=clock) as system, ActorSystem(clock=clock) as other:
+            scheduler = started(system)
+            bad: list[Any] = [
+                NOBODY,
+                ReplyRef(system, "local", 1),
+                target,  # an actor type, not a ref
+                "tests.test_scheduler:target",
+                EntityRef(system, target.name, ""),
+                EntityRef(system, target.name, 7),  # type: ignore[arg-type]
+                EntityRef(system, "no-colon", "k"),
+                EntityRef(system, f"{__name__}:ghost", "k"),  # well-formed, but no such @actor here
+                EntityRef(other, target.name, "k"),  # bound to another system
+            ]
+            for ref in bad:
+                with pytest.raises(InvalidIdentity) as caught:
+                    await scheduler.schedule(Tick("x"), ref, timedelta(seconds=1))
+                assert str(caught.value)
+                with pytest.raises(InvalidIdentity):
+                    await scheduler.schedule_once(Tick("x"), ref, timedelta(seconds=1))
+                with pytest.raises(InvalidIdentity):
+                    await scheduler.schedule_cron(Tick("x"), ref, "0 * * * * ?")
+            with pytest.raises(InvalidIdentity, match="system.ref"):
+                await scheduler.schedule(Tick("x"), target, timedelta(seconds=1))  # type: ignore[arg-type]
+            with pytest.raises(InvalidIdentity, match="must not be empty"):
+                await scheduler.schedule(Tick("x"), EntityRef(system, target.name, ""), timedelta(seconds=1))
+            assert scheduler.list_schedules() == []
+
+    run_virtual(main)
+
+
+def test_message_and_durations_are_checked_at_registration() -> None:
+    """A message the target type refuses is a SchemaError; a negative delay or non-positive interval a ValueError."""
+
+    async def main(clock: LoopClock) -> None:
+        async with ActorSystem(clock=clock) as system:
+            scheduler = started(system)
+            ref = system.ref(target, "k")
+            with pytest.raises(SchemaError):
+                await scheduler.schedule(Other(), ref, timedelta(seconds=1))
+            with pytest.raises(ValueError, match="negative"):
+                await scheduler.schedule_once(Tick("x"), ref, timedelta(seconds=-1))
+            for interval in (timedelta(0), timedelta(seconds=-5)):
+                with pytest.raises(ValueError, match="positive"):
+                    await scheduler.schedule(Tick("x"), ref, interval)
+            with pytest.raises(TypeError, match="timedelta"):
+                await scheduler.schedule(Tick("x"), ref, 5)  # type: ignore[arg-type]
+            with pytest.raises(ValueError, match="non-empty string"):
+                await scheduler.schedule(Tick("x"), ref, timedelta(seconds=1), reference="")
+            assert scheduler.list_schedules() == []
+
+    run_virtual(main)
+
+
+def test_cron_without_reference_in_cluster_mode_is_rejected() -> None:
+    """In cluster mode a cron needs a reference (ScheduleReferenceRequired); interval and once do not."""
+
+    async def main(clock: LoopClock) -> list[str]:
+        async with ActorSystem(clock=clock) as system:
+            scheduler = started(system, cluster_mode=True)
+            ref = system.ref(target, "k")
+            with pytest.raises(ScheduleReferenceRequired, match="reference"):
+                await scheduler.schedule_cron(Tick("x"), ref, "0 * * * * ?")
+            await scheduler.schedule_cron(Tick("x"), ref, "0 * * * * ?", reference="cron")
+            await scheduler.schedule(Tick("x"), ref, timedelta(minutes=1))
+            await scheduler.schedule_once(Tick("x"), ref, timedelta(minutes=1))
+            return [info.kind for info in scheduler.list_schedules()]
+
+    assert run_virtual(main) == ["cron", "interval", "once"]
+
+
+def test_cron_without_reference_is_fine_locally() -> None:
+    """Outside cluster mode a cron without a reference gets a generated one."""
+
+    async def main(clock: LoopClock) -> str:
+        async with ActorSystem(clock=clock) as system:
+            scheduler = started(system)
+            return await scheduler.schedule_cron(Tick("x"), system.ref(target, "k"), "0 * * * * ?")
+
+    assert uuid.UUID(run_virtual(main)).version == 4
+
+
+def test_unknown_reference_is_not_found() -> None:
+    """Pause, resume and cancel of an unknown or cancelled reference raise ScheduleReferenceNotFound."""
+
+    async def main(clock: LoopClock) -> None:
+        async with ActorSystem(clock=clock) as system:
+            scheduler = started(system)
+            for call in (scheduler.pause_schedule, scheduler.resume_schedule, scheduler.cancel_schedule):
+                with pytest.raises(ScheduleReferenceNotFound, match="'nope'"):
+                    call("nope")
+            await scheduler.schedule(Tick("x"), system.ref(target, "k"), timedelta(seconds=1), reference="r")
+            scheduler.cancel_schedule("r")
+            for call in (scheduler.pause_schedule, scheduler.resume_schedule, scheduler.cancel_schedule):
+                with pytest.raises(ScheduleReferenceNotFound):
+                    call("r")
+
+    run_virtual(main)
+
+
+def test_live_reference_is_in_use() -> None:
+    """Registering under a live reference (any kind, even paused) fails and leaves the first; after cancel it is free."""
+
+    async def main(clock: LoopClock) -> list[str]:
+        async with ActorSystem(clock=clock) as system:
+            scheduler = started(system)
+            ref = system.ref(target, "k")
+            await scheduler.schedule(Tick("first"), ref, timedelta(seconds=10), reference="r")
+            with pytest.raises(ScheduleReferenceInUse, match="'r'"):
+                await scheduler.schedule_once(Tick("second"), ref, timedelta(seconds=1), reference="r")
+            with pytest.raises(ScheduleReferenceInUse):
+                await scheduler.schedule_cron(Tick("second"), ref, "* * * * * ?", reference="r")
+            scheduler.pause_schedule("r")
+            with pytest.raises(ScheduleReferenceInUse):
+                await scheduler.schedule(Tick("second"), ref, timedelta(seconds=1), reference="r")
+            scheduler.resume_schedule("r")
+            await asyncio.sleep(25)
+            scheduler.cancel_schedule("r")
+            await scheduler.schedule_once(Tick("third"), ref, timedelta(seconds=1), reference="r")
+            await asyncio.sleep(2)
+            return [label for label, _ in HANDLED["k"]]
+
+    assert run_virtual(main) == ["first", "first", "third"]
+
+
+def test_invalid_cron_expression_is_rejected() -> None:
+    """A bad cron raises InvalidCronExpression naming the field; so do a non-string and one with no fire time left."""
+
+    async def main(clock: LoopClock) -> None:
+        async with ActorSystem(clock=clock) as system:
+            scheduler = started(system)
+            ref = system.ref(target, "k")
+            with pytest.raises(InvalidCronExpression) as caught:
+                await scheduler.schedule_cron(Tick("x"), ref, "0 70 * * * ?", reference="c")
+            assert caught.value.field == "minute"
+            with pytest.raises(InvalidCronExpression):
+                await scheduler.schedule_cron(Tick("x"), ref, "0 0 9 * * MON")  # both day fields given
+            with pytest.raises(InvalidCronExpression, match="string"):
+                await scheduler.schedule_cron(Tick("x"), ref, 5)  # type: ignore[arg-type]
+            with pytest.raises(InvalidCronExpression, match="no fire time"):
+                await scheduler.schedule_cron(Tick("x"), ref, "0 0 0 1 1 ? 2020")
+            assert scheduler.list_schedules() == []
+
+    run_virtual(main)
+
+
+def test_pausing_paused_or_resuming_active_is_a_state_error() -> None:
+    """Pause twice or resume an active schedule: ScheduleStateError, and the schedule is unchanged."""
+
+    async def main(clock: LoopClock) -> list[bool]:
+        async with ActorSystem(clock=clock) as system:
+            scheduler = started(system)
+            await scheduler.schedule(Tick("x"), system.ref(target, "k"), timedelta(seconds=10), reference="r")
+            with pytest.raises(ScheduleStateError, match="not paused"):
+                scheduler.resume_schedule("r")
+            scheduler.pause_schedule("r")
+            with pytest.raises(ScheduleStateError, match="already paused"):
+                scheduler.pause_schedule("r")
+            paused = scheduler.list_schedules()[0].paused
+            scheduler.resume_schedule("r")
+            return [paused, scheduler.list_schedules()[0].paused]
+
+    assert run_virtual(main) == [True, False]
+
+
+# --- firing ----------------------------------------------------------------------------
+
+
+def test_once_fires_once_then_reference_not_found(recorder: Recorder) -> None:
+    """A one-shot delivers once at its due time, activating the key; then it is gone and its reference unknown."""
+
+    async def main(clock: LoopClock) -> None:
+        async with ActorSystem(clock=clock, observer=recorder) as system:
+            scheduler = started(system)
+            ref: EntityRef[Tick] = EntityRef(system, target.name, "once")  # not activated yet: the tick activates it
+            await scheduler.schedule_once(Tick("hello"), ref, timedelta(minutes=10), reference="r")
+            await asyncio.sleep(3600)
+            assert scheduler.list_schedules() == []
+            for call in (scheduler.pause_schedule, scheduler.resume_schedule, scheduler.cancel_schedule):
+                with pytest.raises(ScheduleReferenceNotFound, match="one-shot"):
+                    call("r")
+
+    run_virtual(main)
+    assert HANDLED["once"] == [("hello", START_US + 10 * MINUTE)]
+    (fired,) = recorder.of(NodeScheduleFired)
+    assert (fired.reference, fired.actor, fired.key, fired.schedule_kind) == ("r", target.name, "once", "once")
+    assert (fired.tick_us, fired.now_us, fired.next_us) == (START_US + 10 * MINUTE, START_US + 10 * MINUTE, None)
+    (gone,) = recorder.of(NodeScheduleCancelled)
+    assert (gone.reference, gone.reason) == ("r", "done")
+    assert [e.key for e in recorder.of(ActivationStarted)] == ["once"]
+
+
+def test_interval_fires_on_a_fixed_grid_over_an_hour(recorder: Recorder) -> None:
+    """Every 5 minutes for an hour: 12 ticks, each exactly on registration + n * 5 min of the wall clock."""
+
+    async def main(clock: LoopClock) -> None:
+        async with ActorSystem(clock=clock, observer=recorder) as system:
+            scheduler = started(system)
+            await asyncio.sleep(7.25)  # register off any round time: the grid follows the registration
+            await scheduler.schedule(Tick("t"), system.ref(target, "grid"), timedelta(minutes=5), reference="r")
+            await asyncio.sleep(3600 + 1)
+
+    run_virtual(main)
+    origin = START_US + 7_250_000
+    grid = [origin + n * 5 * MINUTE for n in range(1, 13)]
+    assert handled_at("grid") == grid
+    fired = recorder.of(NodeScheduleFired)
+    assert [(f.tick_us, f.now_us, f.next_us) for f in fired] == [(t, t, t + 5 * MINUTE) for t in grid]
+    (registered,) = recorder.of(NodeScheduleRegistered)
+    assert (registered.schedule_kind, registered.due_us, registered.every_us, registered.expression) == (
+        "interval",
+        origin + 5 * MINUTE,
+        5 * MINUTE,
+        None,
+    )
+    assert recorder.of(NodeScheduleCaughtUp) == []
+
+
+def test_cron_fires_at_quarter_hours_of_the_wall_clock(recorder: Recorder) -> None:
+    """`0 */15 * * * ?` registered at 00:07 fires at 00:15, 00:30, 00:45 and 01:00 of the node's wall clock."""
+
+    async def main(clock: LoopClock) -> None:
+        async with ActorSystem(clock=clock, observer=recorder) as system:
+            scheduler = started(system)
+            await asyncio.sleep(7 * 60)
+            await scheduler.schedule_cron(Tick("q"), system.ref(target, "quarter"), "0 */15 * * * ?", reference="q")
+            await asyncio.sleep(3600)
+
+    run_virtual(main)
+    assert [to_datetime(at).strftime("%H:%M:%S") for at in handled_at("quarter")] == [
+        "00:15:00",
+        "00:30:00",
+        "00:45:00",
+        "01:00:00",
+    ]
+    assert all(f.now_us == f.tick_us for f in recorder.of(NodeScheduleFired))
+
+
+def test_cron_on_weekday_mornings_fires_five_times_in_a_week() -> None:
+    """`0 0 9 ? * MON-FRI` over the week from Thursday 2026-01-01 fires 5 times, at 09:00 on weekdays only."""
+
+    async def main(clock: LoopClock) -> None:
+        async with ActorSystem(clock=clock) as system:
+            scheduler = started(system)
+            await scheduler.schedule_cron(Tick("w"), system.ref(target, "week"), "0 0 9 ? * MON-FRI")
+            await asyncio.sleep(7 * 86400)
+
+    run_virtual(main)
+    fired = [to_datetime(at) for at in handled_at("week")]
+    assert [d.strftime("%a %d %H:%M") for d in fired] == [
+        "Thu 01 09:00",
+        "Fri 02 09:00",
+        "Mon 05 09:00",
+        "Tue 06 09:00",
+        "Wed 07 09:00",
+    ]
+
+
+def test_cron_reads_the_scheduler_zone_and_utc_in_cluster_mode() -> None:
+    """`0 0 9 * * ?` fires at 09:00 of the scheduler's zone (03:30Z at +05:30); in cluster mode at 09:00Z."""
+
+    async def main(clock: LoopClock) -> None:
+        zone = timezone(timedelta(hours=5, minutes=30))
+        async with ActorSystem(clock=clock) as system:
+            local = started(system, tz=zone)
+            cluster = started(system, tz=zone, cluster_mode=True)
+            await local.schedule_cron(Tick("local"), system.ref(target, "zone"), "0 0 9 * * ?")
+            await cluster.schedule_cron(Tick("utc"), system.ref(target, "zone"), "0 0 9 * * ?", reference="c")
+            await asyncio.sleep(86400)
+
+    run_virtual(main)
+    assert [(label, to_datetime(at).strftime("%H:%M")) for label, at in HANDLED["zone"]] == [
+        ("local", "03:30"),
+        ("utc", "09:00"),
+    ]
+
+
+def test_slow_handler_ticks_queue_in_its_mailbox(recorder: Recorder) -> None:
+    """Ticks every 10 s to a 25 s handler keep their cadence and queue up; none is dropped, all are handled."""
+
+    async def main(clock: LoopClock) -> list[int]:
+        async with ActorSystem(clock=clock, observer=recorder) as system:
+            scheduler = started(system)
+            await scheduler.schedule(Tick("s"), system.ref(slow, "slow"), timedelta(seconds=10), reference="r")
+            queued = []
+            for _ in range(4):
+                await asyncio.sleep(25.5)
+                queued.append(system.stats()["queued"])
+            scheduler.cancel_schedule("r")  # at 102 s: ticks 10..100 were told
+            await asyncio.sleep(600)
+            return queued
+
+    queued = run_virtual(main)
+    assert queued == [1, 3, 4, 6]  # sampled at 25.5, 51, 76.5 and 102 s: the backlog grows by design
+    fired = recorder.of(NodeScheduleFired)
+    assert [f.tick_us for f in fired] == [START_US + n * 10 * SECOND for n in range(1, 11)]
+    assert all(f.now_us == f.tick_us for f in fired)  # the scheduler never waited for the handler
+    assert recorder.of(NodeScheduleTickLost) == []
+    assert len(HANDLED["slow"]) == 10  # every queued tick was handled, 25 s apart
+    assert handled_at("slow") == [START_US + 10 * SECOND + n * 25 * SECOND for n in range(10)]
+
+
+def test_pause_then_resume_recalculates_from_now_without_catch_up(recorder: Recorder) -> None:
+    """Paused for 70 min, a 10-min schedule fires nothing; resumed, it fires 10 min later, with no burst."""
+
+    async def main(clock: LoopClock) -> list[NodeScheduleInfo]:
+        async with ActorSystem(clock=clock, observer=recorder) as system:
+            scheduler = started(system)
+            ref = system.ref(target, "pause")
+            await scheduler.schedule(Tick("i"), ref, timedelta(minutes=10), reference="r")
+            await scheduler.schedule_once(Tick("o"), ref, timedelta(minutes=10), reference="o")
+            await asyncio.sleep(25 * 60)  # "i" fired at 10 and 20 min, "o" at 10 min
+            scheduler.pause_schedule("r")
+            paused = scheduler.list_schedules()
+            await asyncio.sleep(70 * 60)  # 7 ticks of the old grid pass
+            scheduler.resume_schedule("r")  # at 95 min
+            await asyncio.sleep(21 * 60)
+            return paused
+
+    paused = run_virtual(main)
+    assert [(p.reference, p.paused, p.next_due) for p in paused] == [("r", True, None)]
+    ticks = [at for label, at in HANDLED["pause"] if label == "i"]
+    assert ticks == [START_US + m * MINUTE for m in (10, 20, 105, 115)]
+    (resumed,) = recorder.of(NodeScheduleResumed)
+    assert resumed.due_us == START_US + 105 * MINUTE
+    assert len(recorder.of(NodeSchedulePaused)) == 1
+    assert recorder.of(NodeScheduleCaughtUp) == []
+
+
+def test_paused_one_shot_resumes_with_its_delay_from_now() -> None:
+    """A one-shot paused before its time fires its full delay after the resume, never in between."""
+
+    async def main(clock: LoopClock) -> None:
+        async with ActorSystem(clock=clock) as system:
+            scheduler = started(system)
+            await scheduler.schedule_once(Tick("o"), system.ref(target, "o"), timedelta(minutes=10), reference="o")
+            await asyncio.sleep(5 * 60)
+            scheduler.pause_schedule("o")
+            await asyncio.sleep(55 * 60)
+            assert HANDLED["o"] == []
+            scheduler.resume_schedule("o")  # at 60 min
+            await asyncio.sleep(3600)
+
+    run_virtual(main)
+    assert handled_at("o") == [START_US + 70 * MINUTE]
+
+
+def test_cancel_stops_future_ticks_but_does_not_recall_told_ones(recorder: Recorder) -> None:
+    """After cancel no tick fires; ticks already queued in the slow handler's mailbox are still handled."""
+
+    async def main(clock: LoopClock) -> None:
+        async with ActorSystem(clock=clock, observer=recorder) as system:
+            scheduler = started(system)
+            await scheduler.schedule(Tick("c"), system.ref(slow, "cancel"), timedelta(seconds=10), reference="r")
+            await asyncio.sleep(31)  # told at 10, 20, 30; the body is still on the first
+            scheduler.cancel_schedule("r")
+            assert scheduler.list_schedules() == []
+            await asyncio.sleep(600)
+
+    run_virtual(main)
+    assert len(recorder.of(NodeScheduleFired)) == 3
+    assert len(HANDLED["cancel"]) == 3
+    (cancelled,) = recorder.of(NodeScheduleCancelled)
+    assert (cancelled.reference, cancelled.reason) == ("r", "cancelled")
+
+
+def test_tick_to_unknown_type_is_lost_with_a_reason_and_interval_keeps_firing(recorder: Recorder) -> None:
+    """In cluster mode an unknown type is accepted; each tick is lost with the reason, and the schedule stays."""
+
+    async def main(clock: LoopClock) -> list[NodeScheduleInfo]:
+        async with ActorSystem(clock=clock, observer=recorder) as system:
+            scheduler = started(system, cluster_mode=True)
+            ghost: EntityRef[Tick] = EntityRef(system, f"{__name__}:ghost", "k")
+            await scheduler.schedule(Tick("g"), ghost, timedelta(seconds=10), reference="ghost")
+            await scheduler.schedule(Tick("ok"), system.ref(target, "alive"), timedelta(seconds=10), reference="ok")
+            await asyncio.sleep(35)
+            return scheduler.list_schedules()
+
+    listed = run_virtual(main)
+    lost = recorder.of(NodeScheduleTickLost)
+    assert [(e.reference, e.actor, e.key, e.tick_us) for e in lost] == [
+        ("ghost", f"{__name__}:ghost", "k", START_US + n * 10 * SECOND) for n in (1, 2, 3)
+    ]
+    assert all(e.reason.startswith("UnknownActor:") and "ghost" in e.reason for e in lost)
+    assert all(e.next_us == e.tick_us + 10 * SECOND for e in lost)
+    assert [f.reference for f in recorder.of(NodeScheduleFired)] == ["ok"] * 3
+    assert [info.reference for info in listed] == ["ghost", "ok"]
+    assert len(HANDLED["alive"]) == 3
+
+
+def test_one_shot_whose_delivery_fails_is_gone(recorder: Recorder) -> None:
+    """A one-shot refused by a full mailbox is lost with the reason and removed: no retry, reference unknown."""
+
+    async def main(clock: LoopClock) -> None:
+        async with ActorSystem(clock=clock, observer=recorder) as system:
+            scheduler = started(system)
+            ref = system.ref(narrow, "full")
+            ref.tell(Tick("busy"))
+            await asyncio.sleep(1)  # the body holds "busy" for 100 s
+            ref.tell(Tick("queued"))  # the one-message mailbox is now full
+            await scheduler.schedule_once(Tick("late"), ref, timedelta(seconds=5), reference="r")
+            await asyncio.sleep(500)
+            assert scheduler.list_schedules() == []
+            with pytest.raises(ScheduleReferenceNotFound):
+                scheduler.cancel_schedule("r")
+
+    run_virtual(main)
+    (lost,) = recorder.of(NodeScheduleTickLost)
+    assert lost.reference == "r" and lost.next_us is None and lost.reason.startswith("MailboxFull:")
+    assert recorder.of(NodeScheduleFired) == []
+    assert [(c.reference, c.reason) for c in recorder.of(NodeScheduleCancelled)] == [("r", "done")]
+    assert [label for label, _ in HANDLED["full"]] == ["busy", "queued"]
+
+
+def test_generated_references_are_deterministic_and_unique(monkeypatch: pytest.MonkeyPatch) -> None:
+    """References drawn from the system's seeded random stream repeat across runs, differ within one; no uuid4."""
+
+    def no_uuid4() -> uuid.UUID:
+        raise AssertionError("uuid4 reads the OS's randomness")
+
+    monkeypatch.setattr(uuid, "uuid4", no_uuid4)
+
+    def run(seed: int) -> list[str]:
+        async def main(clock: LoopClock) -> list[str]:
+            async with ActorSystem(clock=clock, rng=random.Random(seed)) as system:
+                scheduler = started(system)
+                ref = system.ref(target, "k")
+                refs = [await scheduler.schedule(Tick("x"), ref, timedelta(seconds=n + 1)) for n in range(5)]
+                refs.append(await scheduler.schedule_once(Tick("x"), ref, timedelta(seconds=1)))
+                refs.append(await scheduler.schedule_cron(Tick("x"), ref, "0 * * * * ?"))
+                assert [info.reference for info in scheduler.list_schedules()] == refs
+                return refs
+
+        return run_virtual(main)
+
+    first, again, other = run(7), run(7), run(8)
+    assert first == again
+    assert len(set(first)) == len(first) == 7
+    assert not set(first) & set(other)
+    assert all(uuid.UUID(r).version == 4 for r in first)
+
+
+def test_list_schedules_reports_every_field_in_registration_order() -> None:
+    """list_schedules: reference, target, kind, next due (UTC, None when paused), paused, interval, expression."""
+
+    async def main(clock: LoopClock) -> tuple[list[NodeScheduleInfo], list[NodeScheduleInfo]]:
+        async with ActorSystem(clock=clock) as system:
+            scheduler = started(system)
+            await scheduler.schedule_once(Tick("x"), system.ref(target, "a"), timedelta(minutes=5), reference="once")
+            await scheduler.schedule(Tick("x"), system.ref(slow, "b"), timedelta(hours=1), reference="every")
+            await scheduler.schedule_cron(Tick("x"), system.ref(target, "c"), "0 0 9 * * ?", reference="cron")
+            scheduler.pause_schedule("every")
+            before = scheduler.list_schedules()
+            await asyncio.sleep(6 * 60)
+            return before, scheduler.list_schedules()
+
+    before, after = run_virtual(main)
+    start = to_datetime(START_US)
+    assert before == [
+        NodeScheduleInfo("once", target.name, "a", "once", start + timedelta(minutes=5), False, None, None),
+        NodeScheduleInfo("every", slow.name, "b", "interval", None, True, timedelta(hours=1), None),
+        NodeScheduleInfo("cron", target.name, "c", "cron", start + timedelta(hours=9), False, None, "0 0 9 * * ?"),
+    ]
+    assert before[2].target == (target.name, "c")
+    next_due = before[0].next_due
+    assert isinstance(next_due, datetime) and next_due.utcoffset() == timedelta(0)
+    assert [info.reference for info in after] == ["every", "cron"]  # the one-shot fired
+
+
+def test_clock_stepped_back_does_not_fire_early(recorder: Recorder) -> None:
+    """The wall clock stepped back 30 s: the timer re-arms and the tick fires when the wall clock reaches it."""
+
+    async def main(clock: LoopClock) -> None:
+        async with ActorSystem(clock=clock, observer=recorder) as system:
+            scheduler = started(system)
+            await scheduler.schedule_once(Tick("b"), system.ref(target, "back"), timedelta(seconds=10))
+            await asyncio.sleep(5)
+            clock.step(timedelta(seconds=-30))  # the due time is now 35 s away on the wall clock
+            await asyncio.sleep(20)
+            assert HANDLED["back"] == []  # the loop timer went off at +10 s and re-armed
+            await asyncio.sleep(20)
+
+    run_virtual(main)
+    (fired,) = recorder.of(NodeScheduleFired)
+    assert fired.now_us == fired.tick_us == START_US + 10 * SECOND
+    assert handled_at("back") == [START_US + 10 * SECOND]
+
+
+def test_clock_stepped_forward_skips_missed_ticks_and_counts_them(recorder: Recorder) -> None:
+    """Stepped 55 s ahead, a 10 s interval delivers once and reports 5 skipped; back on its grid after."""
+
+    async def main(clock: LoopClock) -> None:
+        async with ActorSystem(clock=clock, observer=recorder) as system:
+            scheduler = started(system)
+            await scheduler.schedule(Tick("f"), system.ref(target, "fwd"), timedelta(seconds=10), reference="r")
+            await asyncio.sleep(10.5)
+            clock.step(timedelta(seconds=55))  # wall +65.5 s; the timer for +20 s runs at wall +75 s
+            await asyncio.sleep(20)
+
+    run_virtual(main)
+    (caught,) = recorder.of(NodeScheduleCaughtUp)
+    assert (caught.reference, caught.tick_us, caught.now_us) == ("r", START_US + 20 * SECOND, START_US + 75 * SECOND)
+    assert (caught.skipped, caught.next_us) == (5, START_US + 80 * SECOND)  # 30..70 passed unseen
+    assert [f.tick_us for f in recorder.of(NodeScheduleFired)] == [START_US + s * SECOND for s in (10, 20, 80)]
+    assert handled_at("fwd") == [START_US + s * SECOND for s in (10, 75, 80)]  # one delivery for the lot
+
+
+def test_clock_stepped_forward_skips_cron_occurrences_and_counts_them(recorder: Recorder) -> None:
+    """A per-minute cron whose wall clock jumps 10 min fires once for 00:01 at 00:11 and skips 00:02..00:11."""
+
+    async def main(clock: LoopClock) -> None:
+        async with ActorSystem(clock=clock, observer=recorder) as system:
+            scheduler = started(system)
+            await scheduler.schedule_cron(Tick("c"), system.ref(target, "cron-fwd"), "0 * * * * ?", reference="c")
+            await asyncio.sleep(30)
+            clock.step(timedelta(minutes=10))  # the timer for 00:01 runs at wall 00:11:00
+            await asyncio.sleep(100)
+
+    run_virtual(main)
+    (caught,) = recorder.of(NodeScheduleCaughtUp)
+    assert (caught.tick_us, caught.now_us) == (START_US + 1 * MINUTE, START_US + 11 * MINUTE)
+    assert (caught.skipped, caught.next_us) == (10, START_US + 12 * MINUTE)
+    assert [to_datetime(at).strftime("%M:%S") for at in handled_at("cron-fwd")] == ["11:00", "12:00"]
+
+
+# --- delivery and the key's lifecycle --------------------------------------------------
+
+
+def test_delivery_keeps_key_alive_and_reactivates_an_idled_key(recorder: Recorder) -> None:
+    """Ticks more often than idle_after keep the key active; rarer ticks reactivate it after each idle-out."""
+
+    async def main(clock: LoopClock) -> None:
+        async with ActorSystem(clock=clock, observer=recorder) as system:
+            scheduler = started(system)
+            await scheduler.schedule(Tick("often"), EntityRef(system, idler.name, "often"), timedelta(seconds=20))
+            await scheduler.schedule(Tick("rare"), EntityRef(system, idler.name, "rare"), timedelta(seconds=60))
+            await asyncio.sleep(330 + 1)  # the last "rare" tick at 300 s idles out at 330 s
+
+    run_virtual(main)
+    started_keys = [e.key for e in recorder.of(ActivationStarted)]
+    idled_keys = [e.key for e in recorder.of(ActivationEnded) if e.reason == "idle"]
+    assert len(HANDLED["often"]) == 16 and started_keys.count("often") == 1 and "often" not in idled_keys
+    assert len(HANDLED["rare"]) == 5 and started_keys.count("rare") == 5 and idled_keys.count("rare") == 5
+
+
+def test_stop_drops_every_schedule(recorder: Recorder) -> None:
+    """stop() removes every schedule (reason "stopped"): nothing fires after, and start() begins empty."""
+
+    async def main(clock: LoopClock) -> list[NodeScheduleInfo]:
+        async with ActorSystem(clock=clock, observer=recorder) as system:
+            scheduler = started(system)
+            await scheduler.schedule(Tick("x"), system.ref(target, "stop"), timedelta(seconds=10), reference="a")
+            await scheduler.schedule_once(Tick("x"), system.ref(target, "stop"), timedelta(seconds=10), reference="b")
+            await asyncio.sleep(5)
+            scheduler.stop()
+            scheduler.stop()  # idempotent
+            await asyncio.sleep(60)
+            scheduler.start()
+            return scheduler.list_schedules()
+
+    assert run_virtual(main) == []
+    assert HANDLED["stop"] == []
+    assert [(c.reference, c.reason) for c in recorder.of(NodeScheduleCancelled)] == [("a", "stopped"), ("b", "stopped")]
+
+
+def test_cron_skip_count_is_capped_after_a_huge_step(recorder: Recorder) -> None:
+    """A per-second cron stepped a day ahead counts at most MAX_COUNTED_SKIPS and lands on the next second."""
+
+    async def main(clock: LoopClock) -> None:
+        async with ActorSystem(clock=clock, observer=recorder) as system:
+            scheduler = started(system)
+            await scheduler.schedule_cron(Tick("s"), system.ref(target, "cap"), "* * * * * ?", reference="s")
+            await asyncio.sleep(0.5)
+            clock.step(timedelta(days=1))  # the timer for 00:00:01 runs at wall 1 day + 1 s
+            await asyncio.sleep(1)
+
+    run_virtual(main)
+    (caught,) = recorder.of(NodeScheduleCaughtUp)
+    assert caught.skipped == MAX_COUNTED_SKIPS
+    assert (caught.tick_us, caught.now_us) == (START_US + SECOND, START_US + DAY + SECOND)
+    assert caught.next_us == START_US + DAY + 2 * SECOND
