@@ -1,0 +1,465 @@
+"""Who is in the cluster: a sans-I/O heartbeat-gossip membership core (SWIM-lite).
+
+One ``Membership`` object per node. It is fed inputs (``start``, ``timer``, ``receive``,
+``leave``) with the current monotonic time and answers with outputs from
+:mod:`casty.cluster.sansio`: frames to send, the two timers it uses ("heartbeat" and
+"check"), and ``Report(MemberChanged(...))`` facts. It does no I/O and reads no clock, so
+the simulator, TCP and unit tests drive the very same object.
+
+How it works, and why:
+
+- **Heartbeats carry the whole view.** Every ``heartbeat`` seconds a node bumps its own
+  sequence number and sends a ``Heartbeat`` to every member it has not given up on
+  (alive, suspect or dead) and to every seed it does not currently see alive. The frame
+  carries a digest of the sender's view: ``(node, incarnation, status, seq)`` per member.
+  There is no central node: views converge because everyone merges everyone's digest.
+  (All-to-all is O(N^2) frames per period: right for the tens of nodes of a lab; a
+  fan-out would be the change to make for hundreds.)
+- **Evidence is (incarnation, seq).** A member's counter only grows while it lives, so
+  learning a greater ``(incarnation, seq)`` for it, directly or through anyone's digest, is
+  proof that it was alive after what we knew; that refreshes its ``last_heard``. A member
+  with no fresh evidence for ``suspect_after`` becomes *suspect*; suspected for
+  ``dead_after`` more (and still silent) it becomes *dead*; dead or *left* members are
+  *removed* ``remove_after`` later.
+- **Merges** compare incarnations first: a greater incarnation replaces the record,
+  whatever its status (a restart, or a refutation). At the same incarnation a status only
+  moves forward, alive < suspect < dead < left < removed, and the seq only grows. Two
+  guards keep stale news from doing harm: a *suspect* or *dead* verdict is adopted only if
+  its seq is at least ours (the judge had evidence as fresh as ours: a node back from a
+  partition cannot kill members we hear fine); *removed* never travels about third
+  parties (removal is a local decision; its tombstone only tells the removed node itself).
+  *Left* comes from the leaving node itself and is adopted at once.
+- **Refutation.** A node that sees a claim about itself that it did not make (suspect,
+  dead, left or removed at its incarnation, or a greater (incarnation, seq) — its previous
+  life) takes ``max(claimed, own) + 1`` as its incarnation and heartbeats everyone at once.
+  A node we hold as not alive, or did not know, gets an immediate answer to its heartbeat,
+  so that it learns its status (or the view, when joining) without waiting a period.
+- **Quorum.** Members as this node knows them are those alive, suspect or dead (left and
+  removed ones have gone); ``has_quorum`` needs more than half of them *alive* (suspect
+  ones do not count: the minority side steps down at ``suspect_after``, before the
+  majority side moves keys away from it at ``suspect_after + dead_after``). A node that
+  has other seeds has no quorum until it has heard from another node (a restarted node
+  must not believe it is alone). A node without a quorum never removes dead members:
+  otherwise the minority of a partition would forget the majority and, alone with itself,
+  find a majority again.
+- **Timers.** Two, whatever the cluster size: "heartbeat" (periodic) and "check" (armed at
+  the earliest pending deadline; firing early is harmless, it re-arms).
+- **Determinism.** Members are always visited in node-id order; several status changes
+  reported by one input come out sorted by node id.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import ClassVar, Final, Literal, cast
+
+from ..observer import Event
+from .placement import has_quorum as _has_quorum
+from .sansio import CancelTimer, Output, Report, Send, SetTimer
+
+__all__ = [
+    "Status",
+    "STATUSES",
+    "MembershipConfig",
+    "MemberView",
+    "MemberChanged",
+    "DigestEntry",
+    "Heartbeat",
+    "Leaving",
+    "FRAMES",
+    "Membership",
+    "HEARTBEAT_TIMER",
+    "CHECK_TIMER",
+]
+
+Status = Literal["alive", "suspect", "dead", "left", "removed"]
+STATUSES: Final[tuple[Status, ...]] = ("alive", "suspect", "dead", "left", "removed")
+_RANK: Final[dict[str, int]] = {status: rank for rank, status in enumerate(STATUSES)}
+_PRESENT: Final[frozenset[str]] = frozenset({"alive", "suspect", "dead"})  # still members (quorum, ring)
+_SERVING: Final[frozenset[str]] = frozenset({"alive", "suspect"})  # may own keys
+
+HEARTBEAT_TIMER: Final = "heartbeat"
+CHECK_TIMER: Final = "check"
+
+DigestEntry = tuple[str, int, str, int]
+"""One member as a node sees it: ``(node, incarnation, status, seq)``."""
+
+
+@dataclass(frozen=True, slots=True)
+class MembershipConfig:
+    """Failure-detection timing, in seconds (the ``Cluster(...)`` arguments of the same names)."""
+
+    heartbeat: float = 1.0
+    suspect_after: float = 5.0
+    dead_after: float = 5.0
+    remove_after: float = 60.0
+
+    def __post_init__(self) -> None:
+        for name in ("heartbeat", "suspect_after", "dead_after", "remove_after"):
+            value = getattr(self, name)
+            if not value > 0:
+                raise ValueError(f"MembershipConfig.{name} must be positive, got {value!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class MemberView:
+    """One member as this node sees it: ``last_heard`` and ``since`` are this node's monotonic times."""
+
+    node: str
+    incarnation: int
+    status: Status
+    seq: int
+    last_heard: float
+    since: float
+
+
+@dataclass(frozen=True, slots=True)
+class MemberChanged(Event):
+    """This node now holds ``node`` at ``incarnation`` with ``status`` (a status change, or a new incarnation)."""
+
+    kind: ClassVar[str] = "member.changed"
+    node: str
+    incarnation: int
+    status: str
+
+
+# --- frames ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Heartbeat:
+    """"I am alive at (incarnation, seq), and this is my view". ``answer``: a reply, never to be answered."""
+
+    node: str
+    incarnation: int
+    seq: int
+    digest: tuple[DigestEntry, ...]
+    answer: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Leaving:
+    """An orderly leave: mark ``node`` left at once (not suspect, not dead)."""
+
+    node: str
+    incarnation: int
+    seq: int
+
+
+FRAMES: Final[tuple[type, ...]] = (Heartbeat, Leaving)
+
+
+# --- the core ----------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class _Record:
+    incarnation: int
+    status: Status
+    seq: int
+    last_heard: float
+    since: float
+
+
+class Membership:
+    """The membership protocol core of one node: feed it inputs, perform its outputs."""
+
+    def __init__(
+        self,
+        node: str,
+        incarnation: int,
+        seeds: Sequence[str],
+        config: MembershipConfig | None = None,
+    ) -> None:
+        if incarnation < 0:
+            raise ValueError(f"incarnation cannot be negative, got {incarnation}")
+        self.node: Final = node
+        self.config: Final = config if config is not None else MembershipConfig()
+        self.seeds: Final[tuple[str, ...]] = tuple(dict.fromkeys(s for s in seeds if s != node))
+        self._records: dict[str, _Record] = {node: _Record(incarnation, "alive", 0, 0.0, 0.0)}
+        self._started = False
+        self._left = False
+        # A founder (no other seed) is a cluster by itself; anyone else waits to hear from a peer.
+        self._joined = not self.seeds
+        self._check_at: float | None = None
+
+    # --- queries -----------------------------------------------------------------------
+
+    @property
+    def incarnation(self) -> int:
+        return self._records[self.node].incarnation
+
+    @property
+    def joined(self) -> bool:
+        """True once this node has heard from another node (or needs nobody: no other seed)."""
+        return self._joined
+
+    @property
+    def left(self) -> bool:
+        return self._left
+
+    def members(self) -> list[MemberView]:
+        """Every member not removed (this node included), sorted by node id."""
+        return [self._view(node) for node in sorted(self._records) if self._records[node].status != "removed"]
+
+    def member(self, node: str) -> MemberView | None:
+        """What this node remembers of ``node``, removed tombstones included; None if never known."""
+        return self._view(node) if node in self._records else None
+
+    def status(self, node: str) -> Status | None:
+        record = self._records.get(node)
+        return None if record is None else record.status
+
+    def serving(self, node: str) -> bool:
+        """Alive or suspect: may own keys (the ``alive`` predicate of ``Placement.owner``)."""
+        record = self._records.get(node)
+        return record is not None and record.status in _SERVING
+
+    def ring_nodes(self) -> tuple[str, ...]:
+        """The members that stay on the placement ring: alive, suspect and dead (until removed), sorted."""
+        return tuple(node for node in sorted(self._records) if self._records[node].status in _PRESENT)
+
+    def quorum_counts(self) -> tuple[int, int]:
+        """``(alive, members)`` as this node sees them; members = alive + suspect + dead."""
+        if self._left:
+            return (0, sum(1 for r in self._records.values() if r.status in _PRESENT))
+        alive = sum(1 for r in self._records.values() if r.status == "alive")
+        members = sum(1 for r in self._records.values() if r.status in _PRESENT)
+        return (alive, members)
+
+    def has_quorum(self) -> bool:
+        """Whether this node may own keys: joined, and more than half of the members alive."""
+        return self._joined and not self._left and _has_quorum(*self.quorum_counts())
+
+    def _view(self, node: str) -> MemberView:
+        r = self._records[node]
+        return MemberView(node, r.incarnation, r.status, r.seq, r.last_heard, r.since)
+
+    # --- inputs ------------------------------------------------------------------------
+
+    def start(self, now: float) -> list[Output]:
+        """Say hello to the seeds and start the heartbeat."""
+        if self._started:
+            raise RuntimeError(f"membership of {self.node} already started")
+        self._started = True
+        me = self._records[self.node]
+        me.last_heard = me.since = now
+        me.seq = 1
+        events = [MemberChanged(self.node, me.incarnation, "alive")]
+        sends = [Send(seed, self._heartbeat_for(seed)) for seed in self.seeds]
+        out: list[Output] = [Report(e) for e in events]
+        out.extend(sends)
+        out.append(SetTimer(HEARTBEAT_TIMER, now + self.config.heartbeat))
+        return out
+
+    def timer(self, name: str, now: float) -> list[Output]:
+        """A timer this core asked for fired."""
+        if name not in (HEARTBEAT_TIMER, CHECK_TIMER):
+            raise ValueError(f"membership has no timer {name!r}")
+        if not self._started or self._left:
+            return []
+        events: list[MemberChanged] = []
+        sends: list[Send] = []
+        timers: list[Output] = []
+        if name == HEARTBEAT_TIMER:
+            self._records[self.node].seq += 1
+            sends = self._broadcast()
+            timers.append(SetTimer(HEARTBEAT_TIMER, now + self.config.heartbeat))
+        else:
+            self._check_at = None
+            self._check(now, events)
+        return self._finish(events, sends, timers)
+
+    def receive(self, src: str, frame: object, now: float) -> list[Output]:
+        """A frame from node ``src`` arrived (frames whose sender field is not ``src`` are ignored)."""
+        if not self._started or self._left or src == self.node:
+            return []
+        events: list[MemberChanged] = []
+        sends: list[Send] = []
+        if isinstance(frame, Heartbeat):
+            if frame.node != src:
+                return []
+            before = self._records.get(src)
+            unknown = before is None or before.status == "removed"
+            incarnation = self.incarnation
+            self._merge((src, frame.incarnation, "alive", frame.seq), now, events)
+            for entry in frame.digest:
+                self._merge(entry, now, events)
+            self._joined = True
+            targets: list[str] = []
+            if self.incarnation != incarnation:  # refuted: tell everyone now, not in a period
+                targets = self._targets()
+                sends = self._broadcast()
+            after = self._records.get(src)
+            if not frame.answer and src not in targets and (unknown or after is None or after.status != "alive"):
+                sends.append(Send(src, self._heartbeat_for(src, answer=True)))
+        elif isinstance(frame, Leaving):
+            if frame.node != src:
+                return []
+            self._merge((src, frame.incarnation, "left", frame.seq), now, events)
+        else:
+            return []
+        return self._finish(events, sends, [])
+
+    def leave(self, now: float) -> list[Output]:
+        """Leave in order: tell every member, stop heartbeating; later inputs are ignored."""
+        if not self._started or self._left:
+            return []
+        me = self._records[self.node]
+        targets = self._targets()
+        self._left = True
+        me.status = "left"
+        me.since = now
+        frame = Leaving(self.node, me.incarnation, me.seq)
+        out: list[Output] = [Report(MemberChanged(self.node, me.incarnation, "left"))]
+        out.extend(Send(to, frame) for to in targets)
+        out.append(CancelTimer(HEARTBEAT_TIMER))
+        if self._check_at is not None:
+            out.append(CancelTimer(CHECK_TIMER))
+            self._check_at = None
+        return out
+
+    # --- internals ---------------------------------------------------------------------
+
+    def _finish(self, events: list[MemberChanged], sends: list[Send], timers: list[Output]) -> list[Output]:
+        """Outputs in a fixed order: reports (sorted by node, stable), sends, timers."""
+        out: list[Output] = [Report(e) for e in sorted(events, key=lambda e: e.node)]
+        out.extend(sends)
+        out.extend(timers)
+        out.extend(self._arm_check())
+        return out
+
+    def _set(self, node: str, record: _Record, status: Status, now: float, events: list[MemberChanged]) -> None:
+        if record.status != status:
+            record.status = status
+            record.since = now
+            events.append(MemberChanged(node, record.incarnation, status))
+
+    def _merge(self, entry: DigestEntry, now: float, events: list[MemberChanged]) -> None:
+        """Fold one ``(node, incarnation, status, seq)`` claim into the view (the merge rule)."""
+        node, incarnation, raw_status, seq = entry
+        if raw_status not in _RANK:
+            return  # a status from a newer protocol version: not ours to guess
+        status = cast(Status, raw_status)
+        if node == self.node:
+            self._consider_claim(incarnation, status, seq, now, events)
+            return
+        record = self._records.get(node)
+        if record is None or (record.status == "removed" and incarnation > record.incarnation):
+            if status != "removed":
+                self._records[node] = _Record(incarnation, status, seq, now, now)
+                events.append(MemberChanged(node, incarnation, status))
+            return
+        if record.status == "removed" or incarnation < record.incarnation:
+            return
+        if incarnation > record.incarnation:
+            if status == "removed":
+                return
+            record.incarnation, record.status = incarnation, status
+            record.seq, record.last_heard, record.since = seq, now, now
+            events.append(MemberChanged(node, incarnation, status))
+            return
+        # Same incarnation: the status only moves forward; a verdict needs evidence as fresh as ours.
+        if _RANK[status] > _RANK[record.status] and status != "removed":
+            if status == "left" or seq >= record.seq:
+                self._set(node, record, status, now, events)
+        if seq > record.seq:
+            record.seq = seq
+            record.last_heard = now
+
+    def _consider_claim(self, incarnation: int, status: Status, seq: int, now: float, events: list[MemberChanged]) -> None:
+        """Someone says something about us: refute anything we did not say ourselves."""
+        if self._left:
+            return
+        me = self._records[self.node]
+        stale = incarnation < me.incarnation or (incarnation == me.incarnation and seq <= me.seq and status == "alive")
+        if stale:
+            return
+        me.incarnation = max(incarnation, me.incarnation) + 1
+        me.since = now
+        events.append(MemberChanged(self.node, me.incarnation, "alive"))
+
+    def _check(self, now: float, events: list[MemberChanged]) -> None:
+        """Apply every failure-detection deadline that has passed."""
+        cfg = self.config
+        for node in sorted(self._records):
+            if node == self.node:
+                continue
+            record = self._records[node]
+            if record.status == "alive" and now >= record.last_heard + cfg.suspect_after:
+                self._set(node, record, "suspect", now, events)
+            elif (
+                record.status == "suspect"
+                and now >= record.since + cfg.dead_after
+                and now >= record.last_heard + cfg.suspect_after
+            ):
+                self._set(node, record, "dead", now, events)
+        quorum = self.has_quorum()
+        for node in sorted(self._records):
+            record = self._records[node]
+            if node == self.node or now < record.since + cfg.remove_after:
+                continue
+            if record.status == "left" or (record.status == "dead" and quorum):
+                self._set(node, record, "removed", now, events)
+
+    def _deadline(self) -> float | None:
+        """The earliest time at which ``_check`` would change something, or None."""
+        cfg = self.config
+        quorum = self.has_quorum()
+        best: float | None = None
+        for node, record in self._records.items():  # min() of floats: order does not leak
+            if node == self.node:
+                continue
+            if record.status == "alive":
+                at = record.last_heard + cfg.suspect_after
+            elif record.status == "suspect":
+                at = max(record.since + cfg.dead_after, record.last_heard + cfg.suspect_after)
+            elif record.status == "left" or (record.status == "dead" and quorum):
+                at = record.since + cfg.remove_after
+            else:
+                continue
+            if best is None or at < best:
+                best = at
+        return best
+
+    def _arm_check(self) -> list[Output]:
+        """Arm "check" only when the earliest deadline comes before the armed one (it re-arms itself)."""
+        if self._left:
+            return []
+        at = self._deadline()
+        if at is None:
+            if self._check_at is None:
+                return []
+            self._check_at = None
+            return [CancelTimer(CHECK_TIMER)]
+        if self._check_at is not None and self._check_at <= at:
+            return []
+        self._check_at = at
+        return [SetTimer(CHECK_TIMER, at)]
+
+    def _targets(self) -> list[str]:
+        """Who gets a heartbeat: members not given up on, plus seeds we do not see serving."""
+        targets = {node for node, r in self._records.items() if node != self.node and r.status in _PRESENT}
+        targets.update(seed for seed in self.seeds if not self.serving(seed))
+        return sorted(targets)
+
+    def _digest(self) -> tuple[DigestEntry, ...]:
+        return tuple(
+            (node, r.incarnation, r.status, r.seq)
+            for node in sorted(self._records)
+            if (r := self._records[node]).status != "removed"
+        )
+
+    def _heartbeat_for(self, to: str, *, answer: bool = False, digest: tuple[DigestEntry, ...] | None = None) -> Heartbeat:
+        """A heartbeat for ``to``; a removed node also gets its own tombstone, so that it can refute it."""
+        me = self._records[self.node]
+        entries = self._digest() if digest is None else digest
+        tomb = self._records.get(to)
+        if tomb is not None and tomb.status == "removed":
+            entries = (*entries, (to, tomb.incarnation, "removed", tomb.seq))
+        return Heartbeat(self.node, me.incarnation, me.seq, entries, answer)
+
+    def _broadcast(self) -> list[Send]:
+        digest = self._digest()
+        return [Send(to, self._heartbeat_for(to, digest=digest)) for to in self._targets()]

@@ -1,0 +1,611 @@
+"""Membership core: driven with no event loop, by hand or by a tiny deterministic in-test network.
+
+``Net`` below is the whole harness: a heap of (time, order) events; ``Send`` outputs become
+deliveries ``latency`` later (through msgspec bytes, so every frame proves it can cross a
+real network), ``SetTimer`` outputs become timer firings in time order (a re-arm replaces,
+``CancelTimer`` removes), and ``Report`` outputs are recorded with the time and the node.
+Faults: crash (a node stops producing outputs and receiving), partitions, seeded loss.
+"""
+
+from __future__ import annotations
+
+import heapq
+import os
+import random
+import subprocess
+import sys
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from casty.cluster.membership import (
+    CHECK_TIMER,
+    FRAMES,
+    HEARTBEAT_TIMER,
+    Heartbeat,
+    Leaving,
+    MemberChanged,
+    Membership,
+    MembershipConfig,
+)
+from casty.cluster.placement import Placement, Ring
+from casty.cluster.sansio import CancelTimer, Output, Report, Send, SetTimer
+
+CONFIG = MembershipConfig(heartbeat=1.0, suspect_after=5.0, dead_after=5.0, remove_after=60.0)
+LATENCY = 0.01
+
+_ENCODER = msgspec.msgpack.Encoder()
+_ENVELOPE = msgspec.msgpack.Decoder(tuple[str, msgspec.Raw])
+_DECODERS: dict[str, msgspec.msgpack.Decoder[Any]] = {cls.__name__: msgspec.msgpack.Decoder(cls) for cls in FRAMES}
+
+
+def wire(frame: object) -> object:
+    """The frame after a trip through bytes, as a real transport would carry it."""
+    tag, raw = _ENVELOPE.decode(_ENCODER.encode((type(frame).__name__, frame)))
+    return _DECODERS[tag].decode(raw)
+
+
+class Net:
+    """N membership cores, a fixed-latency network and timers, all on one deterministic event heap."""
+
+    def __init__(
+        self, config: MembershipConfig = CONFIG, *, latency: float = LATENCY, loss: float = 0.0, seed: int = 0
+    ) -> None:
+        self.config = config
+        self.latency = latency
+        self.loss = loss
+        self.rng = random.Random(seed)
+        self.now = 0.0
+        self.cores: dict[str, Membership] = {}
+        self.down: set[str] = set()
+        self.groups: list[frozenset[str]] | None = None
+        self.reports: list[tuple[float, str, MemberChanged]] = []
+        self.timer_names: set[str] = set()
+        self.frames = 0
+        self._heap: list[tuple[float, int, str, str, Any]] = []
+        self._order = 0
+        self._armed: dict[tuple[str, str], int] = {}
+        self._life: dict[str, int] = {}
+
+    # --- faults and lifecycle ------------------------------------------------------------
+
+    def add(self, node: str, seeds: Sequence[str] = ("n1",), incarnation: int = 0) -> Membership:
+        core = Membership(node, incarnation, seeds, self.config)
+        self.cores[node] = core
+        self.down.discard(node)
+        self._life[node] = self._life.get(node, 0) + 1
+        self.apply(node, core.start(self.now))
+        return core
+
+    def crash(self, node: str) -> None:
+        self.down.add(node)
+        for key in [k for k in self._armed if k[0] == node]:
+            del self._armed[key]
+
+    def leave(self, node: str) -> None:
+        self.apply(node, self.cores[node].leave(self.now))
+
+    def partition(self, *groups: Iterable[str]) -> None:
+        self.groups = [frozenset(g) for g in groups]
+
+    def heal(self) -> None:
+        self.groups = None
+
+    def connected(self, a: str, b: str) -> bool:
+        return self.groups is None or any(a in g and b in g for g in self.groups)
+
+    # --- the event loop of the harness ---------------------------------------------------
+
+    def _push(self, at: float, kind: str, node: str, payload: Any) -> None:
+        self._order += 1
+        heapq.heappush(self._heap, (at, self._order, kind, node, payload))
+
+    def apply(self, node: str, outputs: list[Output]) -> None:
+        if node in self.down:
+            return
+        for out in outputs:
+            if isinstance(out, Report):
+                self.reports.append((self.now, node, out.event))
+            elif isinstance(out, Send):
+                self.frames += 1
+                if self.connected(node, out.to) and not (self.loss and self.rng.random() < self.loss):
+                    self._push(self.now + self.latency, "frame", out.to, (node, wire(out.frame)))
+            elif isinstance(out, SetTimer):
+                self.timer_names.add(out.name)
+                self._order += 1
+                self._armed[(node, out.name)] = self._order
+                self._push(max(out.at, self.now), "timer", node, (self._life[node], out.name, self._order))
+            elif isinstance(out, CancelTimer):
+                self._armed.pop((node, out.name), None)
+
+    def run(self, until: float) -> None:
+        while self._heap and self._heap[0][0] <= until:
+            at, _, kind, node, payload = heapq.heappop(self._heap)
+            self.now = at
+            if node in self.down:
+                continue
+            if kind == "frame":
+                src, frame = payload
+                if self.connected(src, node):
+                    self.apply(node, self.cores[node].receive(src, frame, at))
+            else:
+                life, name, token = payload
+                if life == self._life[node] and self._armed.get((node, name)) == token:
+                    del self._armed[(node, name)]
+                    self.apply(node, self.cores[node].timer(name, at))
+        self.now = until
+
+    # --- what the nodes think ------------------------------------------------------------
+
+    def view(self, node: str) -> dict[str, tuple[int, str]]:
+        return {m.node: (m.incarnation, m.status) for m in self.cores[node].members()}
+
+    def about(self, observer: str, subject: str) -> list[tuple[float, str, int]]:
+        """(time, status, incarnation) of every report ``observer`` made about ``subject``; times to the µs."""
+        return [(round(t, 6), e.status, e.incarnation) for t, n, e in self.reports if n == observer and e.node == subject]
+
+
+def cluster(n: int, **kwargs: Any) -> Net:
+    """n nodes started at t=0, n1 the only seed (a founder), joined after a few heartbeats."""
+    net = Net(**kwargs)
+    net.add("n1", seeds=())
+    for i in range(2, n + 1):
+        net.add(f"n{i}")
+    net.run(3.0)
+    return net
+
+
+def all_alive(net: Net, nodes: Iterable[str]) -> dict[str, tuple[int, str]]:
+    return {node: (net.cores[node].incarnation, "alive") for node in nodes}
+
+
+# --- whole-cluster scenarios ------------------------------------------------------------
+
+
+def test_three_nodes_join_through_one_seed() -> None:
+    """Three nodes that only know seed n1 all see each other alive within two heartbeats, with quorum."""
+    net = Net()
+    net.add("n1", seeds=())
+    net.add("n2")
+    net.add("n3")
+    net.run(2.1)
+    for node in ("n1", "n2", "n3"):
+        assert net.view(node) == {"n1": (0, "alive"), "n2": (0, "alive"), "n3": (0, "alive")}
+        assert net.cores[node].has_quorum()
+        assert net.about(node, node) == [(0.0, "alive", 0)]
+    assert [e.status for _, _, e in net.reports] == ["alive"] * 9  # nobody was ever suspected
+
+
+def test_crash_becomes_suspect_then_dead_on_every_survivor() -> None:
+    """A crashed node is suspect suspect_after after its last heartbeat, dead dead_after later, on each survivor."""
+    net = cluster(3)
+    net.run(10.5)
+    net.crash("n3")  # its last heartbeat left at t=10.0 and arrived at 10.01
+    net.run(30.0)
+    for node in ("n1", "n2"):
+        assert net.about(node, "n3")[1:] == [
+            (15.01, "suspect", 0),
+            (20.01, "dead", 0),
+        ]
+        assert net.view(node)["n3"] == (0, "dead")
+        assert net.cores[node].has_quorum()  # 2 of 3 alive
+        assert net.cores[node].ring_nodes() == ("n1", "n2", "n3")  # dead stays on the ring until removed
+        assert not net.cores[node].serving("n3")
+
+
+def test_orderly_leave_is_left_at_once_never_suspect_or_dead() -> None:
+    """A leaving node is marked left one latency later on every member, and never suspected afterwards."""
+    net = cluster(3)
+    net.run(10.5)
+    net.leave("n3")
+    net.run(69.0)
+    for node in ("n1", "n2"):
+        assert net.about(node, "n3")[1:] == [(10.51, "left", 0)]
+        assert net.cores[node].quorum_counts() == (2, 2)  # a left node no longer counts
+        assert net.cores[node].ring_nodes() == ("n1", "n2")
+    assert net.about("n3", "n3")[-1] == (10.5, "left", 0)
+    net.run(80.0)
+    for node in ("n1", "n2"):
+        assert net.about(node, "n3")[-1] == (70.51, "removed", 0)
+
+
+def test_dead_member_removed_after_remove_after() -> None:
+    """A dead member is removed remove_after after it was declared dead, and leaves the quorum count."""
+    net = cluster(3)
+    net.run(10.5)
+    net.crash("n3")
+    net.run(79.0)
+    assert net.cores["n1"].status("n3") == "dead"
+    net.run(81.0)
+    for node in ("n1", "n2"):
+        assert net.about(node, "n3")[-1] == (80.01, "removed", 0)
+        assert [m.node for m in net.cores[node].members()] == ["n1", "n2"]
+        member = net.cores[node].member("n3")
+        assert member is not None and member.status == "removed"  # a tombstone remains
+        assert net.cores[node].quorum_counts() == (2, 2)
+
+
+def test_minority_side_of_a_2_3_partition_has_no_quorum() -> None:
+    """In a 2|3 partition the two lose quorum once they suspect the three; the three keep it."""
+    net = cluster(5)
+    net.run(10.5)
+    assert all(core.has_quorum() for core in net.cores.values())
+    net.partition({"n1", "n2", "n3"}, {"n4", "n5"})
+    net.run(16.0)  # past suspect_after: suspect members no longer count as alive
+    assert [net.cores[n].has_quorum() for n in ("n1", "n2", "n3", "n4", "n5")] == [True, True, True, False, False]
+    assert net.cores["n4"].quorum_counts() == (2, 5)
+    net.run(30.0)
+    assert [net.cores[n].has_quorum() for n in ("n1", "n2", "n3", "n4", "n5")] == [True, True, True, False, False]
+    # A placement answer on the minority names no owner; on the majority, an alive replica.
+    for node in ("n4", "n5"):
+        core = net.cores[node]
+        placement = Placement(Ring(core.ring_nodes()))
+        assert placement.owner("a:A", "k", replicas=3, alive=core.serving, quorum=core.has_quorum()) is None
+    core = net.cores["n1"]
+    owner = Placement(Ring(core.ring_nodes())).owner("a:A", "k", replicas=3, alive=core.serving, quorum=core.has_quorum())
+    assert owner in ("n1", "n2", "n3")
+
+
+def test_minority_never_removes_and_heals_after_the_majority_removed_it() -> None:
+    """Without quorum dead members are kept (no majority by forgetting); after a long partition all rejoin alive."""
+    net = cluster(5)
+    net.run(10.5)
+    net.partition({"n1", "n2", "n3"}, {"n4", "n5"})
+    net.run(200.0)
+    for node in ("n1", "n2", "n3"):
+        assert [m.node for m in net.cores[node].members()] == ["n1", "n2", "n3"]
+    for node in ("n4", "n5"):
+        assert {n: s for n, (_, s) in net.view(node).items()} == {
+            "n1": "dead", "n2": "dead", "n3": "dead", "n4": "alive", "n5": "alive"
+        }
+        assert not net.cores[node].has_quorum()
+    net.heal()
+    net.run(210.0)
+    expected = all_alive(net, ["n1", "n2", "n3", "n4", "n5"])
+    for node in expected:
+        assert net.view(node) == expected
+        assert net.cores[node].has_quorum()
+    assert net.cores["n4"].incarnation > 0 and net.cores["n1"].incarnation > 0  # both sides refuted
+
+
+def test_suspected_node_refutes_after_healing() -> None:
+    """A node cut off long enough to be suspected (not dead) refutes with a higher incarnation once healed."""
+    net = cluster(3)
+    net.run(10.5)
+    net.partition({"n1", "n2"}, {"n3"})
+    net.run(17.0)
+    assert net.view("n1")["n3"] == (0, "suspect")
+    net.heal()
+    net.run(25.0)
+    assert net.cores["n3"].incarnation == 1
+    for node in ("n1", "n2"):
+        statuses = [(s, inc) for _, s, inc in net.about(node, "n3")]
+        assert statuses == [("alive", 0), ("suspect", 0), ("alive", 1)]
+        assert net.view(node)["n3"] == (1, "alive")
+    assert all(s not in ("dead", "removed") for _, _, e in net.reports for s in [e.status])
+
+
+def test_restart_with_higher_incarnation_replaces_old_record() -> None:
+    """A node that restarts with a higher incarnation replaces its old record, alive or already dead."""
+    net = cluster(3)
+    net.run(10.5)
+    net.crash("n3")
+    net.run(12.0)
+    net.add("n3", incarnation=1)  # back before anyone noticed
+    net.run(14.0)
+    for node in ("n1", "n2"):
+        assert net.view(node)["n3"] == (1, "alive")
+    assert net.about("n1", "n3")[-1] == (12.01, "alive", 1)  # the seed: its hello
+    assert 12.0 < net.about("n2", "n3")[-1][0] <= 13.0 + 2 * LATENCY  # the others: within a heartbeat
+    net.crash("n3")
+    net.run(40.0)
+    assert net.view("n1")["n3"] == (1, "dead")
+    net.add("n3", incarnation=2)
+    net.run(42.0)
+    for node in ("n1", "n2"):
+        assert net.view(node)["n3"] == (2, "alive")
+    assert net.view("n3") == all_alive(net, ["n1", "n2", "n3"])
+
+
+def test_restart_with_the_same_incarnation_bumps_it() -> None:
+    """A restart that reuses its old incarnation sees its previous life in the gossip and moves past it."""
+    net = cluster(3)
+    net.run(10.5)
+    net.crash("n3")
+    net.run(11.0)
+    net.add("n3", incarnation=0)
+    net.run(14.0)
+    assert net.cores["n3"].incarnation == 1
+    for node in ("n1", "n2", "n3"):
+        assert net.view(node) == all_alive(net, ["n1", "n2", "n3"])
+    assert all(e.status == "alive" for _, _, e in net.reports)
+
+
+def test_simultaneous_changes_are_reported_in_node_order() -> None:
+    """Two members crashing together are reported by one check, sorted by node id."""
+    net = cluster(5)
+    net.run(10.5)
+    net.crash("n5")
+    net.crash("n4")
+    net.run(30.0)
+    for node in ("n1", "n2", "n3"):
+        changes = [(round(t, 6), e.node, e.status) for t, n, e in net.reports if n == node and e.node in ("n4", "n5")][2:]
+        assert changes == [
+            (15.01, "n4", "suspect"),
+            (15.01, "n5", "suspect"),
+            (20.01, "n4", "dead"),
+            (20.01, "n5", "dead"),
+        ]
+
+
+def test_only_two_named_timers_whatever_the_size() -> None:
+    """However many members and faults, a core only ever arms "heartbeat" and "check"."""
+    net = cluster(6)
+    net.run(10.5)
+    net.crash("n6")
+    net.leave("n5")
+    net.run(100.0)
+    assert net.timer_names == {HEARTBEAT_TIMER, CHECK_TIMER}
+
+
+def scenario_reports(seed: int = 7) -> list[tuple[float, str, str, int, str]]:
+    """A busy run (joins, loss, crash, partition, heal, leave, restart); its reports, as plain tuples."""
+    net = Net(loss=0.1, seed=seed)
+    net.add("n1", seeds=())
+    for node in ("n2", "n3", "n4", "n5"):
+        net.add(node)
+    net.run(10.5)
+    net.crash("n2")
+    net.run(20.0)
+    net.partition({"n1", "n3"}, {"n4", "n5"})
+    net.run(27.5)
+    net.heal()
+    net.run(35.0)
+    net.leave("n5")
+    net.add("n2", incarnation=3)
+    net.run(120.0)
+    return [(t, n, e.node, e.incarnation, e.status) for t, n, e in net.reports]
+
+
+def test_two_runs_report_identically() -> None:
+    """The same inputs give the same reports, in the same order, at the same times."""
+    first = scenario_reports()
+    assert first == scenario_reports()
+    assert len(first) > 30
+
+
+def test_same_reports_in_another_process() -> None:
+    """Another process with another PYTHONHASHSEED reports exactly the same sequence (no hash-order leaks)."""
+    here = Path(__file__).resolve().parent
+    code = "import sys; sys.path.insert(0, sys.argv[1]); import test_membership as t; print(repr(t.scenario_reports()))"
+    env = {**os.environ, "PYTHONHASHSEED": "987"}
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(here)],
+        cwd=here.parent, env=env, capture_output=True, text=True, check=True, timeout=120,
+    )
+    assert done.stdout.strip() == repr(scenario_reports())
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    nodes=st.integers(min_value=3, max_value=5),
+    loss=st.floats(min_value=0.0, max_value=0.29),
+    seed=st.integers(min_value=0, max_value=2**32 - 1),
+)
+def test_loss_never_kills_a_live_node_and_views_converge(nodes: int, loss: float, seed: int) -> None:
+    """Under <30% seeded loss, with suspect_after = 5 heartbeats, no live node is declared dead; healed views agree.
+
+    Why these parameters are safe: every second each node hears from each peer directly
+    (lost with p < 0.3) and through every other peer's digest (two hops, lost with
+    p < 0.51), so a pair has no fresh evidence for a whole second with p < 0.3 * 0.51 =
+    0.15 in a 3-node cluster, and for five seconds in a row with p < 1e-4; and even then
+    the suspected node refutes at its next heartbeat, well inside dead_after = 5 s.
+    """
+    net = Net(loss=loss, seed=seed)
+    names = [f"n{i}" for i in range(1, nodes + 1)]
+    net.add("n1", seeds=())
+    for node in names[1:]:
+        net.add(node)
+    net.run(60.0)
+    net.loss = 0.0
+    net.run(70.0)
+    assert not [r for r in net.reports if r[2].status in ("dead", "left", "removed")]
+    expected = all_alive(net, names)
+    for node in names:
+        assert net.view(node) == expected
+        assert net.cores[node].has_quorum()
+
+
+# --- one core, line by line -------------------------------------------------------------
+
+
+def hb(node: str, seq: int, *entries: tuple[str, int, str, int], incarnation: int = 0, answer: bool = False) -> Heartbeat:
+    return Heartbeat(node, incarnation, seq, tuple(entries), answer)
+
+
+def joined_core(now: float = 1.0) -> Membership:
+    """n1 (a founder) that has heard n2 and n3 at seq 5, at time ``now``."""
+    core = Membership("n1", 0, (), CONFIG)
+    core.start(0.0)
+    core.receive("n2", hb("n2", 5, ("n2", 0, "alive", 5), ("n3", 0, "alive", 5)), now)
+    return core
+
+
+def reports(outputs: list[Output]) -> list[tuple[str, int, str]]:
+    return [(o.event.node, o.event.incarnation, o.event.status) for o in outputs if isinstance(o, Report)]
+
+
+def test_frames_survive_msgpack() -> None:
+    """Every frame is a plain frozen dataclass that msgspec encodes and decodes to an equal value."""
+    frames = [hb("n2", 3, ("n1", 0, "alive", 2), ("n3", 4, "dead", 9), answer=True), Leaving("n2", 1, 7)]
+    for frame in frames:
+        assert wire(frame) == frame
+
+
+def test_start_hellos_the_seeds_and_arms_the_heartbeat() -> None:
+    """start() reports itself alive, sends one heartbeat per seed (never to itself), and arms the heartbeat."""
+    core = Membership("n2", 4, ("n1", "n2", "n1", "n3"), CONFIG)
+    out = core.start(2.0)
+    assert reports(out) == [("n2", 4, "alive")]
+    assert [o.to for o in out if isinstance(o, Send)] == ["n1", "n3"]
+    assert [o for o in out if isinstance(o, SetTimer)] == [SetTimer(HEARTBEAT_TIMER, 3.0)]
+    with pytest.raises(RuntimeError):
+        core.start(2.0)
+    with pytest.raises(ValueError):
+        core.timer("nope", 3.0)
+
+
+def test_a_joining_node_has_no_quorum_until_it_hears_a_peer() -> None:
+    """A node with other seeds owns nothing while it has heard nobody (it may be a restart, not a founder)."""
+    core = Membership("n2", 0, ("n1",), CONFIG)
+    core.start(0.0)
+    assert core.quorum_counts() == (1, 1) and not core.has_quorum()
+    out = core.receive("n1", hb("n1", 9, ("n1", 0, "alive", 9)), 0.5)
+    assert core.has_quorum()
+    assert reports(out) == [("n1", 0, "alive")]
+    assert Membership("solo", 0, (), CONFIG).has_quorum()
+
+
+def test_unknown_sender_gets_an_immediate_answer_with_the_view() -> None:
+    """A heartbeat from an unknown node is answered at once (answer=True), carrying the whole view."""
+    core = joined_core()
+    out = core.receive("n4", hb("n4", 1, ("n4", 0, "alive", 1)), 1.5)
+    sends = [o for o in out if isinstance(o, Send)]
+    assert [s.to for s in sends] == ["n4"]
+    frame = sends[0].frame
+    assert isinstance(frame, Heartbeat) and frame.answer
+    assert [e[0] for e in frame.digest] == ["n1", "n2", "n3", "n4"]
+    # An answer is never answered back.
+    out = core.receive("n5", hb("n5", 1, answer=True), 1.6)
+    assert not [o for o in out if isinstance(o, Send)]
+
+
+def test_check_timer_armed_at_the_earliest_deadline() -> None:
+    """After hearing peers at t=1, "check" is armed for t=1+suspect_after; fresher news does not re-arm it."""
+    core = Membership("n1", 0, (), CONFIG)
+    core.start(0.0)
+    out = core.receive("n2", hb("n2", 5), 1.0)
+    assert [o for o in out if isinstance(o, SetTimer)] == [SetTimer(CHECK_TIMER, 6.0)]
+    out = core.receive("n2", hb("n2", 6), 2.0)
+    assert not [o for o in out if isinstance(o, (SetTimer, CancelTimer))]
+    out = core.timer(CHECK_TIMER, 6.0)  # early for the new deadline: nothing changes, it re-arms
+    assert reports(out) == [] and [o for o in out if isinstance(o, SetTimer)] == [SetTimer(CHECK_TIMER, 7.0)]
+    out = core.timer(CHECK_TIMER, 7.0)
+    assert reports(out) == [("n2", 0, "suspect")]
+    assert [o for o in out if isinstance(o, SetTimer)] == [SetTimer(CHECK_TIMER, 12.0)]
+
+
+def test_fresher_gossip_counts_as_hearing() -> None:
+    """A greater seq for n3 in n2's digest refreshes n3's last_heard as if n3 had spoken."""
+    core = joined_core(1.0)
+    core.receive("n2", hb("n2", 6, ("n3", 0, "alive", 8)), 4.0)
+    member = core.member("n3")
+    assert member is not None and member.last_heard == 4.0 and member.seq == 8
+    core.receive("n2", hb("n2", 7, ("n3", 0, "alive", 8)), 5.0)  # the same seq again is no news
+    member = core.member("n3")
+    assert member is not None and member.last_heard == 4.0
+
+
+def test_stale_verdicts_are_ignored() -> None:
+    """A dead/suspect verdict about n3 based on older evidence than ours is ignored; one as fresh is adopted."""
+    core = joined_core()
+    out = core.receive("n2", hb("n2", 6, ("n3", 0, "dead", 4)), 2.0)
+    assert core.status("n3") == "alive" and reports(out) == []
+    out = core.receive("n2", hb("n2", 7, ("n3", 0, "suspect", 5)), 2.1)
+    assert core.status("n3") == "suspect" and reports(out) == [("n3", 0, "suspect")]
+    # Within one incarnation a status never goes back, however fresh the evidence.
+    core.receive("n3", hb("n3", 9), 2.2)
+    assert core.status("n3") == "suspect"
+
+
+def test_higher_incarnation_replaces_whatever_status() -> None:
+    """A greater incarnation wins over any status, and a lower one is ignored."""
+    core = joined_core()
+    core.receive("n2", hb("n2", 6, ("n3", 0, "dead", 5)), 2.0)
+    assert core.status("n3") == "dead"
+    out = core.receive("n2", hb("n2", 7, ("n3", 1, "alive", 1)), 2.1)
+    assert reports(out) == [("n3", 1, "alive")]
+    out = core.receive("n2", hb("n2", 8, ("n3", 0, "dead", 99)), 2.2)
+    assert core.status("n3") == "alive" and reports(out) == []
+
+
+def test_a_claim_against_itself_is_refuted_at_once() -> None:
+    """Told it is suspect, a node bumps its incarnation, reports it, and heartbeats every member immediately."""
+    core = joined_core()
+    out = core.receive("n2", hb("n2", 6, ("n1", 0, "suspect", 1)), 2.0)
+    assert core.incarnation == 1
+    assert reports(out) == [("n1", 1, "alive")]
+    sends = [o for o in out if isinstance(o, Send)]
+    assert [s.to for s in sends] == ["n2", "n3"]
+    assert all(isinstance(s.frame, Heartbeat) and s.frame.incarnation == 1 for s in sends)
+    # Its own current record relayed back is not a claim; a greater incarnation (a past life) is.
+    core.receive("n2", hb("n2", 7, ("n1", 1, "alive", 1)), 2.1)
+    assert core.incarnation == 1
+    core.receive("n2", hb("n2", 8, ("n1", 5, "alive", 1)), 2.2)
+    assert core.incarnation == 6
+
+
+def test_leaving_is_left_at_once_and_not_undone_by_late_heartbeats() -> None:
+    """Leaving marks the member left; a heartbeat it sent before leaving, arriving late, changes nothing."""
+    core = joined_core()
+    out = core.receive("n3", Leaving("n3", 0, 6), 2.0)
+    assert reports(out) == [("n3", 0, "left")]
+    core.receive("n3", hb("n3", 5), 2.1)
+    assert core.status("n3") == "left" and core.quorum_counts() == (2, 2)
+    assert not core.serving("n3")
+
+
+def test_a_node_that_left_ignores_everything() -> None:
+    """After leave() a core sends Leaving to every member, cancels its timers and answers nothing more."""
+    core = joined_core()
+    out = core.leave(3.0)
+    assert reports(out) == [("n1", 0, "left")]
+    sends = [(o.to, o.frame) for o in out if isinstance(o, Send)]
+    assert sends == [("n2", Leaving("n1", 0, 1)), ("n3", Leaving("n1", 0, 1))]
+    assert CancelTimer(HEARTBEAT_TIMER) in out and CancelTimer(CHECK_TIMER) in out
+    assert core.receive("n2", hb("n2", 9, ("n1", 0, "dead", 1)), 3.5) == []
+    assert core.timer(HEARTBEAT_TIMER, 4.0) == [] and core.incarnation == 0
+    assert not core.has_quorum()
+
+
+def test_a_removed_node_is_told_its_tombstone() -> None:
+    """A heartbeat from a removed node at its old incarnation is ignored but answered with its tombstone."""
+    core = Membership("n1", 0, (), MembershipConfig(remove_after=1.0))
+    core.start(0.0)
+    core.receive("n2", hb("n2", 3), 0.0)
+    core.receive("n3", hb("n3", 3), 0.0)
+    out = core.receive("n2", hb("n2", 4, ("n3", 0, "dead", 3)), 0.5)
+    assert core.status("n3") == "dead" and SetTimer(CHECK_TIMER, 1.5) in out  # remove_after from the verdict
+    out = core.timer(CHECK_TIMER, 1.5)
+    assert core.status("n3") == "removed" and reports(out) == [("n3", 0, "removed")]
+    out = core.receive("n3", hb("n3", 50), 2.0)
+    assert core.status("n3") == "removed"
+    (answer,) = [o.frame for o in out if isinstance(o, Send)]
+    assert isinstance(answer, Heartbeat) and answer.answer and ("n3", 0, "removed", 3) in answer.digest
+    assert ("n3", 0, "removed", 3) not in core._broadcast()[0].frame.digest  # tombstones are for their subject only
+    out = core.receive("n3", hb("n3", 1, incarnation=1), 2.1)
+    assert core.status("n3") == "alive" and reports(out) == [("n3", 1, "alive")]
+
+
+def test_ignores_spoofed_and_foreign_frames() -> None:
+    """A frame whose sender field is not its source, an unknown status, or an unknown frame type changes nothing."""
+    core = joined_core()
+    assert core.receive("n2", hb("n9", 1), 2.0) == []
+    assert core.receive("n2", Leaving("n3", 0, 9), 2.0) == []
+    assert core.receive("n2", "hello", 2.0) == []
+    core.receive("n2", hb("n2", 6, ("n3", 0, "zombie", 9)), 2.0)
+    assert core.status("n3") == "alive" and core.status("n9") is None
+
+
+def test_config_rejects_non_positive_timings() -> None:
+    """Every timing must be positive: a zero heartbeat or suspicion window is a configuration error."""
+    for field in ("heartbeat", "suspect_after", "dead_after", "remove_after"):
+        with pytest.raises(ValueError):
+            MembershipConfig(**{field: 0.0})
+    with pytest.raises(ValueError):
+        Membership("n1", -1, (), CONFIG)
