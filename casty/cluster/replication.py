@@ -1,0 +1,729 @@
+"""Replication of a key's pages: owner epochs won by prepare/promise, writes fenced by epoch.
+
+A sans-I/O protocol core (see ``casty.cluster.sansio``): no loop, no clock, no transport.
+Two objects per node:
+
+* ``ReplicaStore``: the node's replica of many keys. For each key it holds the newest
+  epoch it *promised*, the ``Stamp`` (epoch, version) of the pages it *holds*, and those
+  pages. It answers frames with pure methods (``on_prepare``, ``on_write``) and hands
+  keys over (``export`` / ``import_``).
+* ``KeyOwner``: one state machine per (actor, key) that this node acquires and holds.
+  ``acquire`` mints a fresh epoch and prepares every replica; ``receive`` takes their
+  answers; ``write`` sends fenced quorum writes; ``timer`` takes the timeouts. Its facts
+  come out as ``Report`` of ``Acquired``, ``Lost``, ``AcquireTimedOut``, ``Confirmed``,
+  ``Fenced`` and ``WriteTimedOut``.
+
+The rules (epoch = (round, node), stamp = (epoch, version), both compared as tuples):
+
+1. **Prepare.** A replica promises an epoch ``>=`` the one it promised (``>=`` so a
+   duplicated Prepare gets the same answer) and returns its stamp and pages; otherwise
+   it answers ``Nack`` naming the epoch it promised.
+2. **Acquire.** On a read quorum of promises the owner adopts the pages of the newest
+   stamp, applies the driver's updates (``@active``, an initial state), and writes the
+   result back under its own epoch at ``version = found.version + 1``. Only when that
+   write-back reaches the write quorum does it report ``Acquired``: the body may start.
+3. **Write.** A replica accepts a write whose epoch is ``>=`` its promise (and raises its
+   promise to it); it applies the pages only if the write's stamp is newer than the one
+   it holds, and acks either way (an older write of the same epoch is contained in the
+   newer one it holds: every write carries the whole page set built on the previous).
+   A write whose epoch is older than the promise is refused with ``Nack``.
+4. **Confirm.** A replica's ack of version ``v`` means it holds ``>= v``: write ``v`` is
+   ``Confirmed`` once ``write quorum`` replicas acked some version ``>= v``. Writes may
+   be pipelined; confirmations come out in version order.
+5. **Fence.** A ``Nack`` naming a newer epoch ends the owner: every pending write is
+   reported ``Fenced``, then ``Lost``; later writes are ``Fenced`` at once, without frames.
+   ``Fenced`` and ``WriteTimedOut`` mean *not confirmed*, not *not applied*: such a write
+   may still surface at the next owner (the driver raises ``Unavailable`` for both).
+6. **Delete.** A tombstone is a write of the empty page set: its stamp still orders it,
+   so an older replica's pages never come back. A key is *deleted* when it holds no pages
+   under a non-zero stamp; ``Acquired.deleted`` says the newest state found was one.
+
+Versions: the write-back is ``found.version + 1``, every write the next one; the write id
+``write`` returns is that version (unique under the epoch), so along the chain of epochs
+that a key's confirmed states follow, versions only grow.
+
+Quorums per write level, with R replicas (``quorum_sizes``): ``majority`` reads and
+writes R//2+1; ``all`` writes R and reads 1; ``one`` reads 1 and writes 1. ``majority``
+and ``all`` make every read quorum meet every write quorum, which is what keeps a
+confirmed write (and fences an old owner); ``one`` gives that up for R > 1.
+
+The owner's own node is one of the replicas: the owner treats it like any other, through
+frames (``Send(to=own node)``) that the driver loops back into the node's ``ReplicaStore``.
+One code path, and the local copy obeys exactly the same promise rules as a remote one.
+
+Epochs must never be minted twice. ``acquire`` picks ``round = max(round seen, after) + 1``;
+the ``node`` part must name this *life* of the node (e.g. ``"n1#3"`` with an incarnation),
+because a restarted process that knows nothing of its previous rounds could otherwise
+reuse ``(round, node)`` while frames of its previous life are still in flight.
+
+Replicas keep everything in memory: a crash that stops and resumes a node loses nothing;
+a node declared lost never answers as that replica again. An empty replica joining a key's
+replica set (a new node, or a lost one back with no memory) is the handoff's job, through
+``export`` / ``import_``, and needs care: importing from a majority of the other replicas
+brings every confirmed write, but not a promise the missing replica gave to an owner whose
+acquisition is still in flight, so an older owner could then win a quorum with the newcomer
+and confirm a write that the in-flight owner overwrites. The handoff must also fence those
+epochs (for instance: a new owner acquires over the old replica set, then writes back to
+the new one) before the newcomer counts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Literal, NamedTuple
+
+from .sansio import CancelTimer, Output, Report, Send, SetTimer
+
+__all__ = [
+    "Entity",
+    "Epoch",
+    "Stamp",
+    "ZERO_EPOCH",
+    "ZERO_STAMP",
+    "Level",
+    "LEVELS",
+    "quorum_sizes",
+    "ACQUIRE_TIMER",
+    "RESEND_TIMER",
+    "WRITE_TIMER",
+    # frames
+    "Prepare",
+    "Promise",
+    "Write",
+    "Ack",
+    "Nack",
+    "Snapshot",
+    "FRAMES",
+    # reports
+    "Acquired",
+    "Lost",
+    "AcquireTimedOut",
+    "Confirmed",
+    "Fenced",
+    "WriteTimedOut",
+    # cores
+    "ReplicaStore",
+    "KeyOwner",
+    "WriteBackUpdates",
+]
+
+Entity = tuple[str, str]
+"""(actor type name, key): what a replica holds pages of and an owner acquires."""
+
+Level = Literal["one", "majority", "all"]
+LEVELS: tuple[Level, ...] = ("one", "majority", "all")
+
+
+class Epoch(NamedTuple):
+    """An owner's term for one key: ``round`` first, the owner's node id breaks ties."""
+
+    round: int
+    node: str
+
+
+class Stamp(NamedTuple):
+    """What a replica's pages are: written under ``epoch`` as ``version``; newer = greater tuple."""
+
+    epoch: Epoch
+    version: int
+
+
+ZERO_EPOCH = Epoch(0, "")
+"""Below every real epoch: what a replica has promised for a key it never heard of."""
+
+ZERO_STAMP = Stamp(ZERO_EPOCH, 0)
+"""Below every real stamp: the stamp of a key nobody ever wrote."""
+
+
+def quorum_sizes(level: Level, replicas: int) -> tuple[int, int]:
+    """``(read quorum, write quorum)`` for ``level`` over ``replicas`` replicas."""
+    if replicas < 1:
+        raise ValueError(f"a key needs at least one replica, got {replicas}")
+    if level == "majority":
+        q = replicas // 2 + 1
+        return q, q
+    if level == "all":
+        return 1, replicas
+    if level == "one":
+        return 1, 1
+    raise ValueError(f"unknown write level {level!r}: expected one of {LEVELS}")
+
+
+# ====================================================================== frames ======
+# Frozen dataclasses of msgspec-encodable fields only (str, int, bytes, tuples, dicts, None):
+# a frame that could not cross a real network must not cross a simulated one either.
+
+
+@dataclass(frozen=True, slots=True)
+class Prepare:
+    """Owner -> replica: promise ``epoch`` for ``entity`` and tell me what you hold."""
+
+    entity: Entity
+    epoch: Epoch
+
+
+@dataclass(frozen=True, slots=True)
+class Promise:
+    """Replica -> owner: promised ``epoch``; it held ``pages`` stamped ``stamp`` when it promised."""
+
+    entity: Entity
+    epoch: Epoch
+    stamp: Stamp
+    pages: dict[str, bytes]
+
+
+@dataclass(frozen=True, slots=True)
+class Write:
+    """Owner -> replica: the whole page set of ``entity`` as of ``version`` under ``epoch``."""
+
+    entity: Entity
+    epoch: Epoch
+    version: int
+    pages: dict[str, bytes]
+
+
+@dataclass(frozen=True, slots=True)
+class Ack:
+    """Replica -> owner: accepted the write ``(epoch, version)``; it now holds at least that version."""
+
+    entity: Entity
+    epoch: Epoch
+    version: int
+
+
+@dataclass(frozen=True, slots=True)
+class Nack:
+    """Replica -> owner: refused ``epoch`` (a Prepare if ``version`` is None, else that write): it promised ``promised``."""
+
+    entity: Entity
+    epoch: Epoch
+    version: int | None
+    promised: Epoch
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """One key as a replica holds it, for handoff: its promise, its stamp and its pages."""
+
+    entity: Entity
+    promised: Epoch
+    stamp: Stamp
+    pages: dict[str, bytes]
+
+
+FRAMES: tuple[type, ...] = (Prepare, Promise, Write, Ack, Nack, Snapshot)
+"""Every frame class of this protocol (for the transport codec's tag table)."""
+
+
+# ===================================================================== reports ======
+
+
+@dataclass(frozen=True, slots=True)
+class Acquired:
+    """The owner holds ``epoch``: ``pages`` (found + updates) are confirmed as ``version``; the body may start.
+
+    ``found`` is the newest stamp the read quorum held (``ZERO_STAMP`` for a new key);
+    ``deleted`` says that state was a tombstone (no pages under a real stamp).
+    """
+
+    entity: Entity
+    epoch: Epoch
+    version: int
+    pages: dict[str, bytes]
+    found: Stamp
+    deleted: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Lost:
+    """The owner's ``epoch`` is over: a replica promised ``newer``. Its body must end; its writes are fenced.
+
+    ``newer == epoch`` when a promise showed pages already written under this very epoch
+    (another life of the node minted it): the next ``acquire`` moves to a higher round.
+    """
+
+    entity: Entity
+    epoch: Epoch
+    newer: Epoch
+
+
+@dataclass(frozen=True, slots=True)
+class AcquireTimedOut:
+    """No quorum of promises and write-back acks came within the acquire timeout: not the owner."""
+
+    entity: Entity
+    epoch: Epoch
+
+
+@dataclass(frozen=True, slots=True)
+class Confirmed:
+    """Write ``version`` of ``epoch`` is held by a write quorum: these ``replicas`` acked it (or a later version)."""
+
+    entity: Entity
+    epoch: Epoch
+    version: int
+    replicas: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Fenced:
+    """Write ``version`` was refused: a replica promised ``newer``. Not confirmed (it may still surface)."""
+
+    entity: Entity
+    epoch: Epoch
+    version: int
+    newer: Epoch
+
+
+@dataclass(frozen=True, slots=True)
+class WriteTimedOut:
+    """Write ``version`` got no write quorum within the write timeout. Not confirmed (it may still surface)."""
+
+    entity: Entity
+    epoch: Epoch
+    version: int
+
+
+# ================================================================ replica side =====
+
+
+class _Record:
+    """A replica's state for one key; ``stamp.epoch <= promised`` always."""
+
+    __slots__ = ("promised", "stamp", "pages")
+
+    def __init__(self) -> None:
+        self.promised = ZERO_EPOCH
+        self.stamp = ZERO_STAMP
+        self.pages: dict[str, bytes] = {}
+
+
+class ReplicaStore:
+    """One node's replicas of many keys, in memory: promises, stamps and pages.
+
+    Every answer is computed from the frame and the store alone, so duplicated,
+    reordered or replayed frames get answers consistent with what the store holds:
+    a promise or an ack is never taken back, a stamp or a promise never goes down.
+    """
+
+    __slots__ = ("_records",)
+
+    def __init__(self) -> None:
+        self._records: dict[Entity, _Record] = {}
+
+    def _record(self, entity: Entity) -> _Record:
+        record = self._records.get(entity)
+        if record is None:
+            record = self._records[entity] = _Record()
+        return record
+
+    # ---------------------------------------------------------------- frames ----
+
+    def receive(self, src: str, frame: object) -> list[Output]:
+        """The driver's entry point: answer a Prepare or a Write from ``src``; other frames are not for replicas."""
+        if isinstance(frame, Prepare):
+            return [Send(src, self.on_prepare(frame))]
+        if isinstance(frame, Write):
+            return [Send(src, self.on_write(frame))]
+        return []
+
+    def on_prepare(self, frame: Prepare) -> Promise | Nack:
+        """Promise ``frame.epoch`` unless a newer epoch was promised; a promise returns what the key holds."""
+        record = self._record(frame.entity)
+        if frame.epoch < record.promised:
+            return Nack(frame.entity, frame.epoch, None, record.promised)
+        record.promised = frame.epoch
+        return Promise(frame.entity, frame.epoch, record.stamp, dict(record.pages))
+
+    def on_write(self, frame: Write) -> Ack | Nack:
+        """Accept a write of the promised epoch or a newer one; keep its pages only if its stamp is newer.
+
+        Accepting raises the promise to the write's epoch: a replica that took a write of
+        epoch E never takes one of an older epoch again.
+        """
+        record = self._record(frame.entity)
+        if frame.epoch < record.promised:
+            return Nack(frame.entity, frame.epoch, frame.version, record.promised)
+        record.promised = frame.epoch
+        stamp = Stamp(frame.epoch, frame.version)
+        if stamp > record.stamp:
+            record.stamp = stamp
+            record.pages = dict(frame.pages)
+        return Ack(frame.entity, frame.epoch, frame.version)
+
+    # --------------------------------------------------------------- queries ----
+
+    def promised(self, entity: Entity) -> Epoch:
+        """The newest epoch promised for ``entity`` (``ZERO_EPOCH`` if none): a round hint for ``KeyOwner.acquire``."""
+        record = self._records.get(entity)
+        return record.promised if record is not None else ZERO_EPOCH
+
+    def stamp(self, entity: Entity) -> Stamp:
+        """The stamp of the pages held for ``entity`` (``ZERO_STAMP`` if none)."""
+        record = self._records.get(entity)
+        return record.stamp if record is not None else ZERO_STAMP
+
+    def pages(self, entity: Entity) -> dict[str, bytes]:
+        """A copy of the pages held for ``entity`` (empty if none, or deleted)."""
+        record = self._records.get(entity)
+        return dict(record.pages) if record is not None else {}
+
+    def entities(self) -> list[Entity]:
+        """Every key this store has a record of, sorted (no hash order leaks out)."""
+        return sorted(self._records)
+
+    # --------------------------------------------------------------- handoff ----
+
+    def export(self, entity: Entity) -> Snapshot | None:
+        """What this replica holds of ``entity`` (None if nothing), to import on another replica."""
+        record = self._records.get(entity)
+        if record is None:
+            return None
+        return Snapshot(entity, record.promised, record.stamp, dict(record.pages))
+
+    def import_(self, snapshot: Snapshot) -> bool:
+        """Merge a snapshot: the newest stamp's pages win, the promise becomes the greater one; True if anything changed.
+
+        Taking the greater promise only ever refuses more: an epoch fenced at the source
+        stays fenced here.
+        """
+        record = self._record(snapshot.entity)
+        changed = False
+        promised = max(record.promised, snapshot.promised, snapshot.stamp.epoch)
+        if promised > record.promised:
+            record.promised = promised
+            changed = True
+        if snapshot.stamp > record.stamp:
+            record.stamp = snapshot.stamp
+            record.pages = dict(snapshot.pages)
+            changed = True
+        return changed
+
+
+# ================================================================== owner side =====
+
+WriteBackUpdates = Mapping[str, bytes | None] | Callable[[Stamp, Mapping[str, bytes]], Mapping[str, bytes | None]]
+"""The updates the write-back applies to the pages found: fixed, or computed from (found stamp, found pages)."""
+
+Phase = Literal["idle", "preparing", "writing_back", "held", "lost"]
+
+ACQUIRE_TIMER = "acquire"
+"""The owner's timer for the whole acquisition (promises and write-back)."""
+RESEND_TIMER = "resend"
+"""The owner's timer for sending the current round again to replicas that have not answered."""
+WRITE_TIMER = "write:"
+"""Prefix of a write's timeout timer: ``"write:<version>"``."""
+
+
+def _apply(pages: Mapping[str, bytes], updates: Mapping[str, bytes | None]) -> dict[str, bytes]:
+    out = dict(pages)
+    for name, data in updates.items():
+        if data is None:
+            out.pop(name, None)
+        else:
+            out[name] = data
+    return out
+
+
+class KeyOwner:
+    """Acquires and holds one key on this node: mints epochs, collects promises, confirms writes.
+
+    Phases: ``idle`` (never acquired, or the last acquire timed out) -> ``preparing``
+    (Prepare sent) -> ``writing_back`` (quorum of promises; the adopted pages are being
+    written back) -> ``held`` (``Acquired`` reported; ``write`` allowed) -> ``lost``
+    (a newer epoch was seen). ``acquire`` may be called again from ``idle`` or ``lost``
+    and then mints a newer epoch. A refusal while acquiring is not retried here: the
+    driver decides (placement may say that the other node is the rightful owner).
+
+    Frames from other keys, unknown senders, older epochs, or that a phase no longer
+    waits for are ignored (beyond remembering the rounds they show), so duplicates and
+    stragglers are harmless. Timers: ``"acquire"``, ``"resend"`` and ``"write:<version>"``;
+    a timer call that comes after its deadline was moved or its work finished does nothing.
+    """
+
+    __slots__ = (
+        "entity", "node", "write_timeout", "acquire_timeout", "resend_every",
+        "phase", "epoch", "version", "pages", "replicas", "level", "newer",
+        "_read_quorum", "_write_quorum", "_round_seen", "_deadline", "_updates",
+        "_promises", "_found", "_found_deleted", "_acked", "_pending", "_resend_at",
+    )
+
+    def __init__(
+        self,
+        entity: Entity,
+        node: str,
+        *,
+        write_timeout: float = 5.0,
+        acquire_timeout: float | None = None,
+        resend_every: float | None = 0.5,
+    ) -> None:
+        if write_timeout <= 0:
+            raise ValueError(f"write_timeout must be positive, got {write_timeout}")
+        if resend_every is not None and resend_every <= 0:
+            raise ValueError(f"resend_every must be positive or None, got {resend_every}")
+        self.entity = entity
+        self.node = node
+        self.write_timeout = write_timeout
+        self.acquire_timeout = write_timeout if acquire_timeout is None else acquire_timeout
+        self.resend_every = resend_every
+        self.phase: Phase = "idle"
+        self.epoch = ZERO_EPOCH
+        self.version = 0
+        self.pages: dict[str, bytes] = {}
+        self.replicas: tuple[str, ...] = ()
+        self.level: Level = "majority"
+        self.newer: Epoch | None = None  # the epoch that fenced this owner, once lost
+        self._read_quorum = 1
+        self._write_quorum = 1
+        self._round_seen = 0
+        self._deadline = 0.0
+        self._updates: WriteBackUpdates = {}
+        self._promises: dict[str, Promise] = {}
+        self._found = ZERO_STAMP
+        self._found_deleted = False
+        self._acked: dict[str, int] = {}  # replica -> greatest version it acked under self.epoch
+        self._pending: dict[int, float] = {}  # version -> deadline, in version order
+        self._resend_at: float | None = None
+
+    # ------------------------------------------------------------ acquiring ----
+
+    def acquire(
+        self,
+        now: float,
+        replicas: Sequence[str],
+        level: Level = "majority",
+        *,
+        updates: WriteBackUpdates | None = None,
+        after: Epoch = ZERO_EPOCH,
+    ) -> list[Output]:
+        """Start acquiring under a fresh epoch: Prepare to every replica, arm the acquire timeout.
+
+        ``updates`` are applied to the pages found before they are written back (the
+        ``@active`` page, an initial state...); ``after`` is an epoch known to exist (the
+        local replica's promise, a ``Lost.newer``) that the new round must exceed.
+        """
+        if self.phase not in ("idle", "lost"):
+            raise RuntimeError(f"{self.entity}: acquire while {self.phase}")
+        chosen = tuple(replicas)
+        if len(set(chosen)) != len(chosen):
+            raise ValueError(f"{self.entity}: replicas must be distinct, got {chosen}")
+        self._read_quorum, self._write_quorum = quorum_sizes(level, len(chosen))
+        self.replicas = chosen
+        self.level = level
+        self._round_seen = max(self._round_seen, after.round)
+        self._round_seen += 1
+        self.epoch = Epoch(self._round_seen, self.node)
+        self.phase = "preparing"
+        self.newer = None
+        self._updates = {} if updates is None else updates
+        self._promises = {}
+        self._acked = {}
+        self._found = ZERO_STAMP
+        self._found_deleted = False
+        self._deadline = now + self.acquire_timeout
+        out: list[Output] = [Send(replica, Prepare(self.entity, self.epoch)) for replica in chosen]
+        out.append(SetTimer(ACQUIRE_TIMER, self._deadline))
+        self._arm_resend(now, out)
+        return out
+
+    # -------------------------------------------------------------- writing ----
+
+    def write(self, now: float, updates: Mapping[str, bytes | None], tombstone: bool = False) -> tuple[int, list[Output]]:
+        """Write the pages after ``updates`` (None deletes a page) or, with ``tombstone``, delete them all.
+
+        Returns the write id (its version, unique under this epoch) and the outputs. The
+        outcome comes later as ``Confirmed``, ``Fenced`` or ``WriteTimedOut`` of that version;
+        once the owner is ``lost``, at once as ``Fenced``.
+        """
+        if tombstone and updates:
+            raise ValueError(f"{self.entity}: a tombstone deletes every page; it takes no updates")
+        if self.phase == "lost":
+            self.version += 1
+            assert self.newer is not None
+            return self.version, [Report(Fenced(self.entity, self.epoch, self.version, self.newer))]
+        if self.phase != "held":
+            raise RuntimeError(f"{self.entity}: write while {self.phase} (the body starts after Acquired)")
+        self.pages = {} if tombstone else _apply(self.pages, updates)
+        self.version += 1
+        deadline = now + self.write_timeout
+        self._pending[self.version] = deadline
+        frame = Write(self.entity, self.epoch, self.version, dict(self.pages))
+        out: list[Output] = [Send(replica, frame) for replica in self.replicas]
+        out.append(SetTimer(WRITE_TIMER + str(self.version), deadline))
+        self._arm_resend(now, out)
+        return self.version, out
+
+    def close(self) -> list[Output]:
+        """Stop (the key is released, or its node leaves): cancel the timers; pending writes get no outcome."""
+        out: list[Output] = [CancelTimer(WRITE_TIMER + str(version)) for version in self._pending]
+        self._pending.clear()
+        if self.phase in ("preparing", "writing_back"):
+            out.append(CancelTimer(ACQUIRE_TIMER))
+        self.phase = "idle"
+        self._disarm_resend(out)
+        return out
+
+    # ------------------------------------------------------------- receiving ----
+
+    def receive(self, src: str, frame: object, now: float) -> list[Output]:
+        """A frame from replica ``src`` arrived."""
+        if not isinstance(frame, Promise | Ack | Nack) or frame.entity != self.entity:
+            return []
+        self._see(frame.epoch)
+        if isinstance(frame, Nack):
+            self._see(frame.promised)
+        if isinstance(frame, Promise):
+            self._see(frame.stamp.epoch)
+        if src not in self.replicas or frame.epoch != self.epoch or self.phase in ("idle", "lost"):
+            return []
+        if isinstance(frame, Nack):
+            if frame.promised > self.epoch:
+                return self._lose(frame.promised)
+            return []  # cannot happen under these rules (a refusal names a newer promise)
+        if isinstance(frame, Promise):
+            return self._on_promise(src, frame, now)
+        return self._on_ack(src, frame, now)
+
+    def _see(self, epoch: Epoch) -> None:
+        if epoch.round > self._round_seen:
+            self._round_seen = epoch.round
+
+    def _on_promise(self, src: str, frame: Promise, now: float) -> list[Output]:
+        if self.phase != "preparing" or src in self._promises:
+            return []  # late or duplicated: the quorum was already decided, or this replica counted
+        if frame.stamp.epoch >= self.epoch:
+            # Pages written under this very epoch before it was won: another life of this
+            # node minted it too. Give it up; the next acquire picks a higher round.
+            return self._lose(frame.stamp.epoch)
+        self._promises[src] = frame
+        if len(self._promises) < self._read_quorum:
+            return []
+        # The newest stamp wins; equal stamps hold equal pages (one writer per epoch), and
+        # the replicas' order makes the choice deterministic anyway.
+        best: Promise | None = None
+        for replica in self.replicas:
+            promise = self._promises.get(replica)
+            if promise is not None and (best is None or promise.stamp > best.stamp):
+                best = promise
+        assert best is not None
+        self._found = best.stamp
+        self._found_deleted = best.stamp.version > 0 and not best.pages
+        updates = self._updates(best.stamp, best.pages) if callable(self._updates) else self._updates
+        self.pages = _apply(best.pages, updates)
+        self.version = best.stamp.version + 1
+        self.phase = "writing_back"
+        self._promises = {}
+        frame_out = Write(self.entity, self.epoch, self.version, dict(self.pages))
+        return [Send(replica, frame_out) for replica in self.replicas]
+
+    def _on_ack(self, src: str, frame: Ack, now: float) -> list[Output]:
+        if self.phase not in ("writing_back", "held"):
+            return []
+        if frame.version <= self._acked.get(src, 0) or frame.version > self.version:
+            return []  # a duplicate, an older write this replica already covers, or nonsense
+        self._acked[src] = frame.version
+        out: list[Output] = []
+        if self.phase == "writing_back":
+            if self._holders(self.version) is None:
+                return []
+            self.phase = "held"
+            found = self._found
+            out.append(CancelTimer(ACQUIRE_TIMER))
+            self._disarm_resend(out)
+            out.append(Report(Acquired(
+                self.entity, self.epoch, self.version, dict(self.pages), found, self._found_deleted
+            )))
+            return out
+        for version in list(self._pending):
+            holders = self._holders(version)
+            if holders is None:
+                break  # fewer replicas hold a later version: nothing after this one is confirmed either
+            del self._pending[version]
+            out.append(CancelTimer(WRITE_TIMER + str(version)))
+            out.append(Report(Confirmed(self.entity, self.epoch, version, holders)))
+        if not self._pending:
+            self._disarm_resend(out)
+        return out
+
+    def _holders(self, version: int) -> tuple[str, ...] | None:
+        """The replicas holding ``version`` or later under this epoch, if they make a write quorum."""
+        holders = tuple(replica for replica in self.replicas if self._acked.get(replica, 0) >= version)
+        return holders if len(holders) >= self._write_quorum else None
+
+    def _lose(self, newer: Epoch) -> list[Output]:
+        """A newer epoch exists: fail what is pending, report ``Lost``, refuse all further writes."""
+        out: list[Output] = []
+        if self.phase in ("preparing", "writing_back"):
+            out.append(CancelTimer(ACQUIRE_TIMER))
+        for version in self._pending:
+            out.append(CancelTimer(WRITE_TIMER + str(version)))
+            out.append(Report(Fenced(self.entity, self.epoch, version, newer)))
+        self._pending.clear()
+        self._disarm_resend(out)
+        self.phase = "lost"
+        self.newer = newer
+        out.append(Report(Lost(self.entity, self.epoch, newer)))
+        return out
+
+    # ---------------------------------------------------------------- timers ----
+
+    def timer(self, name: str, now: float) -> list[Output]:
+        """A timer set by this owner fired."""
+        if name == ACQUIRE_TIMER:
+            if self.phase not in ("preparing", "writing_back") or now < self._deadline:
+                return []
+            self.phase = "idle"
+            out: list[Output] = []
+            self._disarm_resend(out)
+            out.append(Report(AcquireTimedOut(self.entity, self.epoch)))
+            return out
+        if name == RESEND_TIMER:
+            return self._resend(now)
+        if name.startswith(WRITE_TIMER):
+            try:
+                version = int(name[len(WRITE_TIMER):])
+            except ValueError:
+                return []
+            deadline = self._pending.get(version)
+            if deadline is None or now < deadline:
+                return []
+            del self._pending[version]
+            out = []
+            if not self._pending:
+                self._disarm_resend(out)
+            out.append(Report(WriteTimedOut(self.entity, self.epoch, version)))
+            return out
+        return []
+
+    def _arm_resend(self, now: float, out: list[Output]) -> None:
+        if self.resend_every is None or self._resend_at is not None:
+            return
+        self._resend_at = now + self.resend_every
+        out.append(SetTimer(RESEND_TIMER, self._resend_at))
+
+    def _disarm_resend(self, out: list[Output]) -> None:
+        if self._resend_at is not None:
+            self._resend_at = None
+            out.append(CancelTimer(RESEND_TIMER))
+
+    def _resend(self, now: float) -> list[Output]:
+        """Frames get lost: send the current round again to the replicas that have not answered it.
+
+        Only the newest write is resent: a replica that acks it holds every earlier one.
+        """
+        if self._resend_at is None or now < self._resend_at:
+            return []
+        self._resend_at = None
+        out: list[Output] = []
+        if self.phase == "preparing":
+            prepare = Prepare(self.entity, self.epoch)
+            out.extend(Send(replica, prepare) for replica in self.replicas if replica not in self._promises)
+        elif self.phase == "writing_back" or (self.phase == "held" and self._pending):
+            newest = self.version
+            frame = Write(self.entity, self.epoch, newest, dict(self.pages))
+            out.extend(Send(replica, frame) for replica in self.replicas if self._acked.get(replica, 0) < newest)
+        else:
+            return out
+        self._arm_resend(now, out)
+        return out
