@@ -35,7 +35,7 @@ from .state import ACTIVE_PAGE, BEHAVIOR_PAGE, SCHEDULES_PAGE, STATE_PAGE
 if TYPE_CHECKING:
     from .system import ActorSystem
 
-__all__ = ["Activation", "Envelope", "PendingAsk", "KeyRecord", "ASK_CHAIN"]
+__all__ = ["Activation", "Envelope", "PendingAsk", "KeyRecords", "ASK_CHAIN"]
 
 Entity = tuple[str, str]
 
@@ -49,22 +49,51 @@ ASK_CHAIN: contextvars.ContextVar[AskChain] = contextvars.ContextVar("casty_ask_
 """The ask chain of the code running now: an ask back into a key of it that still waits would deadlock."""
 
 
-class KeyRecord:
-    """The node's copy of one key's pages: ``version`` grows with every write."""
+class KeyRecords:
+    """The node's copy of every key's pages, by entity: ``versions[entity]`` grows with every write.
 
-    __slots__ = ("version", "pages", "_lock")
+    A table of dicts rather than a record object per key. A key's pages dict holds only
+    strings and bytes, which CPython leaves untracked by the garbage collector, so a key
+    the node holds costs the collector nothing; a record object per key was one more
+    object to traverse on every full collection, for every key the node ever held.
 
-    def __init__(self, version: int = 0, pages: dict[str, bytes] | None = None) -> None:
-        self.version = version
-        self.pages: dict[str, bytes] = pages if pages is not None else {}
-        self._lock: asyncio.Lock | None = None
+    A key's pages dict is made once and only ever changed in place, so an activation
+    may keep it: successive activations of the key share it, as they share its version
+    and its save lock.
+    """
 
-    @property
-    def lock(self) -> asyncio.Lock:
-        """Serializes the write-through saves of this key (made on first use: most keys never need it)."""
-        if self._lock is None:
-            self._lock = asyncio.Lock()
-        return self._lock
+    __slots__ = ("pages", "versions", "_locks")
+
+    def __init__(self) -> None:
+        self.pages: dict[Entity, dict[str, bytes]] = {}
+        self.versions: dict[Entity, int] = {}
+        self._locks: dict[Entity, asyncio.Lock] = {}
+
+    def __contains__(self, entity: Entity) -> bool:
+        return entity in self.pages
+
+    def __len__(self) -> int:
+        return len(self.pages)
+
+    def add(self, entity: Entity, version: int, pages: dict[str, bytes]) -> None:
+        """Hold a key found elsewhere (in the durable store) at ``version``."""
+        self.pages[entity] = pages
+        self.versions[entity] = version
+
+    def pages_of(self, entity: Entity) -> dict[str, bytes]:
+        """The key's pages, empty at version 0 for a key the node never held."""
+        pages = self.pages.get(entity)
+        if pages is None:
+            pages = self.pages[entity] = {}
+            self.versions[entity] = 0
+        return pages
+
+    def lock(self, entity: Entity) -> asyncio.Lock:
+        """Serializes the write-through saves of a key (made on first use: most keys never need it)."""
+        lock = self._locks.get(entity)
+        if lock is None:
+            lock = self._locks[entity] = asyncio.Lock()
+        return lock
 
 
 class PendingAsk:
@@ -101,7 +130,7 @@ class Activation:
     """The in-memory incarnation of one (actor type, key) on one node."""
 
     __slots__ = (
-        "system", "type", "behavior", "key", "entity", "_ref", "state_value", "lease", "record",
+        "system", "type", "behavior", "key", "entity", "_ref", "state_value", "lease", "pages",
         "_self_chain", "_chain_token", "_held_chain", "_initial", "_loop", "_mailbox", "_mailbox_limit", "_room", "_waiter", "_current",
         "_reads", "_failures", "_state_version", "_ending", "_closed", "_next_behavior", "_cancelled_ask",
         "_in_body", "_run_tasks", "_life", "_schedules", "_idle_after", "_idle_handle", "_last_activity",
@@ -120,10 +149,10 @@ class Activation:
         self._ref: EntityRef[Any] | None = None
         self.state_value: Any = initial
         self.lease = 0
-        self.record: KeyRecord | None = None
+        self.pages: dict[str, bytes] | None = None  # the key's pages in the system's KeyRecords, once acquired
         self._initial = initial
         self._loop = system.loop
-        self._mailbox: deque[Envelope] = deque()
+        self._mailbox: deque[Envelope] | None = None  # made by the first delivery, dropped while the body waits
         self._mailbox_limit = actor_type.mailbox
         self._room: deque[asyncio.Future[None]] | None = None  # asks waiting for mailbox space
         self._waiter: asyncio.Future[None] | None = None
@@ -250,25 +279,20 @@ class Activation:
     async def _acquire(self) -> bool:
         """Find the key's pages, choose behavior and state, write ``@active``; True if state existed."""
         system = self.system
-        record = system._records.get(self.entity)
-        if record is None and self._store is not None:
+        records = system._records
+        if self.entity not in records and self._store is not None:
             stored = await self._store.load(self.type.name, self.key)
-            record = system._records.get(self.entity)  # another path may have filled it meanwhile
-            if record is None and stored is not None:
+            if self.entity not in records and stored is not None:  # another path may have filled it meanwhile
                 version, blob = stored
-                record = KeyRecord(version, system.codec.decode_pages(blob))
-        recovered, updates = self._adopt(record)
+                records.add(self.entity, version, system.codec.decode_pages(blob))
+        recovered, updates = self._adopt()
         await self._commit(self.lease, updates, "activate")
         return recovered
 
-    def _adopt(self, record: KeyRecord | None) -> tuple[bool, dict[str, bytes | None]]:
+    def _adopt(self) -> tuple[bool, dict[str, bytes | None]]:
         """Take the key's pages as found: behavior, state and a new lease; returns what ``@active`` must write."""
         system = self.system
-        if record is None:
-            record = KeyRecord()
-        system._records[self.entity] = record
-        self.record = record
-        pages = record.pages
+        pages = self.pages = system._records.pages_of(self.entity)
         behavior_page = pages.get(BEHAVIOR_PAGE)
         if behavior_page is not None:
             self.behavior = lookup_actor(system.codec.decode_value(behavior_page, str, "@behavior"))
@@ -283,7 +307,7 @@ class Activation:
 
     def _acquire_in_memory(self) -> bool:
         """``_acquire`` for a key with no store behind it: nothing to wait for, so no coroutine."""
-        recovered, updates = self._adopt(self.system._records.get(self.entity))
+        recovered, updates = self._adopt()
         self._write_now(self.lease, updates, "activate")
         return recovered
 
@@ -358,18 +382,21 @@ class Activation:
 
     def deliver(self, envelope: Envelope) -> None:
         """Queue a message; ``MailboxFull`` if a bounded mailbox has no room."""
+        mailbox = self._mailbox
+        if mailbox is None:
+            mailbox = self._mailbox = deque()
         limit = self._mailbox_limit
-        if limit is not None and len(self._mailbox) >= limit:
+        if limit is not None and len(mailbox) >= limit:
             raise MailboxFull(f"{self.type.name}[{self.key!r}]: mailbox full ({limit} messages)")
         if envelope.ask is not None:
             envelope.ask.activation = self
-        self._mailbox.append(envelope)
+        mailbox.append(envelope)
         waiter = self._waiter
         if waiter is not None and not waiter.done():
             waiter.set_result(None)
 
     def has_room(self) -> bool:
-        return self._mailbox_limit is None or len(self._mailbox) < self._mailbox_limit
+        return self._mailbox_limit is None or self._mailbox is None or len(self._mailbox) < self._mailbox_limit
 
     async def wait_room(self) -> None:
         room: asyncio.Future[None] = self._loop.create_future()
@@ -400,8 +427,11 @@ class Activation:
         """The mailbox is empty: the future that the next delivery (or the end of the run) completes.
 
         The ask chain of the last message is taken off the task's context while it waits
-        (see ``_hold_chain``), and the idle check is armed.
+        (see ``_hold_chain``), and the idle check is armed. The empty mailbox is dropped
+        too: an idle key then holds no deque for the garbage collector to traverse, and
+        the next delivery makes a new one.
         """
+        self._mailbox = None
         waiter: asyncio.Future[None] = self._loop.create_future()
         self._waiter = waiter
         self._arm_idle()
@@ -420,9 +450,14 @@ class Activation:
             raise
 
     def read_interrupted(self, *, restore: bool) -> None:
-        """The wait was interrupted (the task cancelled, the coroutine closed): stop waiting."""
+        """The wait was interrupted (the task cancelled, the coroutine closed): stop waiting.
+
+        With ``restore``, the body goes on (it may catch the error) with the chain of its last
+        message, unless the activation is closed: then it only unwinds, and nothing it asks
+        can be sent any more.
+        """
         self._waiter = None
-        if restore:
+        if restore and not self._closed:
             self._restore_chain()
 
     def _take(self, lease: int) -> Any:
@@ -539,16 +574,16 @@ class Activation:
             raise Fenced(f"{self.type.name}[{self.key!r}]: {operation} from lease {shown} refused; the key is held by {held}")
 
     def _apply(self, updates: Mapping[str, bytes | None]) -> int:
-        record = self.record
-        assert record is not None
-        pages = record.pages
+        pages = self.pages
+        assert pages is not None
         for name, data in updates.items():
             if data is None:
                 pages.pop(name, None)
             else:
                 pages[name] = data
-        record.version += 1
-        return record.version
+        versions = self.system._records.versions
+        version = versions[self.entity] = versions[self.entity] + 1
+        return version
 
     async def _commit(self, lease: int | None, updates: Mapping[str, bytes | None], operation: str) -> int:
         """A fenced write of some pages, returning its version once confirmed (by the store, for write-through)."""
@@ -589,20 +624,21 @@ class Activation:
         """Save first, then apply: the node's copy of a write-through key only ever holds confirmed pages.
 
         Writes of one key are serialized (across its successive activations too: the lock
-        lives on the record), so each save carries every earlier confirmed write.
+        lives in the system's KeyRecords), so each save carries every earlier confirmed write.
         """
-        record = self.record
-        assert record is not None and self._store is not None
-        async with record.lock:
+        current = self.pages
+        records = self.system._records
+        assert current is not None and self._store is not None
+        async with records.lock(self.entity):
             if fence:
                 self._check_lease(lease, operation)  # it may have been replaced while this write waited
-            pages = dict(record.pages)
+            pages = dict(current)
             for name, data in updates.items():
                 if data is None:
                     pages.pop(name, None)
                 else:
                     pages[name] = data
-            version = record.version + 1
+            version = records.versions[self.entity] + 1
             try:
                 if pages:
                     await self._store.save(self.type.name, self.key, version, self.system.codec.encode_pages(pages))
@@ -614,19 +650,21 @@ class Activation:
                 shown = self.lease if lease is None else lease
                 self.system._emit_event(ev.WriteFailed, self.type.name, self.key, shown, operation, "unavailable")
                 raise Unavailable(f"{self.type.name}[{self.key!r}]: {operation} not confirmed by the store: {exc!r}") from exc
-            record.pages = pages
-            record.version = version
+            current.clear()
+            current.update(pages)
+            records.versions[self.entity] = version
             return version
 
     async def _save_snapshot(self) -> None:
         """Write-behind: save the node's latest pages of the key (the store keeps the greatest version)."""
-        record = self.record
-        assert record is not None and self._store is not None
+        pages = self.pages
+        assert pages is not None and self._store is not None
+        version = self.system._records.versions[self.entity]
         try:
-            if record.pages:
-                await self._store.save(self.type.name, self.key, record.version, self.system.codec.encode_pages(record.pages))
+            if pages:
+                await self._store.save(self.type.name, self.key, version, self.system.codec.encode_pages(pages))
             else:
-                await self._store.drop(self.type.name, self.key, record.version)
+                await self._store.drop(self.type.name, self.key, version)
         except asyncio.CancelledError:
             raise
         except Exception:
@@ -764,8 +802,8 @@ class Activation:
 
     def _arm_recovered_schedules(self) -> None:
         """Install the timers of the ``@schedules`` page; a time that passed while inactive fires once, now."""
-        assert self.record is not None
-        page = self.record.pages.get(SCHEDULES_PAGE)
+        assert self.pages is not None
+        page = self.pages.get(SCHEDULES_PAGE)
         if page is None:
             return
         codec = self.system.codec

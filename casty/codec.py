@@ -90,6 +90,9 @@ class MessageSchema:
 
 _Envelope = tuple[str, msgspec.Raw]
 
+_NOBODY_WIRE = ("@n",)
+"""NOBODY on the wire (msgpack encodes a tuple as the same array as ``["@n"]``)."""
+
 
 class Codec:
     """Encodes and decodes messages, state values and pages for one actor system."""
@@ -100,11 +103,18 @@ class Codec:
         self._envelope = msgspec.msgpack.Decoder(_Envelope)
         self._value_decoders: dict[Any, msgspec.msgpack.Decoder[Any]] = {}
         self._pages = msgspec.msgpack.Decoder(dict[str, bytes])
+        self._tags: dict[type, str] = {}  # type_tag of each message class met: formatting it is most of a small encode
 
     # --- refs ------------------------------------------------------------------------
 
     @staticmethod
     def _enc_hook(obj: Any) -> Any:
+        # Exact types first: every ask encodes a ref, and one type test beats three isinstance calls.
+        cls = type(obj)
+        if cls is NobodyRef:
+            return _NOBODY_WIRE
+        if cls is ReplyRef:
+            return ["@r", obj.node, obj.request]
         if isinstance(obj, EntityRef):
             return ["@e", obj.actor, obj.key]
         if isinstance(obj, ReplyRef):
@@ -128,8 +138,12 @@ class Codec:
 
     def encode_message(self, message: object, schema: MessageSchema | None = None) -> bytes:
         """``[tag, fields]``; ``SchemaError`` naming the message if it cannot be encoded."""
+        cls = type(message)
+        tag = self._tags.get(cls)
+        if tag is None:
+            tag = self._tags[cls] = type_tag(cls)
         try:
-            return self._encoder.encode((type_tag(type(message)), message))
+            return self._encoder.encode((tag, message))
         except (TypeError, msgspec.EncodeError, OverflowError) as exc:
             where = f" for {schema.name}" if schema is not None else ""
             raise SchemaError(f"cannot encode {type(message).__qualname__}{where}: {exc}") from exc

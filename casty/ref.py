@@ -9,6 +9,7 @@ same thing. A ref is bound to the system that made or decoded it; that system ro
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Coroutine
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
@@ -46,8 +47,12 @@ class EntityRef(Ref[M]):
     def tell(self, message: M) -> None:
         _bound(self._system, self).tell(self, message)
 
-    async def ask(self, message: Askable[R]) -> R:
-        return await _bound(self._system, self).ask(self, message)
+    def ask(self, message: Askable[R]) -> Coroutine[Any, Any, R]:
+        """The system's ask coroutine itself: a coroutine of our own around it would cost every ask a frame."""
+        system = self._system
+        if system is None:
+            return _unbound_ask(self)
+        return system.ask(self, message)
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, EntityRef) and other.actor == self.actor and other.key == self.key
@@ -117,6 +122,11 @@ def _bound(system: ActorSystem | None, ref: Ref[Any]) -> ActorSystem:
     return system
 
 
+async def _unbound_ask(ref: Ref[Any]) -> Any:
+    """The ask of a ref with no system: fails when awaited, as an ask coroutine would."""
+    return _bound(None, ref)
+
+
 @dataclass(frozen=True)
 class Askable(Generic[R]):
     """Base of messages that expect a reply of type ``R``.
@@ -136,14 +146,22 @@ def with_reply_to(message: A, reply_to: Ref[Any]) -> A:
     """A copy of ``message`` whose ``reply_to`` is ``reply_to`` (the caller's message is never changed).
 
     ``dataclasses.replace`` re-runs ``__init__`` and walks the fields on every call; an ask
-    only needs a shallow copy with one field changed, so copy the instance dict directly
-    (falling back to ``replace`` for slotted dataclasses).
+    only needs a shallow copy with one field changed, so copy the instance attributes
+    directly (falling back to ``replace`` for slotted dataclasses). They are set one by one
+    rather than through the copy's ``__dict__``: CPython keeps the attributes of an object
+    whose ``__dict__`` was never asked for inline, without a dict object, and the message a
+    body holds in its loop variable is then one object fewer for the garbage collector.
     """
     attributes = getattr(message, "__dict__", None)
     if attributes is None:
         return dataclasses.replace(message, reply_to=reply_to)
     copy: A = object.__new__(type(message))
-    copied = copy.__dict__
-    copied.update(attributes)
-    copied["reply_to"] = reply_to
+    for name, value in attributes.items():
+        _set_attribute(copy, name, reply_to if name == "reply_to" else value)
+    if "reply_to" not in attributes:
+        _set_attribute(copy, "reply_to", reply_to)
     return copy
+
+
+_set_attribute = object.__setattr__
+"""Sets an attribute past a frozen dataclass's ``__setattr__``, as ``__init__`` itself does."""

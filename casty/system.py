@@ -19,7 +19,7 @@ from types import TracebackType
 from typing import Any, TypeVar
 
 from . import observer as ev
-from .activation import ASK_CHAIN, Activation, Envelope, KeyRecord, PendingAsk
+from .activation import ASK_CHAIN, Activation, Envelope, KeyRecords, PendingAsk
 from .actor import ActorType, Backoff, lookup_actor, seconds
 from .clock import SystemClock
 from .codec import Codec
@@ -28,7 +28,7 @@ from .observer import Event, LoggingObserver
 from .ports import Clock, Observer, Store
 from .deadlines import DeadlineQueue
 from .timers import TimerHeap
-from .ref import NOBODY, Askable, EntityRef, Ref, ReplyRef, with_reply_to
+from .ref import NOBODY, Askable, EntityRef, NobodyRef, Ref, ReplyRef, with_reply_to
 from .state import ACTIVE_PAGE
 
 __all__ = ["ActorSystem", "Placement"]
@@ -37,6 +37,9 @@ M = TypeVar("M")
 R = TypeVar("R")
 
 _MISSING: Any = object()
+
+_WIRE_REFS = (EntityRef, ReplyRef, NobodyRef)
+"""The ref types the codec encodes."""
 
 
 @dataclass(frozen=True)
@@ -93,7 +96,7 @@ class ActorSystem:
         self._running = False
         self._stopped = False
         self._activations: dict[tuple[str, str], Activation] = {}
-        self._records: dict[tuple[str, str], KeyRecord] = {}
+        self._records = KeyRecords()
         self._types: dict[str, ActorType[Any, Any]] = {}
         self._pending: dict[int, PendingAsk] = {}
         self._request_seq = 0
@@ -190,8 +193,10 @@ class ActorSystem:
 
     def ref(self, actor: ActorType[Any, M], key: str, *, initial: Any = _MISSING) -> EntityRef[M]:
         """The ref of ``(actor, key)``; starts the key if it is not running (from ``initial`` if it has no state)."""
-        self._check_running()
-        self._validate_identity(actor, key)
+        if not self._running:
+            self._check_running()
+        if not (type(key) is str and key and isinstance(actor, ActorType)):
+            self._validate_identity(actor, key)
         self._types.setdefault(actor.name, actor)
         self._activation_for(actor, key, actor.initial if initial is _MISSING else initial)
         return EntityRef(self, actor.name, key)
@@ -250,21 +255,27 @@ class ActorSystem:
 
     async def ask(self, ref: EntityRef[Any], message: Askable[R]) -> R:
         """Send ``message`` with a fresh reply slot and wait for the reply (``TimeoutError`` after the ask timeout)."""
-        self._check_running()
-        actor = self._type_named(ref.actor)
+        if not self._running:
+            self._check_running()
+        actor = self._types.get(ref.actor) or self._type_named(ref.actor)
         if not isinstance(message, Askable):
             raise SchemaError(f"ask needs an Askable message; {type(message).__qualname__} is not one (tell it instead)")
         actor.schema.check(message)
         running, links = ASK_CHAIN.get()
         entity = (ref.actor, ref.key)
-        if entity == running or any(waiting == entity and not ask.future.done() for waiting, ask in links):
+        if entity == running or (links and any(waiting == entity and not ask.future.done() for waiting, ask in links)):
             waiting_keys = [waiting for waiting, ask in links if not ask.future.done()]
             path = " -> ".join(f"{a}[{k!r}]" for a, k in [*waiting_keys, *([running] if running else []), entity])
             raise ReentrancyError(f"ask would deadlock: {path} (use ctx.ask to ask without blocking the inbox)")
         self._request_seq += 1
         request = self._request_seq
         filled = with_reply_to(message, ReplyRef(self, self.node, request))
-        self.codec.encode_message(filled, actor.schema)
+        # The copy differs from the caller's message only in reply_to, which holds a ReplyRef and
+        # always encodes; so when the caller's reply_to encodes too (a runtime ref, NOBODY by
+        # default) the caller's message is the one checked. Encoding reads an object's __dict__,
+        # which makes CPython build it: on the caller's message that dict is garbage at once,
+        # on the copy it would live as long as the body holds the message.
+        self.codec.encode_message(message if type(message.reply_to) in _WIRE_REFS else filled, actor.schema)
         loop = self.loop
         future: asyncio.Future[R] = loop.create_future()
         pending = PendingAsk(future, filled)
@@ -325,7 +336,7 @@ class ActorSystem:
             "activations": len(self._activations),
             "keys": len(self._records),
             "pending_asks": len(self._pending),
-            "queued": sum(len(a._mailbox) for a in self._activations.values()),
+            "queued": sum(len(a._mailbox) for a in self._activations.values() if a._mailbox is not None),
         }
 
     def placement(self, actor: ActorType[Any, Any], key: str) -> Placement:
@@ -363,8 +374,7 @@ class ActorSystem:
 
     def pages(self, actor: ActorType[Any, Any], key: str) -> dict[str, bytes]:
         """A copy of the node's pages of a key, as encoded bytes (for inspection and tests)."""
-        record = self._records.get((actor.name, key))
-        return dict(record.pages) if record is not None else {}
+        return dict(self._records.pages.get((actor.name, key), {}))
 
     def __repr__(self) -> str:
         state = "running" if self._running else ("stopped" if self._stopped else "new")
