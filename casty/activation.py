@@ -210,7 +210,8 @@ class Activation:
             lease = self.lease
             ctx: Context[Any, Any] = Context(self, lease)
             self._reads = 0
-            system._emit_event(ev.ActivationStarted, self.type.name, self.key, lease, self.behavior.name, recovered, restart)
+            if system._observer is not None:
+                system._emit_event(ev.ActivationStarted, self.type.name, self.key, lease, self.behavior.name, recovered, restart)
             if restart == 0:
                 self._arm_recovered_schedules()  # after the start, so overdue firings queue behind nothing stale
             restart += 1
@@ -474,7 +475,10 @@ class Activation:
             self._current = env
             self._reads += 1
             self._last_activity = self._loop.time()
-            self._hold_chain((self.entity, env.chain) if env.chain else self._self_chain)
+            chain = (self.entity, env.chain) if env.chain else self._self_chain
+            if ASK_CHAIN.get() is not chain:
+                self._hold_chain(chain)
+            self._held_chain = chain
             return env.message
         if self._ending is not None or lease != self.lease:
             raise StopAsyncIteration
@@ -490,11 +494,10 @@ class Activation:
     # is set again, so the body's code after its inbox loop sees what it saw before.
 
     def _hold_chain(self, chain: AskChain) -> None:
-        if ASK_CHAIN.get() is not chain:
-            token = ASK_CHAIN.set(chain)
-            if self._chain_token is None:
-                self._chain_token = token
-        self._held_chain = chain
+        """Set the reading task's chain; the first set since the last wait keeps the token that undoes them all."""
+        token = ASK_CHAIN.set(chain)
+        if self._chain_token is None:
+            self._chain_token = token
 
     def _drop_chain(self) -> None:
         token = self._chain_token
@@ -508,7 +511,7 @@ class Activation:
     def _restore_chain(self) -> None:
         chain = self._held_chain
         if chain is not None and ASK_CHAIN.get() is not chain:
-            self._chain_token = ASK_CHAIN.set(chain)
+            self._hold_chain(chain)
 
     def _release_room(self) -> None:
         assert self._room is not None

@@ -246,8 +246,9 @@ class ActorSystem:
 
     def tell(self, ref: EntityRef[M], message: M) -> None:
         """Queue ``message`` for ``ref``'s key (at most once); checked and encoded here, so errors surface now."""
-        self._check_running()
-        actor = self._type_named(ref.actor)
+        if not self._running:
+            self._check_running()
+        actor = self._types.get(ref.actor) or self._type_named(ref.actor)
         actor.schema.check(message)
         self.codec.encode_message(message, actor.schema)
         activation = self._activation_for(actor, ref.key, _MISSING)
