@@ -47,42 +47,52 @@ class Inbox(Generic[M]):
     future and reading again when it completes. An idle body is then suspended in an
     object that exists anyway, where a read coroutine (and the future's iterator) would be
     two more objects per live key for the garbage collector.
+
+    It also keeps the coroutine protocol (``send``, ``throw``, ``close``), so what
+    ``__anext__`` returns can still be run as a task of its own, as a read coroutine could:
+    ``asyncio.create_task(anext(ctx.inbox))``.
     """
 
-    __slots__ = ("_activation", "_lease", "_waiting")
+    __slots__ = ("_activation", "_lease", "_step")
 
     def __init__(self, activation: Activation, lease: int) -> None:
         self._activation = activation
         self._lease = lease
-        self._waiting = False  # a waiter was yielded: the next step is the read after it completes
+        self._step = _IDLE
 
     def __aiter__(self) -> AsyncIterator[M]:
         return self
 
     def __anext__(self) -> Awaitable[M]:
+        self._step = _ASKED
         return self
 
     def __await__(self) -> Generator[Any, None, M]:
+        self._step = _IDLE
         try:
             message = self._activation.read_now(self._lease)
         except StopAsyncIteration:
             return _ended()  # raised here, it would reach `async for` as a TypeError about __anext__
         if message is EMPTY:
-            self._waiting = False
+            self._step = _MUST_WAIT
             return cast("Generator[Any, None, M]", self)
         return _ready(message)
 
     def __next__(self) -> asyncio.Future[None]:
-        """Step the wait: read once the waiter completed (``StopIteration`` carries the message), else wait."""
+        """One step of the read: the message (in ``StopIteration``), the end of the inbox, or a waiter to wait on."""
         activation = self._activation
-        if self._waiting:
-            self._waiting = False
-            message = activation.read_resumed(self._lease)
+        step = self._step
+        if step != _MUST_WAIT:
+            self._step = _IDLE
+            if step == _WAITING:
+                message = activation.read_resumed(self._lease)
+            else:  # run as a coroutine, without __await__: the read starts here
+                message = activation.read_now(self._lease)
             if message is not EMPTY:
                 raise StopIteration(message)
         waiter = activation.wait_message()
         waiter._asyncio_future_blocking = True  # what Future.__await__ sets: the task waits on it
-        self._waiting = True
+        self._step = _WAITING
         return waiter
 
     def send(self, value: None) -> asyncio.Future[None]:
@@ -90,18 +100,23 @@ class Inbox(Generic[M]):
 
     def throw(self, error: BaseException | type[BaseException], *rest: Any) -> NoReturn:
         """The waiting task was cancelled (or an exception thrown in): stop waiting and raise it at the read."""
-        if self._waiting:
-            self._waiting = False
+        if self._step == _WAITING:
             self._activation.read_interrupted(restore=True)
+        self._step = _IDLE
         if isinstance(error, type):
             error = error(*rest[:1]) if rest and rest[0] is not None else error()
         raise error
 
     def close(self) -> None:
-        """The body's coroutine is closed while it waits here: forget the waiter."""
-        if self._waiting:
-            self._waiting = False
+        """The read is abandoned (its coroutine closed): forget the waiter."""
+        if self._step == _WAITING:
             self._activation.read_interrupted(restore=False)
+        self._step = _IDLE
+
+
+_IDLE, _ASKED, _MUST_WAIT, _WAITING = range(4)
+"""Where an inbox read is: none in progress; asked for by ``__anext__``; found nothing, so its first step
+waits; waiting, so its next step reads again."""
 
 
 def _ready(message: M) -> Generator[Any, None, M]:
