@@ -22,11 +22,12 @@ import contextvars
 from collections import deque
 from collections.abc import AsyncIterable, Awaitable, Callable, Mapping
 from datetime import timedelta
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from . import observer as ev
 from .actor import ActorType, lookup_actor
-from .context import EMPTY, Context
+from .context import EMPTY, Context, Inbox
 from .errors import ActorFailed, CastyError, Fenced, MailboxFull, NotStarted, SchemaError, Unavailable
 from .ref import EntityRef
 from .schedules import ArmedSchedule, Schedule, catch_up, decode_schedules, encode_schedules, to_micros
@@ -124,6 +125,8 @@ class Envelope:
 
 _MISSING: Any = object()
 
+_NO_SCHEDULES: Mapping[str, ArmedSchedule] = MappingProxyType({})
+
 
 
 class Activation:
@@ -131,7 +134,7 @@ class Activation:
 
     __slots__ = (
         "system", "type", "behavior", "key", "entity", "_ref", "state_value", "lease", "pages",
-        "_self_chain", "_chain_token", "_held_chain", "_initial", "_loop", "_mailbox", "_mailbox_limit", "_room", "_waiter", "_current",
+        "_chain_token", "_held_links", "_initial", "_loop", "_mailbox", "_mailbox_limit", "_room", "_waiter", "_current",
         "_reads", "_failures", "_state_version", "_ending", "_closed", "_next_behavior", "_cancelled_ask",
         "_in_body", "_run_tasks", "_life", "_schedules", "_idle_after", "_idle_handle", "_last_activity",
         "_flush_handle", "_durable", "_store",
@@ -143,9 +146,8 @@ class Activation:
         self.behavior = actor_type
         self.key = key
         self.entity: Entity = (actor_type.name, key)
-        self._self_chain: AskChain = (self.entity, ())
         self._chain_token: contextvars.Token[AskChain] | None = None  # resets ASK_CHAIN when the body waits
-        self._held_chain: AskChain | None = None  # the chain of the last message read
+        self._held_links: tuple[Link, ...] | None = None  # the ask links of the last message read
         self._ref: EntityRef[Any] | None = None
         self.state_value: Any = initial
         self.lease = 0
@@ -155,7 +157,7 @@ class Activation:
         self._mailbox: deque[Envelope] | None = None  # made by the first delivery, dropped while the body waits
         self._mailbox_limit = actor_type.mailbox
         self._room: deque[asyncio.Future[None]] | None = None  # asks waiting for mailbox space
-        self._waiter: asyncio.Future[None] | None = None
+        self._waiter: Inbox[Any] | None = None  # the inbox the body waits on, until woken
         self._current: Envelope | None = None
         self._reads = 0
         self._failures = 0
@@ -165,9 +167,9 @@ class Activation:
         self._next_behavior: ActorType[Any, Any] | None = None
         self._cancelled_ask = False
         self._in_body = False
-        self._run_tasks: dict[asyncio.Task[Any], None] = {}
+        self._run_tasks: dict[asyncio.Task[Any], None] | None = None  # made by the first to_self/merge
         self._life: asyncio.Task[None] | None = None
-        self._schedules: dict[str, ArmedSchedule] = {}
+        self._schedules: Mapping[str, ArmedSchedule] = _NO_SCHEDULES  # see _writable_schedules
         self._idle_after = actor_type.idle_after if actor_type.idle_after is not None else system.idle_after
         self._idle_handle: int | None = None  # the idle check's number in the system's TimerHeap
         self._last_activity = self._loop.time()
@@ -374,6 +376,8 @@ class Activation:
             self._idle_handle = None
 
     def _cancel_run_tasks(self) -> None:
+        if not self._run_tasks:
+            return
         tasks = list(self._run_tasks)
         self._run_tasks.clear()
         for task in tasks:
@@ -393,8 +397,9 @@ class Activation:
             envelope.ask.activation = self
         mailbox.append(envelope)
         waiter = self._waiter
-        if waiter is not None and not waiter.done():
-            waiter.set_result(None)
+        if waiter is not None:
+            self._waiter = None
+            waiter.wake()
 
     def has_room(self) -> bool:
         return self._mailbox_limit is None or self._mailbox is None or len(self._mailbox) < self._mailbox_limit
@@ -408,12 +413,14 @@ class Activation:
 
     def _wake(self) -> None:
         waiter = self._waiter
-        if waiter is not None and not waiter.done():
-            waiter.set_result(None)
+        if waiter is not None:
+            self._waiter = None
+            waiter.wake()
 
-    # An inbox read is split in steps so that ``Inbox`` can await it without a coroutine of
-    # its own: a coroutine suspended in every idle body was one more object (two, with the
-    # waiter's iterator) for the garbage collector to traverse per live key.
+    # An inbox read is split in steps so that ``Inbox`` can run it without a coroutine of its
+    # own and be what its task waits on: a read coroutine and a waiter future suspended in
+    # every idle body (with the future's iterator) were three more objects per live key for
+    # the garbage collector to traverse. A delivery wakes the waiting inbox, once.
 
     def read_now(self, lease: int) -> Any:
         """Start an inbox read: end the previous message; the next one, or ``EMPTY`` if the body must wait."""
@@ -424,8 +431,8 @@ class Activation:
             self._failures = 0
         return self._take(lease)
 
-    def wait_message(self) -> asyncio.Future[None]:
-        """The mailbox is empty: the future that the next delivery (or the end of the run) completes.
+    def wait_message(self, inbox: Inbox[Any]) -> None:
+        """The mailbox is empty: ``inbox`` waits, until the next delivery (or the end of the run) wakes it.
 
         The ask chain of the last message is taken off the task's context while it waits
         (see ``_hold_chain``), and the idle check is armed. The empty mailbox is dropped
@@ -433,14 +440,12 @@ class Activation:
         the next delivery makes a new one.
         """
         self._mailbox = None
-        waiter: asyncio.Future[None] = self._loop.create_future()
-        self._waiter = waiter
+        self._waiter = inbox
         self._arm_idle()
         self._drop_chain()
-        return waiter
 
     def read_resumed(self, lease: int) -> Any:
-        """The waiter completed: the next message, ``EMPTY`` to wait again, or ``StopAsyncIteration``."""
+        """The wait ended: the next message, ``EMPTY`` to wait again, or ``StopAsyncIteration``."""
         self._waiter = None
         try:
             if lease != self.lease or self._closed:
@@ -475,10 +480,10 @@ class Activation:
             self._current = env
             self._reads += 1
             self._last_activity = self._loop.time()
-            chain = (self.entity, env.chain) if env.chain else self._self_chain
-            if ASK_CHAIN.get() is not chain:
-                self._hold_chain(chain)
-            self._held_chain = chain
+            links = self._held_links = env.chain
+            running, held = ASK_CHAIN.get()
+            if held is not links or running is not self.entity:
+                self._hold_chain((self.entity, links))
             return env.message
         if self._ending is not None or lease != self.lease:
             raise StopAsyncIteration
@@ -509,9 +514,11 @@ class Activation:
                 pass  # the inbox is read from another task than the one the chain was set in: leave both
 
     def _restore_chain(self) -> None:
-        chain = self._held_chain
-        if chain is not None and ASK_CHAIN.get() is not chain:
-            self._hold_chain(chain)
+        links = self._held_links
+        if links is not None:
+            running, held = ASK_CHAIN.get()
+            if held is not links or running is not self.entity:
+                self._hold_chain((self.entity, links))
 
     def _release_room(self) -> None:
         assert self._room is not None
@@ -767,7 +774,7 @@ class Activation:
         if old is not None:
             self._remove_schedule(old, "replaced")
         armed = ArmedSchedule(name, message, data, now + delay_us, every_us)
-        self._schedules[name] = armed
+        self._writable_schedules()[name] = armed
         self._arm(armed, now)
         if self._idle_handle is not None:
             self.system.timers.cancel(self._idle_handle)
@@ -785,6 +792,14 @@ class Activation:
     def schedule_handles(self, ctx: Context[Any, Any]) -> Mapping[str, Schedule[Any]]:
         return {name: Schedule(self, ctx._lease, armed) for name, armed in self._schedules.items()}
 
+    def _writable_schedules(self) -> dict[str, ArmedSchedule]:
+        """The key's schedules, to change: made on first use, as most keys never have one (until then
+        ``_schedules`` is a shared, read-only empty mapping)."""
+        schedules = self._schedules
+        if not isinstance(schedules, dict):
+            schedules = self._schedules = {}
+        return schedules
+
     def _schedules_page(self) -> bytes | None:
         if not self._schedules:
             return None
@@ -795,7 +810,7 @@ class Activation:
         if armed.timer is not None:
             armed.timer.cancel()
             armed.timer = None
-        del self._schedules[armed.name]
+        del self._writable_schedules()[armed.name]
         self.system._emit_event(ev.ScheduleCancelled, self.type.name, self.key, armed.name, reason)
 
     def _arm(self, armed: ArmedSchedule, now_us: int) -> None:
@@ -819,7 +834,7 @@ class Activation:
                 self.system._emit_event(ev.MessageDropped, self.type.name, self.key, entry.name, f"undecodable schedule: {exc}")
                 continue
             armed = ArmedSchedule(entry.name, message, entry.message, entry.due_us, entry.every_us)
-            self._schedules[entry.name] = armed
+            self._writable_schedules()[entry.name] = armed
             if entry.due_us <= now:
                 overdue.append(armed)
             else:
@@ -878,11 +893,14 @@ class Activation:
         self._track_run_task(task)
 
     def _track_run_task(self, task: asyncio.Task[Any]) -> None:
+        if self._run_tasks is None:
+            self._run_tasks = {}
         self._run_tasks[task] = None
         task.add_done_callback(self._run_task_done)
 
     def _run_task_done(self, task: asyncio.Task[Any]) -> None:
-        self._run_tasks.pop(task, None)
+        if self._run_tasks is not None:
+            self._run_tasks.pop(task, None)
 
     async def _bridge(
         self,

@@ -9,6 +9,7 @@ run as well; what must survive goes in ``ctx.state``.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Generator, Mapping
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Generic, NoReturn, TypeVar, cast
@@ -42,23 +43,31 @@ class Inbox(Generic[M]):
     activation goes idle, is released or stopped, or a ``become`` takes effect.
 
     The inbox is its own awaitable: ``__anext__`` returns it and ``await`` runs the read.
-    A message that is already queued comes back through a finished generator; otherwise
-    the inbox is the iterator the body's task waits in, yielding the activation's waiter
-    future and reading again when it completes. An idle body is then suspended in an
-    object that exists anyway, where a read coroutine (and the future's iterator) would be
-    two more objects per live key for the garbage collector.
+    A message that is already queued comes back through a finished generator. Otherwise
+    the inbox is both the iterator the reading task is suspended in and the future-like
+    object it waits on (the asyncio protocol: ``_asyncio_future_blocking``, ``get_loop``,
+    ``add_done_callback``, ``result``, ``cancel``); the activation wakes it when a
+    message arrives. An idle body thus costs no object beyond the inbox itself, where a
+    read coroutine, its future and the future's iterator were three more per live key for
+    the garbage collector to traverse.
 
     It also keeps the coroutine protocol (``send``, ``throw``, ``close``), so what
     ``__anext__`` returns can still be run as a task of its own, as a read coroutine could:
     ``asyncio.create_task(anext(ctx.inbox))``.
     """
 
-    __slots__ = ("_activation", "_lease", "_step")
+    __slots__ = (
+        "_activation", "_lease", "_step", "_wakeup", "_wakeup_context", "_cancel_message", "_asyncio_future_blocking",
+    )
 
     def __init__(self, activation: Activation, lease: int) -> None:
         self._activation = activation
         self._lease = lease
         self._step = _IDLE
+        self._wakeup: Callable[[Any], None] | None = None  # the waiting task's callback, and its context
+        self._wakeup_context: contextvars.Context | None = None
+        self._cancel_message: Any = None
+        self._asyncio_future_blocking: bool | None = None  # None: not a future now (asyncio.isfuture is False)
 
     def __aiter__(self) -> AsyncIterator[M]:
         return self
@@ -78,45 +87,103 @@ class Inbox(Generic[M]):
             return cast("Generator[Any, None, M]", self)
         return _ready(message)
 
-    def __next__(self) -> asyncio.Future[None]:
-        """One step of the read: the message (in ``StopIteration``), the end of the inbox, or a waiter to wait on."""
+    # --- the read, as the iterator (or coroutine) its task runs ---------------------
+
+    def __next__(self) -> Inbox[M]:
+        """One step of the read: the message (in ``StopIteration``), the end of the inbox, or itself to wait on."""
         activation = self._activation
         step = self._step
         if step != _MUST_WAIT:
             self._step = _IDLE
-            if step == _WAITING:
+            self._asyncio_future_blocking = None
+            if step == _WOKEN or step == _WAITING:
                 message = activation.read_resumed(self._lease)
             else:  # run as a coroutine, without __await__: the read starts here
                 message = activation.read_now(self._lease)
             if message is not EMPTY:
                 raise StopIteration(message)
-        waiter = activation.wait_message()
-        waiter._asyncio_future_blocking = True  # what Future.__await__ sets: the task waits on it
+        activation.wait_message(self)
         self._step = _WAITING
-        return waiter
+        self._asyncio_future_blocking = True  # as Future.__await__ sets it: the task waits on what it is handed
+        return self
 
-    def send(self, value: None) -> asyncio.Future[None]:
+    def send(self, value: None) -> Inbox[M]:
         return self.__next__()
 
     def throw(self, error: BaseException | type[BaseException], *rest: Any) -> NoReturn:
         """The waiting task was cancelled (or an exception thrown in): stop waiting and raise it at the read."""
-        if self._step == _WAITING:
-            self._activation.read_interrupted(restore=True)
-        self._step = _IDLE
+        self._stop_waiting(restore=True)
         if isinstance(error, type):
             error = error(*rest[:1]) if rest and rest[0] is not None else error()
         raise error
 
     def close(self) -> None:
-        """The read is abandoned (its coroutine closed): forget the waiter."""
-        if self._step == _WAITING:
-            self._activation.read_interrupted(restore=False)
+        """The read is abandoned (its coroutine closed): forget the wait."""
+        self._stop_waiting(restore=False)
+
+    def _stop_waiting(self, *, restore: bool) -> None:
+        if self._step >= _WAITING:
+            self._activation.read_interrupted(restore=restore)
         self._step = _IDLE
+        self._wakeup = self._wakeup_context = None
+        self._asyncio_future_blocking = None
+
+    # --- the wait, as the future its task waits on ----------------------------------
+
+    def wake(self) -> None:
+        """Complete the wait: a message arrived, or the run is ending."""
+        if self._step == _WAITING:
+            self._step = _WOKEN
+            self._call_wakeup()
+
+    def get_loop(self) -> asyncio.AbstractEventLoop:
+        return self._activation._loop
+
+    def add_done_callback(self, fn: Callable[[Any], None], *, context: contextvars.Context | None = None) -> None:
+        if self._step != _WAITING:
+            self._activation._loop.call_soon(fn, self, context=context)
+        elif self._wakeup is None:
+            self._wakeup = fn
+            self._wakeup_context = context
+        else:
+            raise RuntimeError("an inbox read is waited on by one task only")
+
+    def remove_done_callback(self, fn: Callable[[Any], None]) -> int:
+        if self._wakeup is not None and self._wakeup == fn:
+            self._wakeup = self._wakeup_context = None
+            return 1
+        return 0
+
+    def done(self) -> bool:
+        return self._step != _WAITING
+
+    def cancelled(self) -> bool:
+        return self._step == _CANCELLED
+
+    def result(self) -> None:
+        if self._step == _CANCELLED:
+            raise asyncio.CancelledError(*(() if self._cancel_message is None else (self._cancel_message,)))
+
+    def cancel(self, msg: Any = None) -> bool:
+        """The waiting task is cancelled: it wakes up to a ``CancelledError`` at the read."""
+        if self._step != _WAITING:
+            return False
+        self._step = _CANCELLED
+        self._cancel_message = msg
+        self._call_wakeup()
+        return True
+
+    def _call_wakeup(self) -> None:
+        fn = self._wakeup
+        if fn is not None:
+            context = self._wakeup_context
+            self._wakeup = self._wakeup_context = None
+            self._activation._loop.call_soon(fn, self, context=context)
 
 
-_IDLE, _ASKED, _MUST_WAIT, _WAITING = range(4)
+_IDLE, _ASKED, _MUST_WAIT, _WAITING, _WOKEN, _CANCELLED = range(6)
 """Where an inbox read is: none in progress; asked for by ``__anext__``; found nothing, so its first step
-waits; waiting, so its next step reads again."""
+waits; waiting (its task waits on the inbox); woken, so its next step reads again; cancelled while waiting."""
 
 
 def _ready(message: M) -> Generator[Any, None, M]:

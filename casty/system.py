@@ -224,7 +224,7 @@ class ActorSystem:
             if actor.durable is not None and self.store is None:
                 raise ConfigurationError(f"{actor.name} is durable ({actor.durable!r}) but this ActorSystem has no store")
             activation = Activation(self, actor, key, actor.initial if initial is _MISSING else initial)
-            self._activations[entity] = activation
+            self._activations[activation.entity] = activation  # its own tuple: one per key, not two
             activation.start()
         return activation
 
