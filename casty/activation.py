@@ -305,7 +305,7 @@ class Activation:
         if recovered:
             self.state_value = system.codec.decode_value(pages[STATE_PAGE], self.behavior.state_type, f"state of {self.type.name}")
         else:
-            updates[STATE_PAGE] = system.codec.encode_value(self.state_value, f"initial state of {self.type.name}")
+            updates[STATE_PAGE] = system.codec.encode_value(self.state_value, "initial state", of=self.type.name)
         return recovered, updates
 
     def _acquire_in_memory(self) -> bool:
@@ -706,7 +706,7 @@ class Activation:
         self.system._dirty.pop(self, None)
 
     async def write_state(self, lease: int, value: Any) -> None:
-        data = self.system.codec.encode_value(value, f"state of {self.type.name}")
+        data = self.system.codec.encode_value(value, "state", of=self.type.name)
         version = await self._commit(lease, {STATE_PAGE: data}, "state.set")
         if version >= self._state_version:
             self._state_version = version

@@ -158,11 +158,14 @@ class Codec:
 
     # --- values (state pages) --------------------------------------------------------
 
-    def encode_value(self, value: Any, what: str = "value") -> bytes:
+    def encode_value(self, value: Any, what: str = "value", of: str | None = None) -> bytes:
+        """Encode ``value``; the ``SchemaError`` names it as ``what`` (``what of of``: a state write
+        passes its actor's name apart, so that the label is only formatted when encoding fails)."""
         try:
             return self._encoder.encode(value)
         except (TypeError, msgspec.EncodeError, OverflowError) as exc:
-            raise SchemaError(f"cannot encode {what} {type(value).__qualname__}: {exc}") from exc
+            label = what if of is None else f"{what} of {of}"
+            raise SchemaError(f"cannot encode {label} {type(value).__qualname__}: {exc}") from exc
 
     def decode_value(self, data: bytes, annotation: Any, what: str = "value") -> Any:
         dec = self._value_decoders.get(annotation)
