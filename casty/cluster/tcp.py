@@ -1,0 +1,884 @@
+"""``TcpTransport``: casty's Transport port over TCP, on asyncio streams.
+
+Two layers:
+
+- **A sans-I/O framing core** (no sockets, no loop): ``FrameDecoder`` turns any chunking of
+  a byte stream back into frames, ``encode_frame`` does the reverse, and ``Hello`` /
+  ``Welcome`` / ``Refused`` with ``decode_hello``, ``decode_reply`` and ``refusal`` are the
+  handshake. Unit tests drive them with plain bytes.
+- **The asyncio driver**, ``TcpTransport``: a listener, one outgoing connection per peer,
+  bounded queues, reconnection with capped backoff.
+
+Wire format. Every frame is a 4-byte big-endian length followed by that many bytes. A
+length over the receiver's ``max_frame`` (4 MiB by default) is refused from the header
+alone, before any payload is buffered. A connection starts with one handshake frame each
+way: the dialer sends ``Hello(magic, cluster, node)`` (msgpack, via msgspec), the acceptor
+answers ``Welcome(node)`` or ``Refused(reason)`` and closes. A refusal is given for another
+cluster name, another protocol ``magic``, an empty node id or this node's own id. The
+first frame of a connection may not exceed ``HANDSHAKE_MAX`` (1 KiB), so a stranger cannot
+make a node buffer megabytes before saying who it is, and a silent one is closed after
+``connect_timeout``.
+
+Connections are one-way. The dialer's connection carries its frames to the acceptor and
+nothing comes back after ``Welcome``. A frame from ``a`` to ``b`` always rides on the
+connection that ``a`` opened to ``b``, and ``b`` answers on its own connection to ``a``.
+With one direction per connection there is no tie-break when two nodes dial each other at
+once, each side has exactly one writer per peer (its own task) and one reader per peer (the
+acceptor), and the source of every frame is the node id the handshake proved. An incoming
+connection from a node supersedes an older one from the same node, which is closed: a
+restarted peer never leaves a half-open ghost behind.
+
+Delivery is best effort, as the port says. Frames from one node to another arrive in order
+while a connection lasts. Frames written to a connection that breaks are lost, and the next
+frame opens a new connection.
+
+Outgoing queues. ``send`` never blocks and never raises for network reasons. It appends
+to the destination's queue and wakes that peer's task, which connects lazily (on the first
+frame), writes queued frames in batches and reconnects after a loss.
+
+- Overflow: a queue holds at most ``queue_frames`` frames and ``queue_bytes`` bytes.
+  When full, the **oldest** frames are dropped (``stats.dropped_overflow``). The frames
+  that protocols on top send again and again (heartbeats, digests, retries) are worth
+  more fresh than stale.
+- Unreachable: when a connection attempt fails (refused, timed out, handshake refused),
+  the frames queued for that peer are dropped (``stats.dropped_unreachable``), and the
+  next attempt waits a backoff: ``backoff_min`` doubling up to ``backoff_max``, with
+  jitter only when a ``random.Random`` is injected. Frames sent during the backoff wait
+  for that attempt. So a frame to a dead node lives at most one backoff plus one
+  ``connect_timeout``.
+- A node not in the address book (``dropped_unknown``), a frame over this node's own
+  ``max_frame`` (``dropped_too_large``), and a transport not started or already closed
+  (``dropped_closed``) all drop at once, in ``send`` itself.
+
+Errors on a connection end that connection and nothing else. A garbage or oversized frame,
+a malformed handshake or a broken socket is logged with its reason on the ``casty.tcp``
+logger and reported to the observer as ``ConnectionLost`` (incoming connections, and
+established outgoing ones) or ``ConnectFailed`` (outgoing attempts that never completed the
+handshake). Then that connection is closed. The listener and every other connection carry
+on.
+
+The listener binds ``127.0.0.1`` unless told otherwise. Pass IP literals: a host name
+that resolves to several addresses would bind several sockets. There are no threads, and
+time comes only from the running loop (``loop.time``, ``asyncio.sleep``, ``asyncio.timeout``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+import struct
+from collections import deque
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+from typing import Any, ClassVar, Final
+
+import msgspec
+
+from ..errors import CastyError
+from ..observer import Event
+from ..ports import FrameHandler, Observer
+
+__all__ = [
+    "MAGIC",
+    "MAX_FRAME",
+    "HANDSHAKE_MAX",
+    "FrameError",
+    "FrameDecoder",
+    "encode_frame",
+    "Hello",
+    "Welcome",
+    "Refused",
+    "encode_handshake",
+    "decode_hello",
+    "decode_reply",
+    "refusal",
+    "ConnectionLost",
+    "ConnectFailed",
+    "TcpStats",
+    "TcpTransport",
+]
+
+MAGIC: Final = "casty/1"
+"""The protocol name and version a ``Hello`` must carry."""
+
+MAX_FRAME: Final = 4 * 1024 * 1024
+"""The default largest frame payload, in bytes (4 MiB)."""
+
+HANDSHAKE_MAX: Final = 1024
+"""The largest first frame of a connection (the handshake), in bytes."""
+
+_HEADER: Final = struct.Struct(">I")
+_HEADER_SIZE: Final = _HEADER.size
+_LENGTH_LIMIT: Final = 2**32 - 1
+_READ_CHUNK: Final = 256 * 1024
+_WRITE_BATCH: Final = 256 * 1024
+_CLOSE_GRACE: Final = 1.0
+
+log = logging.getLogger("casty.tcp")
+
+
+# --- sans-I/O framing ----------------------------------------------------------------------
+
+
+class FrameError(CastyError, ValueError):
+    """A byte stream that breaks the framing or the handshake.
+
+    ``reason`` says what was wrong. ``frames`` holds the whole frames that the failing
+    ``feed`` call decoded before the bad one, so a caller can still deliver them.
+    """
+
+    def __init__(self, reason: str, frames: list[bytes] | None = None) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.frames: list[bytes] = frames if frames is not None else []
+
+
+def encode_frame(payload: bytes, max_frame: int = MAX_FRAME) -> bytes:
+    """``payload`` with its 4-byte big-endian length prefix; ``FrameError`` if longer than ``max_frame``."""
+    if len(payload) > max_frame:
+        raise FrameError(f"frame of {len(payload)} bytes exceeds the {max_frame}-byte limit")
+    return _HEADER.pack(len(payload)) + payload
+
+
+class FrameDecoder:
+    """Length-prefixed frames out of a byte stream, whatever its chunking.
+
+    ``feed(data)`` returns the frames completed by ``data``, in order. A length over the limit
+    raises ``FrameError`` as soon as its header is complete. The limit is ``max_frame``, or
+    ``first_max`` for the first frame (the handshake). After an error the decoder stays
+    failed: every later ``feed`` raises again. A stream cannot recover its framing once it
+    has lost it.
+    """
+
+    __slots__ = ("max_frame", "first_max", "_buffer", "_decoded", "_error")
+
+    def __init__(self, max_frame: int = MAX_FRAME, *, first_max: int | None = None) -> None:
+        if not 0 <= max_frame <= _LENGTH_LIMIT:
+            raise ValueError(f"max_frame must be within [0, 2**32 - 1], got {max_frame}")
+        if first_max is not None and not 0 <= first_max <= _LENGTH_LIMIT:
+            raise ValueError(f"first_max must be within [0, 2**32 - 1], got {first_max}")
+        self.max_frame = max_frame
+        self.first_max = first_max
+        self._buffer = bytearray()
+        self._decoded = 0
+        self._error: str | None = None
+
+    @property
+    def pending(self) -> int:
+        """Bytes received that do not yet make a whole frame."""
+        return len(self._buffer)
+
+    @property
+    def decoded(self) -> int:
+        """How many frames this decoder has returned so far."""
+        return self._decoded
+
+    @property
+    def error(self) -> str | None:
+        """Why the decoder failed, or None while the stream is sound."""
+        return self._error
+
+    def feed(self, data: bytes | bytearray | memoryview) -> list[bytes]:
+        if self._error is not None:
+            raise FrameError(self._error)
+        buffer = self._buffer
+        buffer += data
+        size = len(buffer)
+        frames: list[bytes] = []
+        position = 0
+        while size - position >= _HEADER_SIZE:
+            (length,) = _HEADER.unpack_from(buffer, position)
+            first = self._decoded == 0 and self.first_max is not None
+            limit = self.first_max if first and self.first_max is not None else self.max_frame
+            if length > limit:
+                what = "handshake frame" if first else "frame"
+                self._error = f"{what} of {length} bytes exceeds the {limit}-byte limit"
+                del buffer[:]
+                raise FrameError(self._error, frames)
+            end = position + _HEADER_SIZE + length
+            if end > size:
+                break
+            frames.append(bytes(buffer[position + _HEADER_SIZE : end]))
+            self._decoded += 1
+            position = end
+        if position:
+            del buffer[:position]
+        return frames
+
+
+# --- sans-I/O handshake --------------------------------------------------------------------
+
+
+class Hello(msgspec.Struct, frozen=True, tag="hello"):
+    """The dialer's first frame: protocol ``magic``, its ``cluster`` name and its ``node`` id."""
+
+    magic: str
+    cluster: str
+    node: str
+
+
+class Welcome(msgspec.Struct, frozen=True, tag="welcome"):
+    """The acceptor's yes, naming itself: the dialer checks it reached the node it meant."""
+
+    node: str
+
+
+class Refused(msgspec.Struct, frozen=True, tag="refused"):
+    """The acceptor's no, with a reason; the acceptor closes the connection after it."""
+
+    reason: str
+
+
+_ENCODER: Final = msgspec.msgpack.Encoder()
+_HELLO_DECODER: Final = msgspec.msgpack.Decoder(Hello)
+_REPLY_DECODER: Final[msgspec.msgpack.Decoder[Welcome | Refused]] = msgspec.msgpack.Decoder(Welcome | Refused)
+
+
+def encode_handshake(message: Hello | Welcome | Refused) -> bytes:
+    """A handshake message as a whole frame (length prefix included)."""
+    return encode_frame(_ENCODER.encode(message), HANDSHAKE_MAX)
+
+
+def decode_hello(frame: bytes) -> Hello:
+    """The ``Hello`` in a connection's first frame; ``FrameError`` if it is not one."""
+    try:
+        return _HELLO_DECODER.decode(frame)
+    except msgspec.DecodeError as exc:
+        raise FrameError(f"malformed handshake: {exc}") from None
+
+
+def decode_reply(frame: bytes) -> Welcome | Refused:
+    """The acceptor's answer to a ``Hello``; ``FrameError`` if it is neither a welcome nor a refusal."""
+    try:
+        return _REPLY_DECODER.decode(frame)
+    except msgspec.DecodeError as exc:
+        raise FrameError(f"malformed handshake reply: {exc}") from None
+
+
+def refusal(hello: Hello, *, cluster: str, node: str) -> str | None:
+    """Why the node ``node`` of ``cluster`` refuses ``hello``, or None to welcome it."""
+    if hello.magic != MAGIC:
+        return f"unsupported protocol {hello.magic!r} (this node speaks {MAGIC!r})"
+    if hello.cluster != cluster:
+        return f"cluster {hello.cluster!r} is not this node's cluster {cluster!r}"
+    if not hello.node:
+        return "empty node id"
+    if hello.node == node:
+        return f"node id {hello.node!r} is this node's own"
+    return None
+
+
+# --- events and counters -------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ConnectionLost(Event):
+    """A connection ended for ``reason``: a garbage or oversized frame, a refused handshake, the peer went away, ...
+
+    ``direction`` is "in" (accepted here; ``node`` is "" if it never said who it was) or
+    "out" (dialed from here, after a completed handshake). ``address`` is the peer's
+    host:port.
+    """
+
+    kind: ClassVar[str] = "net.connection_lost"
+    node: str
+    reason: str
+    direction: str
+    address: str
+
+
+@dataclass(frozen=True, slots=True)
+class ConnectFailed(Event):
+    """An attempt to reach ``node`` failed (``reason``); ``dropped`` queued frames were dropped; next try in ``retry_in`` s."""
+
+    kind: ClassVar[str] = "net.connect_failed"
+    node: str
+    address: str
+    reason: str
+    dropped: int
+    retry_in: float
+
+
+@dataclass(slots=True)
+class TcpStats:
+    """What a transport did, counted since it was built."""
+
+    sent: int = 0
+    """Frames written to a socket (or handed to this node itself)."""
+    received: int = 0
+    """Frames handed to the handler."""
+    connects: int = 0
+    """Outgoing connections that completed the handshake."""
+    connect_failures: int = 0
+    """Outgoing attempts that did not complete it."""
+    accepts: int = 0
+    """Incoming connections welcomed."""
+    refused: int = 0
+    """Incoming handshakes refused (another cluster, another protocol, ...)."""
+    protocol_errors: int = 0
+    """Incoming connections closed for a garbage or oversized frame or a malformed or missing handshake."""
+    connections_lost: int = 0
+    """Welcomed incoming or established outgoing connections that ended (not counting ``close``)."""
+    dropped_unknown: int = 0
+    """Frames to a node not in the address book."""
+    dropped_too_large: int = 0
+    """Frames over this node's ``max_frame``."""
+    dropped_overflow: int = 0
+    """Frames pushed out of a full queue (the oldest go first)."""
+    dropped_unreachable: int = 0
+    """Frames queued for a peer when an attempt to reach it failed."""
+    dropped_closed: int = 0
+    """Frames sent before ``start`` or after ``close``."""
+    dropped_no_handler: int = 0
+    """Frames that arrived while no handler was set."""
+
+    @property
+    def dropped(self) -> int:
+        """Every frame dropped, whatever the reason."""
+        return sum(getattr(self, f.name) for f in fields(self) if f.name.startswith("dropped_"))
+
+
+# --- the asyncio driver --------------------------------------------------------------------
+
+Address = tuple[str, int]
+
+
+class _DialError(Exception):
+    """An outgoing attempt failed for ``reason`` after the socket was connected."""
+
+
+class _Peer:
+    """One destination: its address, its queue of frames and the task that carries them."""
+
+    __slots__ = (
+        "node", "address", "queue", "queued_bytes", "wakeup", "task", "writer", "failures", "retry_at", "lost_reason",
+    )
+
+    def __init__(self, node: str, address: Address) -> None:
+        self.node = node
+        self.address = address
+        self.queue: deque[bytes] = deque()
+        self.queued_bytes = 0
+        self.wakeup = asyncio.Event()
+        self.task: asyncio.Task[None] | None = None
+        self.writer: asyncio.StreamWriter | None = None
+        self.failures = 0
+        self.retry_at = 0.0
+        self.lost_reason: str | None = None
+
+
+class _Incoming:
+    """One accepted connection: who it is (once the handshake says), and the task reading it."""
+
+    __slots__ = ("writer", "address", "node", "admitted", "lost_reason", "task")
+
+    def __init__(self, writer: asyncio.StreamWriter, address: str) -> None:
+        self.writer = writer
+        self.address = address
+        self.node = ""
+        self.admitted = False
+        self.lost_reason: str | None = None
+        self.task: asyncio.Task[None] | None = None
+
+
+def _format_address(address: Any) -> str:
+    if isinstance(address, tuple) and len(address) >= 2:
+        host, port = address[0], address[1]
+        return f"[{host}]:{port}" if ":" in str(host) else f"{host}:{port}"
+    return str(address)
+
+
+def _describe(exc: BaseException) -> str:
+    text = str(exc)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+async def _shut(writer: asyncio.StreamWriter, *, graceful: bool) -> None:
+    """Close a connection: flush and FIN when ``graceful`` (for at most a second), else reset it at once.
+
+    The close itself is started before the first ``await``, so even a cancellation landing
+    here cannot leave the socket open.
+    """
+    transport = writer.transport
+    if graceful and not transport.is_closing():
+        writer.close()
+    else:
+        transport.abort()
+    try:
+        async with asyncio.timeout(_CLOSE_GRACE):
+            await writer.wait_closed()
+    except TimeoutError:
+        transport.abort()
+    except asyncio.CancelledError:
+        transport.abort()
+        raise
+    except Exception:
+        pass  # the connection ended with an error: it is closed all the same
+
+
+def _log_crash(task: asyncio.Task[None]) -> None:
+    if not task.cancelled() and task.exception() is not None:
+        log.error("internal task %s crashed", task.get_name(), exc_info=task.exception())
+
+
+class TcpTransport:
+    """casty's ``Transport`` over TCP: see the module docstring for the wire format and the choices.
+
+    ``start()`` opens the listener (its actual address is ``address``, so port 0 works).
+    ``add_peer`` fills the address book, ``send`` queues a frame and never blocks,
+    ``set_handler`` receives ``(source node, frame)``, and ``close()`` stops it all. It can
+    also be used as ``async with TcpTransport(...) as transport:``.
+    """
+
+    def __init__(
+        self,
+        node: str,
+        bind: Address = ("127.0.0.1", 0),
+        *,
+        cluster: str = "casty",
+        peers: Mapping[str, Address] | None = None,
+        max_frame: int = MAX_FRAME,
+        connect_timeout: float = 5.0,
+        queue_frames: int = 10_000,
+        queue_bytes: int = 64 * 1024 * 1024,
+        backoff_min: float = 0.05,
+        backoff_max: float = 5.0,
+        rng: random.Random | None = None,
+        observer: Observer | None = None,
+    ) -> None:
+        if not node:
+            raise ValueError("a node id must not be empty")
+        if not 0 <= max_frame <= _LENGTH_LIMIT:
+            raise ValueError(f"max_frame must be within [0, 2**32 - 1], got {max_frame}")
+        if queue_frames < 1:
+            raise ValueError(f"queue_frames must be at least 1, got {queue_frames}")
+        if queue_bytes < max_frame:
+            raise ValueError(f"queue_bytes ({queue_bytes}) must hold one frame of max_frame ({max_frame}) bytes")
+        if connect_timeout <= 0:
+            raise ValueError(f"connect_timeout must be positive, got {connect_timeout}")
+        if not 0 < backoff_min <= backoff_max:
+            raise ValueError(f"need 0 < backoff_min <= backoff_max, got {backoff_min} and {backoff_max}")
+        self._node = node
+        self._bind = bind
+        self._cluster = cluster
+        self._max_frame = max_frame
+        self._connect_timeout = connect_timeout
+        self._queue_frames = queue_frames
+        self._queue_bytes = queue_bytes
+        self._backoff_min = backoff_min
+        self._backoff_max = backoff_max
+        self._rng = rng
+        self._observer = observer
+        self._handler: FrameHandler | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._server: asyncio.Server | None = None
+        self._address: Address | None = None
+        self._closing = False
+        self._peers: dict[str, _Peer] = {}
+        self._retired: set[asyncio.Task[None]] = set()
+        self._watchers: set[asyncio.Task[str]] = set()
+        self._incoming: set[_Incoming] = set()
+        self._admitted: dict[str, _Incoming] = {}
+        self.stats = TcpStats()
+        for peer, address in (peers or {}).items():
+            self.add_peer(peer, address)
+
+    # --- the Transport port ---------------------------------------------------------------
+
+    @property
+    def node(self) -> str:
+        return self._node
+
+    @property
+    def cluster(self) -> str:
+        return self._cluster
+
+    @property
+    def address(self) -> Address:
+        """The (host, port) the listener is bound to; only after ``start``."""
+        if self._address is None:
+            raise RuntimeError("the transport is not listening: call start() first")
+        return self._address
+
+    @property
+    def incoming(self) -> int:
+        """How many incoming connections are open (in the handshake or welcomed)."""
+        return len(self._incoming)
+
+    @property
+    def outgoing(self) -> frozenset[str]:
+        """The peers this node holds an established outgoing connection to."""
+        return frozenset(p.node for p in self._peers.values() if p.writer is not None)
+
+    def set_handler(self, handler: FrameHandler) -> None:
+        self._handler = handler
+
+    def send(self, destination: str, frame: bytes) -> None:
+        """Queue ``frame`` for ``destination``; never blocks, never raises for network reasons (drops instead)."""
+        if not isinstance(frame, (bytes, bytearray, memoryview)):
+            raise TypeError(f"a frame is bytes, got {type(frame).__qualname__}")
+        data = bytes(frame)
+        stats = self.stats
+        loop = self._loop
+        if loop is None or self._closing:
+            stats.dropped_closed += 1
+            return
+        if len(data) > self._max_frame:
+            stats.dropped_too_large += 1
+            log.warning(
+                "%s: dropped a frame of %d bytes to %s: over max_frame %d", self._node, len(data), destination, self._max_frame
+            )
+            return
+        if destination == self._node:
+            stats.sent += 1
+            loop.call_soon(self._deliver, self._node, data)
+            return
+        peer = self._peers.get(destination)
+        if peer is None:
+            stats.dropped_unknown += 1
+            log.debug("%s: dropped a frame to unknown node %s", self._node, destination)
+            return
+        queue = peer.queue
+        queue.append(data)
+        peer.queued_bytes += len(data)
+        while len(queue) > self._queue_frames or peer.queued_bytes > self._queue_bytes:
+            peer.queued_bytes -= len(queue.popleft())
+            stats.dropped_overflow += 1
+        if peer.task is None:
+            task = loop.create_task(self._dial_loop(peer), name=f"casty.tcp {self._node}->{peer.node}")
+            task.add_done_callback(_log_crash)
+            peer.task = task
+        peer.wakeup.set()
+
+    async def start(self) -> None:
+        """Open the listener on ``bind`` (loopback, any free port by default)."""
+        if self._closing:
+            raise RuntimeError("the transport is closed")
+        if self._server is not None:
+            raise RuntimeError("the transport is already started")
+        self._loop = asyncio.get_running_loop()
+        host, port = self._bind
+        self._server = await asyncio.start_server(self._on_client, host, port, limit=_READ_CHUNK)
+        name = self._server.sockets[0].getsockname()
+        self._address = (str(name[0]), int(name[1]))
+        log.debug("%s: listening on %s (cluster %r)", self._node, _format_address(self._address), self._cluster)
+
+    async def close(self) -> None:
+        """Stop listening, drop every connection and queue, and wait for every task of this transport to end."""
+        if self._closing:
+            return
+        self._closing = True
+        server, self._server = self._server, None
+        if server is not None:
+            server.close()
+        tasks = [p.task for p in self._peers.values() if p.task is not None]
+        tasks += [c.task for c in self._incoming if c.task is not None]
+        tasks += list(self._retired)
+        for task in tasks:
+            task.cancel()
+        if tasks:
+            await asyncio.gather(*tasks, return_exceptions=True)
+        if self._watchers:  # cancelled by their pumps; a second cancellation may have cut the wait short
+            await asyncio.wait(list(self._watchers))
+        if server is not None:
+            await server.wait_closed()
+        for peer in self._peers.values():
+            self.stats.dropped_closed += len(peer.queue)
+            peer.queue.clear()
+            peer.queued_bytes = 0
+            peer.task = None
+
+    async def __aenter__(self) -> TcpTransport:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.close()
+
+    # --- the address book -----------------------------------------------------------------
+
+    def add_peer(self, node: str, address: Address) -> None:
+        """Tell where ``node`` listens. A new address for a connected peer drops the old connection."""
+        if not node:
+            raise ValueError("a node id must not be empty")
+        if node == self._node:
+            return
+        address = (str(address[0]), int(address[1]))
+        peer = self._peers.get(node)
+        if peer is None:
+            self._peers[node] = _Peer(node, address)
+            return
+        if peer.address == address:
+            return
+        peer.address = address
+        peer.failures = 0
+        peer.retry_at = 0.0
+        if peer.writer is not None:
+            peer.lost_reason = f"address changed to {_format_address(address)}"
+            peer.writer.transport.abort()
+
+    def remove_peer(self, node: str) -> None:
+        """Forget ``node``: its queued frames are dropped and its connection closed."""
+        peer = self._peers.pop(node, None)
+        if peer is None:
+            return
+        self.stats.dropped_unreachable += len(peer.queue)
+        peer.queue.clear()
+        peer.queued_bytes = 0
+        if peer.task is not None:
+            task = peer.task
+            peer.task = None
+            self._retired.add(task)
+            task.add_done_callback(self._retired.discard)
+            task.cancel()
+
+    def peers(self) -> dict[str, Address]:
+        """The address book: node id -> (host, port)."""
+        return {node: peer.address for node, peer in self._peers.items()}
+
+    # --- outgoing -------------------------------------------------------------------------
+
+    def _backoff(self, failures: int) -> float:
+        delay = min(self._backoff_max, self._backoff_min * 2.0 ** min(failures - 1, 62))
+        if self._rng is not None:
+            delay *= 0.5 + 0.5 * self._rng.random()
+        return delay
+
+    async def _dial_loop(self, peer: _Peer) -> None:
+        """The peer's one task: wait for frames, connect, write them; after a failure, back off and retry."""
+        loop = asyncio.get_running_loop()
+        while True:
+            while not peer.queue:
+                peer.wakeup.clear()
+                await peer.wakeup.wait()
+            delay = peer.retry_at - loop.time()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            address = peer.address
+            where = _format_address(address)
+            try:
+                async with asyncio.timeout(self._connect_timeout):
+                    reader, writer = await self._dial(peer, address)
+            except Exception as exc:
+                if isinstance(exc, TimeoutError):
+                    reason = f"no connection and handshake within {self._connect_timeout}s"
+                elif isinstance(exc, (_DialError, FrameError)):
+                    reason = str(exc)
+                else:
+                    reason = _describe(exc)
+                peer.failures += 1
+                retry_in = self._backoff(peer.failures)
+                peer.retry_at = loop.time() + retry_in
+                dropped = len(peer.queue)
+                peer.queue.clear()
+                peer.queued_bytes = 0
+                self.stats.dropped_unreachable += dropped
+                self.stats.connect_failures += 1
+                log.info(
+                    "%s: cannot reach %s at %s: %s (%d frames dropped, next try in %.3fs)",
+                    self._node, peer.node, where, reason, dropped, retry_in,
+                )
+                self._emit(ConnectFailed(peer.node, where, reason, dropped, retry_in))
+                continue
+            peer.failures = 0
+            peer.lost_reason = None
+            peer.writer = writer
+            self.stats.connects += 1
+            log.debug("%s: connected to %s at %s", self._node, peer.node, where)
+            try:
+                reason = await self._pump(peer, reader, writer)
+            finally:
+                peer.writer = None
+            peer.failures = 1
+            retry_in = self._backoff(1)
+            peer.retry_at = loop.time() + retry_in
+            self.stats.connections_lost += 1
+            log.info("%s: connection to %s at %s lost: %s", self._node, peer.node, where, reason)
+            self._emit(ConnectionLost(peer.node, reason, "out", where))
+
+    async def _dial(self, peer: _Peer, address: Address) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+        """Connect and shake hands; the streams once welcomed, or an exception saying why not."""
+        reader, writer = await asyncio.open_connection(address[0], address[1], limit=_READ_CHUNK)
+        try:
+            writer.write(encode_handshake(Hello(MAGIC, self._cluster, self._node)))
+            await writer.drain()
+            decoder = FrameDecoder(HANDSHAKE_MAX)
+            frames: list[bytes] = []
+            while not frames:
+                data = await reader.read(_READ_CHUNK)
+                if not data:
+                    raise _DialError("closed by the acceptor during the handshake")
+                frames = decoder.feed(data)
+            reply = decode_reply(frames[0])
+            if isinstance(reply, Refused):
+                raise _DialError(f"refused: {reply.reason}")
+            if reply.node != peer.node:
+                raise _DialError(f"reached node {reply.node!r} instead of {peer.node!r}")
+            if len(frames) > 1 or decoder.pending:
+                raise _DialError("unexpected data after the welcome")
+        except BaseException:
+            await _shut(writer, graceful=False)
+            raise
+        return reader, writer
+
+    async def _pump(self, peer: _Peer, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> str:
+        """Write the peer's queue to an established connection until it breaks; return why it broke."""
+        loop = asyncio.get_running_loop()
+        watcher = loop.create_task(self._watch(reader), name=f"casty.tcp {self._node}->{peer.node} watch")
+        watcher.add_done_callback(lambda _: peer.wakeup.set())
+        self._watchers.add(watcher)
+        watcher.add_done_callback(self._watchers.discard)
+        graceful = True
+        try:
+            while True:
+                if watcher.done():
+                    graceful = False
+                    return peer.lost_reason or watcher.result()
+                if not peer.queue:
+                    peer.wakeup.clear()
+                    await peer.wakeup.wait()
+                    continue
+                self._write_batch(peer, writer)
+                await writer.drain()
+        except OSError as exc:
+            graceful = False
+            return peer.lost_reason or f"write failed: {_describe(exc)}"
+        finally:
+            watcher.cancel()
+            await _shut(writer, graceful=graceful and not self._closing)
+            await asyncio.wait([watcher])
+
+    async def _watch(self, reader: asyncio.StreamReader) -> str:
+        """Read an outgoing connection, where nothing should come after the welcome; return how it ended."""
+        try:
+            data = await reader.read(_READ_CHUNK)
+        except OSError as exc:
+            return f"connection error: {_describe(exc)}"
+        if not data:
+            return "closed by the peer"
+        return "protocol error: the acceptor sent data after its welcome"
+
+    def _write_batch(self, peer: _Peer, writer: asyncio.StreamWriter) -> None:
+        queue = peer.queue
+        batch = bytearray()
+        count = 0
+        while queue and len(batch) < _WRITE_BATCH:
+            frame = queue.popleft()
+            peer.queued_bytes -= len(frame)
+            count += 1
+            if len(frame) >= _WRITE_BATCH:
+                if batch:
+                    writer.write(batch)
+                    batch = bytearray()
+                writer.write(_HEADER.pack(len(frame)))
+                writer.write(frame)
+            else:
+                batch += _HEADER.pack(len(frame))
+                batch += frame
+        if batch:
+            writer.write(batch)
+        self.stats.sent += count
+
+    # --- incoming -------------------------------------------------------------------------
+
+    def _on_client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        """The listener's callback (synchronous, so every connection is tracked from its first moment)."""
+        loop = self._loop
+        if self._closing or loop is None:
+            writer.transport.abort()
+            return
+        conn = _Incoming(writer, _format_address(writer.get_extra_info("peername")))
+        task = loop.create_task(self._serve(conn, reader, writer), name=f"casty.tcp {self._node}<-{conn.address}")
+        task.add_done_callback(_log_crash)
+        conn.task = task
+        self._incoming.add(conn)
+
+    async def _serve(self, conn: _Incoming, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        """One incoming connection: the handshake, then every frame to the handler, until it ends."""
+        reason = "closed by the peer"
+        level = logging.INFO
+        graceful = True
+        try:
+            decoder = FrameDecoder(self._max_frame, first_max=HANDSHAKE_MAX)
+            frames: list[bytes] = []
+            async with asyncio.timeout(self._connect_timeout):
+                while not frames:
+                    data = await reader.read(_READ_CHUNK)
+                    if not data:
+                        reason = "closed by the peer before the handshake"
+                        return
+                    frames = decoder.feed(data)
+            hello = decode_hello(frames[0])
+            conn.node = hello.node
+            why = refusal(hello, cluster=self._cluster, node=self._node)
+            if why is not None:
+                writer.write(encode_handshake(Refused(why)))
+                self.stats.refused += 1
+                reason, level = f"refused: {why}", logging.WARNING
+                return
+            writer.write(encode_handshake(Welcome(self._node)))
+            self._admit(conn)
+            for frame in frames[1:]:
+                self._deliver(conn.node, frame)
+            while True:
+                data = await reader.read(_READ_CHUNK)
+                if not data:
+                    reason = conn.lost_reason or "closed by the peer"
+                    return
+                for frame in decoder.feed(data):
+                    self._deliver(conn.node, frame)
+        except TimeoutError:
+            self.stats.protocol_errors += 1
+            reason, level, graceful = f"no handshake within {self._connect_timeout}s", logging.WARNING, False
+        except FrameError as exc:
+            if conn.admitted:
+                for frame in exc.frames:
+                    self._deliver(conn.node, frame)
+            self.stats.protocol_errors += 1
+            reason, level, graceful = f"protocol error: {exc.reason}", logging.WARNING, False
+        except OSError as exc:
+            reason, graceful = conn.lost_reason or f"connection error: {_describe(exc)}", False
+        finally:
+            self._incoming.discard(conn)
+            if self._admitted.get(conn.node) is conn:
+                del self._admitted[conn.node]
+            if not self._closing:
+                if conn.admitted:
+                    self.stats.connections_lost += 1
+                who = conn.node or "an unidentified peer"
+                log.log(level, "%s: connection from %s at %s closed: %s", self._node, who, conn.address, reason)
+                self._emit(ConnectionLost(conn.node, reason, "in", conn.address))
+            await _shut(writer, graceful=graceful and not self._closing)
+
+    def _admit(self, conn: _Incoming) -> None:
+        conn.admitted = True
+        self.stats.accepts += 1
+        older = self._admitted.get(conn.node)
+        self._admitted[conn.node] = conn
+        if older is not None:
+            older.lost_reason = "superseded by a newer connection from the same node"
+            older.writer.transport.abort()
+
+    # --- delivery and reports -------------------------------------------------------------
+
+    def _deliver(self, source: str, frame: bytes) -> None:
+        handler = self._handler
+        if self._closing:
+            self.stats.dropped_closed += 1
+            return
+        if handler is None:
+            self.stats.dropped_no_handler += 1
+            return
+        self.stats.received += 1
+        try:
+            handler(source, frame)
+        except Exception:
+            log.exception("%s: the frame handler raised on a frame from %s", self._node, source)
+
+    def _emit(self, event: Event) -> None:
+        if self._observer is not None:
+            try:
+                self._observer(event)
+            except Exception:  # the port says it must not raise; if it does, no connection pays for it
+                log.exception("%s: the observer raised on %s", self._node, event.kind)

@@ -1,0 +1,582 @@
+"""TCP transport: the sans-I/O framing and handshake by hand and by property, then real sockets on 127.0.0.1.
+
+Every socket test runs in its own ``asyncio.run`` under an ``asyncio.timeout`` guard
+(``run`` below), so a bug can fail a test but never hang the suite. Waits poll a
+condition (``until``) instead of sleeping a guessed time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import socket
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+import msgspec
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from casty.cluster.tcp import (
+    HANDSHAKE_MAX,
+    MAGIC,
+    MAX_FRAME,
+    ConnectFailed,
+    ConnectionLost,
+    FrameDecoder,
+    FrameError,
+    Hello,
+    Refused,
+    TcpTransport,
+    Welcome,
+    decode_hello,
+    decode_reply,
+    encode_frame,
+    encode_handshake,
+    refusal,
+)
+from casty.observer import Event
+from casty.ports import Transport
+
+T = TypeVar("T")
+GUARD = 20.0
+
+
+def run(main: Callable[[], Awaitable[T]], timeout: float = GUARD) -> T:
+    """Run ``main()`` on a fresh loop; fail (never hang) if it takes longer than ``timeout``."""
+
+    async def guarded() -> T:
+        async with asyncio.timeout(timeout):
+            return await main()
+
+    return asyncio.run(guarded())
+
+
+async def until(condition: Callable[[], bool], *, step: float = 0.005) -> None:
+    """Poll ``condition`` until it holds (the caller's ``run`` guard bounds the wait)."""
+    while not condition():
+        await asyncio.sleep(step)
+
+
+class Inbox:
+    """A frame handler that keeps ``(source, frame)`` pairs."""
+
+    def __init__(self) -> None:
+        self.frames: list[tuple[str, bytes]] = []
+
+    def __call__(self, source: str, frame: bytes) -> None:
+        self.frames.append((source, frame))
+
+    def payloads(self, source: str) -> list[bytes]:
+        return [frame for src, frame in self.frames if src == source]
+
+
+class Events:
+    """An observer that keeps every event."""
+
+    def __init__(self) -> None:
+        self.events: list[Event] = []
+
+    def __call__(self, event: Event) -> None:
+        self.events.append(event)
+
+    def lost(self) -> list[ConnectionLost]:
+        return [e for e in self.events if isinstance(e, ConnectionLost)]
+
+    def failed(self) -> list[ConnectFailed]:
+        return [e for e in self.events if isinstance(e, ConnectFailed)]
+
+
+async def started(*nodes: str, **options: Any) -> tuple[list[TcpTransport], list[Inbox], list[Events]]:
+    """Start one transport per node id, each knowing all the others, with an inbox and an event log each."""
+    transports, inboxes, logs = [], [], []
+    for node in nodes:
+        events = Events()
+        transport = TcpTransport(node, observer=events, **options)
+        inbox = Inbox()
+        transport.set_handler(inbox)
+        await transport.start()
+        transports.append(transport)
+        inboxes.append(inbox)
+        logs.append(events)
+    for transport in transports:
+        for other in transports:
+            if other is not transport:
+                transport.add_peer(other.node, other.address)
+    return transports, inboxes, logs
+
+
+async def close_all(*transports: TcpTransport) -> None:
+    for transport in transports:
+        await transport.close()
+
+
+async def raw_connect(transport: TcpTransport) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    host, port = transport.address
+    return await asyncio.open_connection(host, port)
+
+
+async def read_to_eof(reader: asyncio.StreamReader) -> bytes:
+    """Everything the other side sends until it closes (a reset counts as closed)."""
+    chunks = []
+    try:
+        while chunk := await reader.read(65536):
+            chunks.append(chunk)
+    except ConnectionError:
+        pass
+    return b"".join(chunks)
+
+
+async def read_frame(reader: asyncio.StreamReader) -> bytes:
+    """The next whole frame from a raw connection (the handshake reply)."""
+    decoder = FrameDecoder(first_max=HANDSHAKE_MAX)
+    frames: list[bytes] = []
+    while not frames:
+        chunk = await reader.read(HANDSHAKE_MAX)
+        assert chunk, "closed before a whole frame"
+        frames = decoder.feed(chunk)
+    return frames[0]
+
+
+def free_port() -> int:
+    """A loopback port with (very likely) nothing listening on it."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+    return port
+
+
+# --- the sans-I/O framing core ---------------------------------------------------------------
+
+
+def test_decoder_splits_and_merges_by_hand() -> None:
+    """Frames come out whole and in order whether chunks cut through a header, a payload, or hold several frames."""
+    stream = encode_frame(b"hello") + encode_frame(b"") + encode_frame(b"x" * 300)
+    decoder = FrameDecoder()
+    assert decoder.feed(stream[:2]) == []  # half a header
+    assert decoder.feed(stream[2:6]) == []  # header done, one payload byte
+    assert decoder.pending == 6
+    assert decoder.feed(stream[6:20]) == [b"hello", b""]  # the rest of frame 1, all of the empty frame, part of 3
+    assert decoder.feed(stream[20:]) == [b"x" * 300]
+    assert decoder.pending == 0 and decoder.decoded == 3
+    assert FrameDecoder().feed(stream) == [b"hello", b"", b"x" * 300]
+
+
+def test_decoder_refuses_an_oversized_length_from_the_header_alone() -> None:
+    """A length over the limit fails as soon as its 4 header bytes are in, keeps the frames before it, and stays failed."""
+    decoder = FrameDecoder(max_frame=10)
+    with pytest.raises(FrameError) as info:
+        decoder.feed(encode_frame(b"ok", 10) + (11).to_bytes(4, "big"))
+    assert info.value.frames == [b"ok"]
+    assert "11 bytes exceeds the 10-byte limit" in info.value.reason
+    assert decoder.error is not None
+    with pytest.raises(FrameError):
+        decoder.feed(encode_frame(b"fine", 10))
+    with pytest.raises(FrameError):
+        encode_frame(b"x" * 11, 10)
+
+
+def test_first_frame_has_its_own_limit() -> None:
+    """``first_max`` bounds only the first frame (the handshake); later frames may use all of ``max_frame``."""
+    big = b"y" * 5000
+    decoder = FrameDecoder(max_frame=10_000, first_max=HANDSHAKE_MAX)
+    assert decoder.feed(encode_frame(b"hi") + encode_frame(big, 10_000)) == [b"hi", big]
+    with pytest.raises(FrameError, match="handshake frame of 5000 bytes"):
+        FrameDecoder(max_frame=10_000, first_max=HANDSHAKE_MAX).feed(encode_frame(big, 10_000))
+    # junk such as an HTTP request reads as a huge length: refused at once
+    with pytest.raises(FrameError, match="exceeds"):
+        FrameDecoder(first_max=HANDSHAKE_MAX).feed(b"GET / HTTP/1.1\r\n\r\n")
+
+
+def chunked(stream: bytes, cuts: list[int]) -> list[bytes]:
+    points = [0, *sorted(set(cuts)), len(stream)]
+    return [stream[a:b] for a, b in zip(points, points[1:])]
+
+
+@settings(max_examples=300, deadline=None)
+@given(frames=st.lists(st.binary(max_size=200), max_size=25), data=st.data())
+def test_any_chunking_decodes_to_the_same_frames(frames: list[bytes], data: st.DataObject) -> None:
+    """Property: however a stream of frames is cut into chunks (empty ones included), it decodes to exactly those frames."""
+    stream = b"".join(encode_frame(f) for f in frames)
+    cuts = data.draw(st.lists(st.integers(0, len(stream)), max_size=40), label="cuts")
+    decoder = FrameDecoder(max_frame=200)
+    out: list[bytes] = []
+    for chunk in chunked(stream, cuts):
+        out += decoder.feed(chunk)
+    assert out == frames
+    assert decoder.pending == 0
+
+
+@settings(max_examples=200, deadline=None)
+@given(frames=st.lists(st.binary(max_size=50), max_size=10), excess=st.integers(1, 2**32 - 101), data=st.data())
+def test_any_chunking_stops_at_the_same_oversized_frame(frames: list[bytes], excess: int, data: st.DataObject) -> None:
+    """Property: valid frames followed by an oversized header yield exactly the valid frames, then one FrameError, for any chunking."""
+    stream = b"".join(encode_frame(f) for f in frames) + (100 + excess).to_bytes(4, "big") + b"junk"
+    cuts = data.draw(st.lists(st.integers(0, len(stream)), max_size=30), label="cuts")
+    decoder = FrameDecoder(max_frame=100)
+    out: list[bytes] = []
+    error: FrameError | None = None
+    for chunk in chunked(stream, cuts):
+        try:
+            out += decoder.feed(chunk)
+        except FrameError as exc:
+            out += exc.frames
+            error = exc
+            break
+    assert out == frames
+    assert error is not None and "exceeds the 100-byte limit" in error.reason
+
+
+def test_handshake_messages_round_trip_and_garbage_is_a_frame_error() -> None:
+    """Hello, Welcome and Refused survive bytes; anything else in their place raises FrameError with a reason."""
+    hello = Hello(MAGIC, "lab", "n1")
+    (frame,) = FrameDecoder().feed(encode_handshake(hello))
+    assert decode_hello(frame) == hello
+    (frame,) = FrameDecoder().feed(encode_handshake(Welcome("n2")))
+    assert decode_reply(frame) == Welcome("n2")
+    (frame,) = FrameDecoder().feed(encode_handshake(Refused("no")))
+    assert decode_reply(frame) == Refused("no")
+    for junk in (b"", b"\xc1", b"not msgpack", msgspec.msgpack.encode({"type": "hello", "magic": 1})):
+        with pytest.raises(FrameError, match="malformed handshake"):
+            decode_hello(junk)
+    with pytest.raises(FrameError, match="malformed handshake reply"):
+        decode_reply(msgspec.msgpack.encode(hello))  # a Hello is not a reply
+
+
+def test_refusal_reasons() -> None:
+    """The acceptor refuses another magic, another cluster, an empty node id and its own id; it welcomes the rest."""
+    assert refusal(Hello(MAGIC, "lab", "n1"), cluster="lab", node="n2") is None
+    assert "unsupported protocol" in (refusal(Hello("casty/0", "lab", "n1"), cluster="lab", node="n2") or "")
+    assert "cluster 'other'" in (refusal(Hello(MAGIC, "other", "n1"), cluster="lab", node="n2") or "")
+    assert "empty node id" in (refusal(Hello(MAGIC, "lab", ""), cluster="lab", node="n2") or "")
+    assert "own" in (refusal(Hello(MAGIC, "lab", "n2"), cluster="lab", node="n2") or "")
+
+
+# --- real sockets on loopback ----------------------------------------------------------------
+
+
+def test_transport_port_and_loopback_default() -> None:
+    """TcpTransport is a casty Transport, listens on 127.0.0.1 by default with a real port, and refuses bad options."""
+
+    async def main() -> None:
+        transport = TcpTransport("n1")
+        assert isinstance(transport, Transport)
+        with pytest.raises(RuntimeError):
+            transport.address
+        await transport.start()
+        host, port = transport.address
+        assert host == "127.0.0.1" and port > 0
+        await transport.close()
+        await transport.close()  # idempotent
+
+    run(main)
+    with pytest.raises(ValueError):
+        TcpTransport("")
+    with pytest.raises(ValueError):
+        TcpTransport("n1", max_frame=100, queue_bytes=99)
+
+
+def test_two_transports_exchange_frames_both_ways_in_order() -> None:
+    """1000 frames each way between two transports all arrive, in order, tagged with the sender's node id."""
+
+    async def main() -> None:
+        (a, b), (inbox_a, inbox_b), (events_a, events_b) = await started("a", "b")
+        sent_ab = [f"a->b {i}".encode() for i in range(1000)]
+        sent_ba = [f"b->a {i}".encode() * (i % 7 + 1) for i in range(1000)]
+        for x, y in zip(sent_ab, sent_ba):
+            a.send("b", x)
+            b.send("a", y)
+        await until(lambda: len(inbox_b.frames) == 1000 and len(inbox_a.frames) == 1000)
+        assert inbox_b.frames == [("a", f) for f in sent_ab]
+        assert inbox_a.frames == [("b", f) for f in sent_ba]
+        assert a.stats.connects == b.stats.connects == 1
+        assert a.stats.sent == b.stats.sent == 1000 and a.stats.dropped == b.stats.dropped == 0
+        assert a.outgoing == {"b"} and b.outgoing == {"a"}
+        assert events_a.events == events_b.events == []
+        await close_all(a, b)
+
+    run(main)
+
+
+def test_oversized_frame_closes_only_that_connection(caplog: pytest.LogCaptureFixture) -> None:
+    """A 4 MiB + 1 frame closes that connection with a logged reason; frames before it arrive, the sender reconnects, a third node is untouched."""
+
+    async def main() -> None:
+        (b,), (inbox_b,), (events_b,) = await started("b")
+        sender_events, c_events = Events(), Events()
+        a = TcpTransport("a", max_frame=2 * MAX_FRAME, queue_bytes=4 * MAX_FRAME, observer=sender_events)
+        c = TcpTransport("c", observer=c_events)
+        for t in (a, c):
+            await t.start()
+            t.add_peer("b", b.address)
+        c.send("b", b"c before")
+        await until(lambda: inbox_b.payloads("c") == [b"c before"])
+
+        a.send("b", b"first")
+        a.send("b", b"\x00" * (MAX_FRAME + 1))  # the sender allows it, the receiver does not
+        await until(lambda: len(events_b.lost()) == 1)
+        (lost,) = events_b.lost()
+        assert lost.node == "a" and lost.direction == "in"
+        assert f"frame of {MAX_FRAME + 1} bytes exceeds the {MAX_FRAME}-byte limit" in lost.reason
+        assert inbox_b.payloads("a") == [b"first"]
+        assert b.stats.protocol_errors == 1
+        await until(lambda: len(sender_events.lost()) == 1)  # the sender saw its connection go
+
+        # the sender keeps working after reconnecting (a probe or two may fall in the gap)
+        probes = 0
+        while b"probe" not in inbox_b.payloads("a"):
+            a.send("b", b"probe")
+            probes += 1
+            await asyncio.sleep(0.02)
+        assert a.stats.connects == 2 and probes < 100
+
+        # the third node never noticed
+        c.send("b", b"c after")
+        await until(lambda: inbox_b.payloads("c") == [b"c before", b"c after"])
+        assert c.stats.connects == 1 and c_events.events == []
+        assert all(e.node != "c" for e in events_b.lost())
+        await close_all(a, b, c)
+
+    with caplog.at_level(logging.INFO, logger="casty.tcp"):
+        run(main)
+    assert any(
+        r.name == "casty.tcp" and r.levelno == logging.WARNING and "exceeds" in r.getMessage() for r in caplog.records
+    )
+
+
+def test_garbage_bytes_close_only_that_connection(caplog: pytest.LogCaptureFixture) -> None:
+    """Junk before, instead of, or after a handshake closes that raw connection with a logged reason; a real peer's connection lives on."""
+
+    async def main() -> None:
+        (a, b), (inbox_a, inbox_b), (events_a, events_b) = await started("a", "b")
+        a.send("b", b"one")
+        await until(lambda: inbox_b.payloads("a") == [b"one"])
+
+        # 1. not our protocol at all (reads as a huge length)
+        reader, writer = await raw_connect(b)
+        writer.write(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert await read_to_eof(reader) == b""
+        writer.close()
+
+        # 2. a small frame that is not a Hello
+        reader, writer = await raw_connect(b)
+        writer.write(encode_frame(b"\xde\xad\xbe\xef"))
+        assert await read_to_eof(reader) == b""
+        writer.close()
+
+        # 3. a proper handshake, then a frame with a corrupt length
+        reader, writer = await raw_connect(b)
+        writer.write(encode_handshake(Hello(MAGIC, "casty", "mallory")))
+        assert decode_reply(await read_frame(reader)) == Welcome("b")
+        writer.write(encode_frame(b"legit") + b"\xff\xff\xff\xff" + b"junk")
+        assert await read_to_eof(reader) == b""
+        writer.close()
+
+        await until(lambda: len(events_b.lost()) == 3)
+        first, second, third = events_b.lost()
+        assert first.node == "" and "handshake frame of" in first.reason
+        assert second.node == "" and "malformed handshake" in second.reason
+        assert third.node == "mallory" and "exceeds" in third.reason
+        assert inbox_b.payloads("mallory") == [b"legit"]  # frames before the junk were delivered
+        assert b.stats.protocol_errors == 3
+
+        # the real peer's connection was never touched, in either direction
+        a.send("b", b"two")
+        b.send("a", b"back")
+        await until(lambda: inbox_b.payloads("a") == [b"one", b"two"] and inbox_a.payloads("b") == [b"back"])
+        assert a.stats.connects == 1 and events_a.events == []
+        assert b.incoming == 1
+        await close_all(a, b)
+
+    with caplog.at_level(logging.INFO, logger="casty.tcp"):
+        run(main)
+    warnings = [r.getMessage() for r in caplog.records if r.name == "casty.tcp" and r.levelno == logging.WARNING]
+    assert sum("protocol error" in m for m in warnings) == 3
+
+
+def test_handshake_from_another_cluster_is_refused() -> None:
+    """A node of another cluster (or another protocol) gets Refused with a reason and the connection closes; nothing is delivered."""
+
+    async def main() -> None:
+        (blue,), (inbox_blue,), (events_blue,) = await started("blue", cluster="blue")
+        (red,), _, (events_red,) = await started("red", cluster="red")
+        red.add_peer("blue", blue.address)
+        red.send("blue", b"hi")
+        await until(lambda: len(events_red.failed()) == 1)
+        (failed,) = events_red.failed()
+        assert failed.node == "blue" and failed.dropped == 1
+        assert "refused" in failed.reason and "cluster 'red'" in failed.reason
+        assert red.stats.dropped_unreachable == 1 and red.stats.connects == 0
+        await until(lambda: len(events_blue.lost()) == 1)
+        assert events_blue.lost()[0].node == "red" and "refused" in events_blue.lost()[0].reason
+        assert blue.stats.refused == 1 and inbox_blue.frames == []
+
+        # a raw dialer with the wrong magic reads a Refused frame, then end of stream
+        reader, writer = await raw_connect(blue)
+        writer.write(encode_handshake(Hello("casty/0", "blue", "old")))
+        (reply,) = FrameDecoder().feed(await read_to_eof(reader))
+        answer = decode_reply(reply)
+        assert isinstance(answer, Refused) and "unsupported protocol" in answer.reason
+        writer.close()
+        await until(lambda: blue.stats.refused == 2)
+        assert inbox_blue.frames == []
+        await close_all(red, blue)
+
+    run(main)
+
+
+def test_send_to_unknown_or_unreachable_node_drops_without_raising() -> None:
+    """Frames to an unknown node, a dead address, over max_frame, before start or after close are dropped and counted; send never raises."""
+
+    async def main() -> None:
+        events = Events()
+        a = TcpTransport("a", max_frame=1000, queue_frames=10, observer=events)
+        a.send("ghost", b"too early")
+        assert a.stats.dropped_closed == 1
+        await a.start()
+        a.send("ghost", b"who?")
+        assert a.stats.dropped_unknown == 1
+        a.add_peer("dead", ("127.0.0.1", free_port()))
+        a.send("dead", b"x" * 1001)
+        assert a.stats.dropped_too_large == 1
+        for i in range(25):
+            a.send("dead", b"%d" % i)  # returns at once; the queue keeps the newest 10
+        assert a.stats.dropped_overflow == 15
+        await until(lambda: len(events.failed()) == 1)
+        (failed,) = events.failed()
+        assert failed.node == "dead" and failed.dropped == 10 and "ConnectionRefused" in failed.reason
+        assert a.stats.dropped_unreachable == 10
+        with pytest.raises(TypeError):
+            a.send("dead", "not bytes")  # type: ignore[arg-type]
+        await a.close()
+        a.send("dead", b"too late")
+        assert a.stats.dropped_closed == 2
+        assert a.stats.dropped == 2 + 1 + 1 + 15 + 10  # closed, unknown, too large, overflow, unreachable
+
+    run(main)
+
+
+def test_full_queue_drops_the_oldest_frames() -> None:
+    """With a full queue the oldest frames go: a burst of 10 into a queue of 3 delivers the last 3, in order."""
+
+    async def main() -> None:
+        (a, b), (_, inbox_b), _ = await started("a", "b", queue_frames=3)
+        for i in range(10):
+            a.send("b", b"%d" % i)  # all queued before the connection task even runs
+        await until(lambda: len(inbox_b.frames) == 3)
+        assert inbox_b.payloads("a") == [b"7", b"8", b"9"]
+        assert a.stats.dropped_overflow == 7
+        await close_all(a, b)
+
+    run(main)
+
+
+def test_backoff_doubles_up_to_its_cap() -> None:
+    """Failed attempts to a dead address back off 10, 20, 40 ms then stay at the 50 ms cap (no rng: no jitter)."""
+
+    async def main() -> None:
+        events = Events()
+        a = TcpTransport("a", backoff_min=0.01, backoff_max=0.05, observer=events)
+        await a.start()
+        a.add_peer("dead", ("127.0.0.1", free_port()))
+        while len(events.failed()) < 5:
+            a.send("dead", b"ping")
+            await asyncio.sleep(0.005)
+        assert [e.retry_in for e in events.failed()[:5]] == [0.01, 0.02, 0.04, 0.05, 0.05]
+        await a.close()
+
+    run(main)
+
+
+def test_reconnects_to_a_restarted_peer() -> None:
+    """When a peer goes away and comes back (on a new port, told by add_peer), the sender reports the loss and reconnects."""
+
+    async def main() -> None:
+        (a, b), (_, inbox_b), (events_a, _) = await started("a", "b")
+        a.send("b", b"before")
+        await until(lambda: inbox_b.payloads("a") == [b"before"])
+        await b.close()
+        await until(lambda: len(events_a.lost()) == 1)
+        assert events_a.lost()[0].node == "b" and events_a.lost()[0].direction == "out"
+
+        (b2,), (inbox_b2,), _ = await started("b")
+        a.add_peer("b", b2.address)
+        while b"after" not in inbox_b2.payloads("a"):
+            a.send("b", b"after")
+            await asyncio.sleep(0.02)
+        assert a.stats.connects == 2
+        await close_all(a, b2)
+
+    run(main)
+
+
+def test_self_sends_and_a_failing_handler() -> None:
+    """A frame to oneself is delivered locally; a handler that raises is logged and the connection keeps going."""
+
+    async def main() -> None:
+        (a, b), (inbox_a, _), _ = await started("a", "b")
+        a.send("a", b"me")
+        await until(lambda: inbox_a.frames == [("a", b"me")])
+
+        seen: list[bytes] = []
+
+        def fragile(source: str, frame: bytes) -> None:
+            seen.append(frame)
+            if frame == b"boom":
+                raise RuntimeError("handler bug")
+
+        b.set_handler(fragile)
+        for frame in (b"boom", b"after"):
+            a.send("b", frame)
+        await until(lambda: seen == [b"boom", b"after"])
+        assert a.stats.connects == 1 and b.stats.connections_lost == 0
+        await close_all(a, b)
+
+    run(main)
+
+
+def test_close_leaves_no_pending_tasks() -> None:
+    """close() ends every task of the transport: connected peers, a peer in backoff, a half-open handshake, a raw welcomed dialer."""
+
+    async def main() -> None:
+        (a, b), (inbox_a, inbox_b), (events_a, _) = await started("a", "b", connect_timeout=30.0)
+        a.send("b", b"x")
+        b.send("a", b"y")
+        await until(lambda: bool(inbox_a.frames) and bool(inbox_b.frames))
+        a.add_peer("dead", ("127.0.0.1", free_port()))
+        a.send("dead", b"lost")
+        await until(lambda: len(events_a.failed()) == 1)
+        a.send("dead", b"waiting out the backoff")
+
+        silent_reader, silent_writer = await raw_connect(b)  # never says hello
+        welcomed_reader, welcomed_writer = await raw_connect(b)
+        welcomed_writer.write(encode_handshake(Hello(MAGIC, "casty", "raw")))
+        assert decode_reply(await read_frame(welcomed_reader)) == Welcome("b")
+        await until(lambda: b.incoming == 3)
+
+        await close_all(a, b)
+        assert asyncio.all_tasks() == {asyncio.current_task()}
+        assert await read_to_eof(silent_reader) == b""
+        assert await read_to_eof(welcomed_reader) == b""
+        for writer in (silent_writer, welcomed_writer):
+            writer.close()
+            await writer.wait_closed()
+        assert asyncio.all_tasks() == {asyncio.current_task()}
+
+    run(main)
+
+
+def test_silent_dialer_is_closed_after_the_handshake_timeout() -> None:
+    """A connection that never sends its handshake is closed after connect_timeout, with a reason."""
+
+    async def main() -> None:
+        (b,), _, (events_b,) = await started("b", connect_timeout=0.1)
+        reader, writer = await raw_connect(b)
+        assert await read_to_eof(reader) == b""
+        writer.close()
+        await until(lambda: len(events_b.lost()) == 1)
+        assert "no handshake within 0.1s" in events_b.lost()[0].reason
+        await b.close()
+
+    run(main)
