@@ -461,16 +461,11 @@ def test_partition_minority_loses_quorum_majority_keeps_it_and_heal_restores_eve
     # latency later, and that is the last change.
     assert max(r.t_ns for r in after) == t0 + ns(41.0) + 2 * ns(LATENCY)
     assert all(cluster.services[n].incarnation == 2 for n in NODES)
+    # No false verdict after the heal: the partition's verdicts travel with the seq they were made on,
+    # so nobody who has heard their subject since adopts them, not even for an instant.
+    assert [(r.node, r.fields["member"], r.fields["status"]) for r in after if r.fields["status"] != "alive"] == []
     last: dict[tuple[str, str], Any] = {}
     for r in after:
-        if r.fields["status"] != "alive":
-            # A stale verdict relayed with a fresh seq (see the report): only ever at the old incarnation,
-            # and replaced by the refutation in the same instant.
-            assert r.fields["incarnation"] == 1 and r.fields["status"] == "dead"
-            assert any(
-                o.t_ns == r.t_ns and o.node == r.node and o.fields["member"] == r.fields["member"] and o.fields["status"] == "alive"
-                for o in after
-            )
         last[(r.node, r.fields["member"])] = r
     assert {k: (v.fields["incarnation"], v.fields["status"]) for k, v in last.items()} == {
         (o, m): (2, "alive") for o in NODES for m in NODES

@@ -27,6 +27,7 @@ from casty.cluster.membership import (
     CHECK_TIMER,
     FRAMES,
     HEARTBEAT_TIMER,
+    DigestEntry,
     Heartbeat,
     Leaving,
     MemberChanged,
@@ -271,6 +272,61 @@ def test_minority_never_removes_and_heals_after_the_majority_removed_it() -> Non
         assert net.view(node) == expected
         assert net.cores[node].has_quorum()
     assert net.cores["n4"].incarnation > 0 and net.cores["n1"].incarnation > 0  # both sides refuted
+
+
+def test_a_verdict_keeps_its_seq_so_no_one_who_heard_the_node_since_adopts_it() -> None:
+    """After a heal, no node adopts a partition-time dead/suspect verdict about a member it has heard directly since."""
+    net = cluster(5)
+    net.run(10.5)
+    names = sorted(net.cores)
+    # Each node's own seq at the cut: no verdict made during the partition can rest on fresher evidence.
+    evidence = {m.node: m.seq for node in names for m in net.cores[node].members() if m.node == node}
+    net.partition({"n1", "n2"}, {"n3", "n4", "n5"})
+    net.run(40.5)  # the verdicts: each side holds the other dead
+    for node in names:
+        other = ("n3", "n4", "n5") if node in ("n1", "n2") else ("n1", "n2")
+        assert {m: net.view(node)[m] for m in other} == dict.fromkeys(other, (0, "dead"))
+    heal = net.now
+    heard: dict[tuple[str, str], tuple[int, int]] = {}  # (observer, subject): its last heartbeat received directly
+    offered: list[tuple[str, str, str]] = []  # (observer, subject, status): verdicts shown to a third party
+    adopted: list[tuple[str, str, str]] = []
+    fresh_seq: list[DigestEntry] = []  # verdicts gossiped with a seq newer than the one they were made on
+
+    def watch(observer: str, core: Membership) -> None:
+        receive = core.receive
+
+        def spy(src: str, frame: object, now: float) -> list[Output]:
+            stale: list[tuple[str, str]] = []
+            if isinstance(frame, Heartbeat):
+                heard[(observer, src)] = (frame.incarnation, frame.seq)
+                for subject, incarnation, status, seq in frame.digest:
+                    if status not in ("suspect", "dead"):
+                        continue
+                    if seq > evidence[subject]:
+                        fresh_seq.append((subject, incarnation, status, seq))
+                    mine = core.member(subject)
+                    since = heard.get((observer, subject), (-1, -1)) > (incarnation, evidence[subject])
+                    if since and mine is not None and (mine.incarnation, mine.status) == (incarnation, "alive"):
+                        stale.append((subject, status))  # we hold it alive and heard it after the verdict
+            out = receive(src, frame, now)
+            for subject, status in stale:
+                offered.append((observer, subject, status))
+                if core.status(subject) != "alive":
+                    adopted.append((observer, subject, status))
+            return out
+
+        core.receive = spy  # type: ignore[method-assign]
+
+    for node in names:
+        watch(node, net.cores[node])
+    net.heal()
+    net.run(45.0)
+    assert offered and adopted == []  # third parties were shown the stale verdicts, and none adopted one
+    assert fresh_seq == []
+    assert [(n, e.node, e.incarnation, e.status) for t, n, e in net.reports if t > heal and e.status != "alive"] == []
+    expected = all_alive(net, names)
+    assert all(net.view(node) == expected for node in names)
+    assert all(net.cores[node].incarnation == 1 for node in names)  # each refuted its side's verdict once
 
 
 def test_suspected_node_refutes_after_healing() -> None:

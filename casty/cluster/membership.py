@@ -11,7 +11,8 @@ How it works, and why:
 - **Heartbeats carry the whole view.** Every ``heartbeat`` seconds a node bumps its own
   sequence number and sends a ``Heartbeat`` to every member it has not given up on
   (alive, suspect or dead) and to every seed it does not currently see alive. The frame
-  carries a digest of the sender's view: ``(node, incarnation, status, seq)`` per member.
+  carries a digest of the sender's view: ``(node, incarnation, status, seq)`` per member
+  (for a suspect or dead member, the seq its verdict was made on; see the merges).
   There is no central node: views converge because everyone merges everyone's digest.
   (All-to-all is O(N^2) frames per period: right for the tens of nodes of a lab; a
   fan-out would be the change to make for hundreds.)
@@ -29,6 +30,11 @@ How it works, and why:
   partition cannot kill members we hear fine); *removed* never travels about third
   parties (removal is a local decision; its tombstone only tells the removed node itself).
   *Left* comes from the leaving node itself and is adopted at once.
+  A verdict travels with the seq it was made on (the judge's own, or the one it adopted),
+  never with what its holder heard since: one who holds X suspect or dead and then hears X
+  at that incarnation (X has not refuted yet) keeps the fresher seq as evidence, but its
+  digest still carries the verdict's seq. Otherwise the stale verdict would pass the guard
+  above at third parties that have heard X after it was made.
 - **Refutation.** A node that sees a claim about itself that it did not make (suspect,
   dead, left or removed at its incarnation, or a greater (incarnation, seq) — its previous
   life) takes ``max(claimed, own) + 1`` as its incarnation and heartbeats everyone at once.
@@ -78,12 +84,13 @@ STATUSES: Final[tuple[Status, ...]] = ("alive", "suspect", "dead", "left", "remo
 _RANK: Final[dict[str, int]] = {status: rank for rank, status in enumerate(STATUSES)}
 _PRESENT: Final[frozenset[str]] = frozenset({"alive", "suspect", "dead"})  # still members (quorum, ring)
 _SERVING: Final[frozenset[str]] = frozenset({"alive", "suspect"})  # may own keys
+_VERDICTS: Final[frozenset[str]] = frozenset({"suspect", "dead"})  # gossiped with the seq they were made on
 
 HEARTBEAT_TIMER: Final = "heartbeat"
 CHECK_TIMER: Final = "check"
 
 DigestEntry = tuple[str, int, str, int]
-"""One member as a node sees it: ``(node, incarnation, status, seq)``."""
+"""One member as a node sees it: ``(node, incarnation, status, seq)``; a suspect or dead one with its verdict's seq."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,9 +164,10 @@ FRAMES: Final[tuple[type, ...]] = (Heartbeat, Leaving)
 class _Record:
     incarnation: int
     status: Status
-    seq: int
+    seq: int  # the freshest evidence of life at this incarnation: only grows
     last_heard: float
     since: float
+    verdict: int = 0  # while suspect or dead: the seq the verdict was made on (what the digest carries)
 
 
 class Membership:
@@ -334,6 +342,8 @@ class Membership:
         if record.status != status:
             record.status = status
             record.since = now
+            if status in _VERDICTS:
+                record.verdict = record.seq  # made now, on the freshest evidence we have
             events.append(MemberChanged(node, record.incarnation, status))
 
     def _merge(self, entry: DigestEntry, now: float, events: list[MemberChanged]) -> None:
@@ -348,7 +358,7 @@ class Membership:
         record = self._records.get(node)
         if record is None or (record.status == "removed" and incarnation > record.incarnation):
             if status != "removed":
-                self._records[node] = _Record(incarnation, status, seq, now, now)
+                self._records[node] = _Record(incarnation, status, seq, now, now, seq)
                 events.append(MemberChanged(node, incarnation, status))
             return
         if record.status == "removed" or incarnation < record.incarnation:
@@ -357,16 +367,16 @@ class Membership:
             if status == "removed":
                 return
             record.incarnation, record.status = incarnation, status
-            record.seq, record.last_heard, record.since = seq, now, now
+            record.seq, record.last_heard, record.since, record.verdict = seq, now, now, seq
             events.append(MemberChanged(node, incarnation, status))
             return
         # Same incarnation: the status only moves forward; a verdict needs evidence as fresh as ours.
-        if _RANK[status] > _RANK[record.status] and status != "removed":
-            if status == "left" or seq >= record.seq:
-                self._set(node, record, status, now, events)
-        if seq > record.seq:
+        adopt = _RANK[status] > _RANK[record.status] and status != "removed" and (status == "left" or seq >= record.seq)
+        if seq > record.seq:  # evidence, whatever the status; a verdict we hold keeps its own seq
             record.seq = seq
             record.last_heard = now
+        if adopt:
+            self._set(node, record, status, now, events)  # an adopted verdict rests on the judge's seq
 
     def _consider_claim(self, incarnation: int, status: Status, seq: int, now: float, events: list[MemberChanged]) -> None:
         """Someone says something about us: refute anything we did not say ourselves."""
@@ -446,7 +456,7 @@ class Membership:
 
     def _digest(self) -> tuple[DigestEntry, ...]:
         return tuple(
-            (node, r.incarnation, r.status, r.seq)
+            (node, r.incarnation, r.status, r.verdict if r.status in _VERDICTS else r.seq)
             for node in sorted(self._records)
             if (r := self._records[node]).status != "removed"
         )
