@@ -417,56 +417,27 @@ class Activation:
             self._waiter = None
             waiter.wake()
 
-    # An inbox read is split in steps so that ``Inbox`` can run it without a coroutine of its
-    # own and be what its task waits on: a read coroutine and a waiter future suspended in
-    # every idle body (with the future's iterator) were three more objects per live key for
-    # the garbage collector to traverse. A delivery wakes the waiting inbox, once.
+    # An inbox read is made of steps (``read``) so that ``Inbox`` can run it without a
+    # coroutine of its own and be what its task waits on: a read coroutine and a waiter
+    # future suspended in every idle body (with the future's iterator) were three more
+    # objects per live key for the garbage collector to traverse. A delivery wakes the
+    # waiting inbox, once.
 
-    def read_now(self, lease: int) -> Any:
-        """Start an inbox read: end the previous message; the next one, or ``EMPTY`` if the body must wait."""
+    def read(self, lease: int, inbox: Inbox[Any]) -> Any:
+        """One step of an inbox read: the next message, the end (``StopAsyncIteration``), or ``EMPTY``.
+
+        ``EMPTY`` means the body must wait: ``inbox`` is then the waiter that the next
+        delivery (or the end of the run) wakes, the idle check is armed, and the ask chain
+        of the last message is taken off the task's context (see ``_hold_chain``). The empty
+        mailbox is dropped too: an idle key holds no deque for the garbage collector to
+        traverse, and the next delivery makes a new one. A read that starts ends the
+        previous message; after a wait there is none left to end.
+        """
         if lease != self.lease or self._closed:
             raise StopAsyncIteration
         if self._current is not None:
             self._current = None
             self._failures = 0
-        return self._take(lease)
-
-    def wait_message(self, inbox: Inbox[Any]) -> None:
-        """The mailbox is empty: ``inbox`` waits, until the next delivery (or the end of the run) wakes it.
-
-        The ask chain of the last message is taken off the task's context while it waits
-        (see ``_hold_chain``), and the idle check is armed. The empty mailbox is dropped
-        too: an idle key then holds no deque for the garbage collector to traverse, and
-        the next delivery makes a new one.
-        """
-        self._mailbox = None
-        self._waiter = inbox
-        self._arm_idle()
-        self._drop_chain()
-
-    def read_resumed(self, lease: int) -> Any:
-        """The wait ended: the next message, ``EMPTY`` to wait again, or ``StopAsyncIteration``."""
-        self._waiter = None
-        try:
-            if lease != self.lease or self._closed:
-                raise StopAsyncIteration
-            return self._take(lease)
-        except StopAsyncIteration:
-            self._restore_chain()
-            raise
-
-    def read_interrupted(self, *, restore: bool) -> None:
-        """The wait was interrupted (the task cancelled, the coroutine closed): stop waiting.
-
-        With ``restore``, the body goes on (it may catch the error) with the chain of its last
-        message, unless the activation is closed: then it only unwinds, and nothing it asks
-        can be sent any more.
-        """
-        self._waiter = None
-        if restore and not self._closed:
-            self._restore_chain()
-
-    def _take(self, lease: int) -> Any:
         mailbox = self._mailbox
         while mailbox:
             env = mailbox.popleft()
@@ -483,11 +454,40 @@ class Activation:
             links = self._held_links = env.chain
             running, held = ASK_CHAIN.get()
             if held is not links or running is not self.entity:
-                self._hold_chain((self.entity, links))
+                token = ASK_CHAIN.set((self.entity, links))  # _hold_chain, inline: once per message
+                if self._chain_token is None:
+                    self._chain_token = token
             return env.message
         if self._ending is not None or lease != self.lease:
             raise StopAsyncIteration
+        self._mailbox = None
+        self._waiter = inbox
+        if self._idle_handle is None:
+            self._arm_idle()
+        undo = self._chain_token
+        if undo is not None:  # the chain's reset, inline: once per wait
+            self._chain_token = None
+            try:
+                ASK_CHAIN.reset(undo)
+            except ValueError:
+                pass  # the inbox is read from another task than the one the chain was set in: leave both
         return EMPTY
+
+    def read_ended(self) -> None:
+        """A read that had waited found the end of the run: the body goes on with its last message's chain."""
+        self._waiter = None
+        self._restore_chain()
+
+    def read_interrupted(self, *, restore: bool) -> None:
+        """The wait was interrupted (the task cancelled, the coroutine closed): stop waiting.
+
+        With ``restore``, the body goes on (it may catch the error) with the chain of its last
+        message, unless the activation is closed: then it only unwinds, and nothing it asks
+        can be sent any more.
+        """
+        self._waiter = None
+        if restore and not self._closed:
+            self._restore_chain()
 
     # The ask chain of the message being handled lives in the ASK_CHAIN context variable of
     # the reading task, so that asks from the body and from tasks it spawns (which copy the
@@ -503,15 +503,6 @@ class Activation:
         token = ASK_CHAIN.set(chain)
         if self._chain_token is None:
             self._chain_token = token
-
-    def _drop_chain(self) -> None:
-        token = self._chain_token
-        if token is not None:
-            self._chain_token = None
-            try:
-                ASK_CHAIN.reset(token)
-            except ValueError:
-                pass  # the inbox is read from another task than the one the chain was set in: leave both
 
     def _restore_chain(self) -> None:
         links = self._held_links

@@ -12,7 +12,7 @@ import asyncio
 import contextvars
 from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Generator, Mapping
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any, Generic, NoReturn, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Generic, NoReturn, TypeVar
 
 from .ref import Askable, EntityRef, Ref
 from .schedules import Schedule
@@ -79,30 +79,31 @@ class Inbox(Generic[M]):
     def __await__(self) -> Generator[Any, None, M]:
         self._step = _IDLE
         try:
-            message = self._activation.read_now(self._lease)
+            message = self._activation.read(self._lease, self)
         except StopAsyncIteration:
             return _ended()  # raised here, it would reach `async for` as a TypeError about __anext__
         if message is EMPTY:
             self._step = _MUST_WAIT
-            return cast("Generator[Any, None, M]", self)
+            return self  # type: ignore[return-value]  # the iterator protocol, without typing.cast's call
         return _ready(message)
 
     # --- the read, as the iterator (or coroutine) its task runs ---------------------
 
     def __next__(self) -> Inbox[M]:
         """One step of the read: the message (in ``StopIteration``), the end of the inbox, or itself to wait on."""
-        activation = self._activation
         step = self._step
-        if step != _MUST_WAIT:
+        if step != _MUST_WAIT:  # woken after a wait, or run as a coroutine (the read starts here)
+            activation = self._activation
             self._step = _IDLE
             self._asyncio_future_blocking = None
-            if step == _WOKEN or step == _WAITING:
-                message = activation.read_resumed(self._lease)
-            else:  # run as a coroutine, without __await__: the read starts here
-                message = activation.read_now(self._lease)
+            try:
+                message = activation.read(self._lease, self)
+            except StopAsyncIteration:
+                if step >= _WAITING:
+                    activation.read_ended()
+                raise
             if message is not EMPTY:
                 raise StopIteration(message)
-        activation.wait_message(self)
         self._step = _WAITING
         self._asyncio_future_blocking = True  # as Future.__await__ sets it: the task waits on what it is handed
         return self
@@ -122,7 +123,7 @@ class Inbox(Generic[M]):
         self._stop_waiting(restore=False)
 
     def _stop_waiting(self, *, restore: bool) -> None:
-        if self._step >= _WAITING:
+        if self._step >= _MUST_WAIT:
             self._activation.read_interrupted(restore=restore)
         self._step = _IDLE
         self._wakeup = self._wakeup_context = None
@@ -132,9 +133,13 @@ class Inbox(Generic[M]):
 
     def wake(self) -> None:
         """Complete the wait: a message arrived, or the run is ending."""
-        if self._step == _WAITING:
+        if self._step == _WAITING or self._step == _MUST_WAIT:
             self._step = _WOKEN
-            self._call_wakeup()
+            fn = self._wakeup  # _call_wakeup, inline: once per message that finds the body waiting
+            if fn is not None:
+                context = self._wakeup_context
+                self._wakeup = self._wakeup_context = None
+                self._activation._loop.call_soon(fn, self, context=context)
 
     def get_loop(self) -> asyncio.AbstractEventLoop:
         return self._activation._loop
@@ -182,8 +187,9 @@ class Inbox(Generic[M]):
 
 
 _IDLE, _ASKED, _MUST_WAIT, _WAITING, _WOKEN, _CANCELLED = range(6)
-"""Where an inbox read is: none in progress; asked for by ``__anext__``; found nothing, so its first step
-waits; waiting (its task waits on the inbox); woken, so its next step reads again; cancelled while waiting."""
+"""Where an inbox read is: none in progress; asked for by ``__anext__``; found nothing (the inbox is the
+activation's waiter), so its next step hands the inbox to its task; waiting (the task waits on the inbox);
+woken, so its next step reads again; cancelled while waiting."""
 
 
 def _ready(message: M) -> Generator[Any, None, M]:

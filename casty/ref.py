@@ -45,7 +45,11 @@ class EntityRef(Ref[M]):
         self._system = system
 
     def tell(self, message: M) -> None:
-        _bound(self._system, self).tell(self, message)
+        system = self._system
+        if system is None:
+            _bound(system, self)  # raises NotStarted
+        else:
+            system.tell(self, message)
 
     def ask(self, message: Askable[R]) -> Coroutine[Any, Any, R]:
         """The system's ask coroutine itself: a coroutine of our own around it would cost every ask a frame."""
@@ -75,7 +79,11 @@ class ReplyRef(Ref[M]):
         self._system = system
 
     def tell(self, message: M) -> None:
-        _bound(self._system, self).reply(self, message)
+        system = self._system
+        if system is None:
+            _bound(system, self)  # raises NotStarted
+        else:
+            system.reply(self, message)
 
     async def ask(self, message: Askable[R]) -> R:
         raise TypeError("a reply ref answers one ask; it cannot be asked")

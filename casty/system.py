@@ -249,8 +249,10 @@ class ActorSystem:
         if not self._running:
             self._check_running()
         actor = self._types.get(ref.actor) or self._type_named(ref.actor)
-        actor.schema.check(message)
-        self.codec.encode_message(message, actor.schema)
+        schema = actor.schema
+        if not isinstance(message, schema.classes):
+            schema.check(message)  # raises, naming what the type takes
+        self.codec.encode_message(message, schema)
         activation = self._activation_for(actor, ref.key, _MISSING)
         activation.deliver(Envelope(message))
 
@@ -261,7 +263,9 @@ class ActorSystem:
         actor = self._types.get(ref.actor) or self._type_named(ref.actor)
         if not isinstance(message, Askable):
             raise SchemaError(f"ask needs an Askable message; {type(message).__qualname__} is not one (tell it instead)")
-        actor.schema.check(message)
+        schema = actor.schema
+        if not isinstance(message, schema.classes):
+            schema.check(message)  # raises, naming what the type takes
         running, links = ASK_CHAIN.get()
         entity = (ref.actor, ref.key)
         if entity == running or (links and any(waiting == entity and not ask.future.done() for waiting, ask in links)):
@@ -276,12 +280,13 @@ class ActorSystem:
         # default) the caller's message is the one checked. Encoding reads an object's __dict__,
         # which makes CPython build it: on the caller's message that dict is garbage at once,
         # on the copy it would live as long as the body holds the message.
-        self.codec.encode_message(message if type(message.reply_to) in _WIRE_REFS else filled, actor.schema)
-        loop = self.loop
+        self.codec.encode_message(message if type(message.reply_to) in _WIRE_REFS else filled, schema)
+        loop = self._loop
+        assert loop is not None  # running
         future: asyncio.Future[R] = loop.create_future()
         pending = PendingAsk(future, filled)
         activation = self._activation_for(actor, ref.key, _MISSING)
-        if not activation.has_room():
+        if activation._mailbox_limit is not None and not activation.has_room():
             if actor.on_full != "wait":
                 raise MailboxFull(f"{actor.name}[{ref.key!r}]: mailbox full ({actor.mailbox} messages)")
             await activation.wait_room()
