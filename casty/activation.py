@@ -426,12 +426,8 @@ class Activation:
     def read(self, lease: int, inbox: Inbox[Any]) -> Any:
         """One step of an inbox read: the next message, the end (``StopAsyncIteration``), or ``EMPTY``.
 
-        ``EMPTY`` means the body must wait: ``inbox`` is then the waiter that the next
-        delivery (or the end of the run) wakes, the idle check is armed, and the ask chain
-        of the last message is taken off the task's context (see ``_hold_chain``). The empty
-        mailbox is dropped too: an idle key holds no deque for the garbage collector to
-        traverse, and the next delivery makes a new one. A read that starts ends the
-        previous message; after a wait there is none left to end.
+        ``EMPTY`` means the body must wait, with ``inbox`` as the waiter (``_wait``). A read
+        that starts ends the previous message; after a wait there is none left to end.
         """
         if lease != self.lease or self._closed:
             raise StopAsyncIteration
@@ -460,18 +456,28 @@ class Activation:
             return env.message
         if self._ending is not None or lease != self.lease:
             raise StopAsyncIteration
+        self._wait(inbox)
+        return EMPTY
+
+    def _wait(self, inbox: Inbox[Any]) -> None:
+        """The body waits: ``inbox`` is what the next delivery (or the end of the run) wakes.
+
+        The idle check is armed, and the ask chain of the last message is taken off the
+        task's context (see ``_hold_chain``). The empty mailbox is dropped too: an idle key
+        holds no deque for the garbage collector to traverse, and the next delivery makes
+        a new one.
+        """
         self._mailbox = None
         self._waiter = inbox
         if self._idle_handle is None:
             self._arm_idle()
         undo = self._chain_token
-        if undo is not None:  # the chain's reset, inline: once per wait
+        if undo is not None:
             self._chain_token = None
             try:
                 ASK_CHAIN.reset(undo)
             except ValueError:
                 pass  # the inbox is read from another task than the one the chain was set in: leave both
-        return EMPTY
 
     def read_ended(self) -> None:
         """A read that had waited found the end of the run: the body goes on with its last message's chain."""

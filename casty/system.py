@@ -253,7 +253,7 @@ class ActorSystem:
         if not isinstance(message, schema.classes):
             schema.check(message)  # raises, naming what the type takes
         self.codec.encode_message(message, schema)
-        activation = self._activation_for(actor, ref.key, _MISSING)
+        activation = self._activations.get((actor.name, ref.key)) or self._activation_for(actor, ref.key, _MISSING)
         activation.deliver(Envelope(message))
 
     async def ask(self, ref: EntityRef[Any], message: Askable[R]) -> R:
@@ -285,7 +285,7 @@ class ActorSystem:
         assert loop is not None  # running
         future: asyncio.Future[R] = loop.create_future()
         pending = PendingAsk(future, filled)
-        activation = self._activation_for(actor, ref.key, _MISSING)
+        activation = self._activations.get((actor.name, ref.key)) or self._activation_for(actor, ref.key, _MISSING)
         if activation._mailbox_limit is not None and not activation.has_room():
             if actor.on_full != "wait":
                 raise MailboxFull(f"{actor.name}[{ref.key!r}]: mailbox full ({actor.mailbox} messages)")
