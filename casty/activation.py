@@ -810,10 +810,12 @@ class Activation:
         del self._writable_schedules()[armed.name]
         self.system._emit_event(ev.ScheduleCancelled, self.type.name, self.key, armed.name, reason)
 
-    def _arm(self, armed: ArmedSchedule, now_us: int) -> None:
+    def _arm(self, armed: ArmedSchedule, now_us: int, *, announce: bool = True) -> None:
+        """Set the timer of a schedule; ``announce`` it unless a ``ScheduleFired`` already said where it goes next."""
         delay = max(0, armed.due_us - now_us) / 1_000_000
         armed.timer = self.system.timers.call_at(self._loop.time() + delay, self._fire, armed)
-        self.system._emit_event(ev.ScheduleArmed, self.type.name, self.key, armed.name, armed.due_us, armed.every_us)
+        if announce:
+            self.system._emit_event(ev.ScheduleArmed, self.type.name, self.key, armed.name, armed.due_us, armed.every_us)
 
     def _arm_recovered_schedules(self) -> None:
         """Install the timers of the ``@schedules`` page; a time that passed while inactive fires once, now."""
@@ -847,7 +849,8 @@ class Activation:
         system = self.system
         now = system.clock.now_us()
         if now < armed.due_us:
-            self._arm(armed, now)  # the wall clock is behind the loop's (stepped back, or drift): wait more
+            # the wall clock is behind the loop's (stepped back, or drift): wait more, for the same due
+            self._arm(armed, now, announce=False)
             return
         due = armed.due_us
         try:
@@ -864,7 +867,7 @@ class Activation:
             system._emit_event(ev.ScheduleFired, self.type.name, self.key, armed.name, due, now, next_us)
             if skipped:
                 system._emit_event(ev.ScheduleCaughtUp, self.type.name, self.key, armed.name, due, now, next_us, skipped)
-            self._arm(armed, now)
+            self._arm(armed, now, announce=False)
         self._commit_soon({SCHEDULES_PAGE: self._schedules_page()}, "schedule.fire")
 
     # ================================================================== run work =====

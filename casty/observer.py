@@ -172,9 +172,20 @@ class MessageDropped(Event):
     reason: str
 
 
+_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
+
+
 def event_fields(event: Event) -> dict[str, Any]:
-    """The event's fields as a plain dict, in declaration order (for traces and logs)."""
-    return {f.name: getattr(event, f.name) for f in fields(event)}
+    """The event's fields as a plain dict, in declaration order (for traces and logs).
+
+    The field names of each event class are looked up once: a simulated run turns
+    millions of events into trace rows, and ``dataclasses.fields`` is slow.
+    """
+    cls = type(event)
+    names = _FIELD_NAMES.get(cls)
+    if names is None:
+        names = _FIELD_NAMES[cls] = tuple(f.name for f in fields(event))
+    return {name: getattr(event, name) for name in names}
 
 
 class LoggingObserver:

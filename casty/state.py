@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Generic, TypeVar
+from typing import TYPE_CHECKING, Generic, TypeVar, cast
 
 if TYPE_CHECKING:
     from .activation import Activation
@@ -46,9 +46,9 @@ class State(Generic[S]):
 
     async def update(self, fn: Callable[[S], S | Awaitable[S]]) -> S:
         """Write ``fn(value)`` (``fn`` may be sync or async); returns the new state once confirmed."""
-        new = fn(self._activation.state_value)
-        if inspect.isawaitable(new):
-            new = await new
+        result = fn(self._activation.state_value)
+        # The cheap test first: most update functions are plain lambdas returning a value.
+        new: S = await result if hasattr(type(result), "__await__") and inspect.isawaitable(result) else cast(S, result)
         await self._activation.write_state(self._lease, new)
         return new
 

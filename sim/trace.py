@@ -74,7 +74,10 @@ class Trace:
         self.counts[kind] = self.counts.get(kind, 0) + 1
         if self._keep is not None and not self.keeps(kind):
             return None
-        row = Row(len(self.rows), t_ns, node, wall_us, kind, dict(fields))
+        return self._append(t_ns, node, wall_us, kind, dict(fields))
+
+    def _append(self, t_ns: int, node: str, wall_us: int | None, kind: str, fields: dict[str, Any]) -> Row:
+        row = Row(len(self.rows), t_ns, node, wall_us, kind, fields)
         self.rows.append(row)
         for listener in self._listeners:
             listener(row)
@@ -83,10 +86,10 @@ class Trace:
     def add_event(self, t_ns: int, node: str, wall: Callable[[], int], event: Event) -> Row | None:
         """Append a runtime event; ``wall`` reads the node's wall clock, only for rows that are kept."""
         kind = event.kind
+        self.counts[kind] = self.counts.get(kind, 0) + 1
         if self._keep is not None and not self.keeps(kind):
-            self.counts[kind] = self.counts.get(kind, 0) + 1
             return None
-        return self.add(t_ns, node, wall(), kind, event_fields(event))
+        return self._append(t_ns, node, wall(), kind, event_fields(event))
 
     def keeps(self, kind: str) -> bool:
         """Whether rows of this kind are stored (not only counted)."""
