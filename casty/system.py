@@ -14,7 +14,8 @@ import asyncio
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import timedelta, tzinfo
+from datetime import timezone as dt_timezone
 from types import TracebackType
 from typing import Any, TypeVar
 
@@ -29,6 +30,7 @@ from .ports import Clock, Observer, Store
 from .deadlines import DeadlineQueue
 from .timers import TimerHeap
 from .ref import NOBODY, Askable, EntityRef, NobodyRef, Ref, ReplyRef, with_reply_to
+from .scheduler import NodeScheduleInfo, NodeScheduler
 from .state import ACTIVE_PAGE
 
 __all__ = ["ActorSystem", "Placement"]
@@ -72,6 +74,7 @@ class ActorSystem:
         store: Store | None = None,
         clock: Clock | None = None,
         rng: random.Random | None = None,
+        timezone: tzinfo = dt_timezone.utc,
     ) -> None:
         if cluster is not None:
             raise ConfigurationError("cluster mode is not available yet: run without cluster=")
@@ -104,6 +107,7 @@ class ActorSystem:
         self._background: dict[asyncio.Task[Any], None] = {}
         self._deadlines: dict[float, DeadlineQueue[PendingAsk]] = {}  # ask timeouts, one queue per duration
         self._dirty: dict[Activation, None] = {}  # write-behind keys with an unsaved change
+        self.scheduler = NodeScheduler(self, tz=timezone)
 
     # ================================================================== lifecycle ====
 
@@ -123,6 +127,7 @@ class ActorSystem:
         self._loop = asyncio.get_running_loop()
         self.timers = TimerHeap(self._loop)
         self._running = True
+        self.scheduler.start()
         if self.store is not None:
             await self._resume_active_keys()
         return self
@@ -138,6 +143,7 @@ class ActorSystem:
             return
         self._running = False
         self._stopped = True
+        self.scheduler.stop()  # node schedules live in memory only: a stopped node has none
         activations = list(self._activations.values())
         reason = "crashed" if crashed else "stopped"
         for activation in activations:
@@ -330,6 +336,35 @@ class ActorSystem:
         pending = self._pending.get(ref.request)
         if pending is not None and not pending.future.done():
             pending.future.set_result(value)
+
+    # ================================================================== node schedules
+
+    async def schedule_once(self, message: M, ref: EntityRef[M], delay: timedelta, *, reference: str | None = None) -> str:
+        """Tell ``message`` to ``ref`` once, ``delay`` from now (node-held: lost when the node restarts)."""
+        return await self.scheduler.schedule_once(message, ref, delay, reference=reference)
+
+    async def schedule(self, message: M, ref: EntityRef[M], interval: timedelta, *, reference: str | None = None) -> str:
+        """Tell ``message`` to ``ref`` every ``interval`` (node-held: lost when the node restarts)."""
+        return await self.scheduler.schedule(message, ref, interval, reference=reference)
+
+    async def schedule_cron(self, message: M, ref: EntityRef[M], expression: str, *, reference: str | None = None) -> str:
+        """Tell ``message`` to ``ref`` at every fire time of a Quartz cron ``expression`` (node's zone; UTC in a cluster)."""
+        return await self.scheduler.schedule_cron(message, ref, expression, reference=reference)
+
+    def pause_schedule(self, reference: str) -> None:
+        self.scheduler.pause_schedule(reference)
+
+    def resume_schedule(self, reference: str) -> None:
+        """Resume a paused node schedule; its next tick is computed from now (no catch-up)."""
+        self.scheduler.resume_schedule(reference)
+
+    def cancel_schedule(self, reference: str) -> None:
+        """Stop a node schedule on this node; a tick already delivered is not recalled."""
+        self.scheduler.cancel_schedule(reference)
+
+    def list_schedules(self) -> list[NodeScheduleInfo]:
+        """This node's schedules, in registration order."""
+        return self.scheduler.list_schedules()
 
     # ================================================================== introspection
 

@@ -730,3 +730,27 @@ def test_cron_skip_count_is_capped_after_a_huge_step(recorder: Recorder) -> None
     assert caught.skipped == MAX_COUNTED_SKIPS
     assert (caught.tick_us, caught.now_us) == (START_US + SECOND, START_US + DAY + SECOND)
     assert caught.next_us == START_US + DAY + 2 * SECOND
+
+
+
+def test_actor_system_offers_node_schedules_and_drops_them_on_stop() -> None:
+    """ActorSystem.schedule/list_schedules/cancel_schedule delegate to its node scheduler; a stopped system has none."""
+
+    async def main(clock: LoopClock) -> None:
+        async with ActorSystem(clock=clock) as system:
+            ref = system.ref(target, "via-system")
+            reference = await system.schedule(Tick("t"), ref, timedelta(seconds=10), reference="tick")
+            assert reference == "tick"
+            assert [info.reference for info in system.list_schedules()] == ["tick"]
+            await asyncio.sleep(35)
+            system.cancel_schedule("tick")
+            assert system.list_schedules() == []
+            await system.schedule_once(Tick("later"), ref, timedelta(seconds=100), reference="later")
+        assert not system.scheduler.started
+        with pytest.raises(SchedulerNotStarted):
+            system.list_schedules()
+        with pytest.raises(SchedulerNotStarted):
+            await system.schedule_once(Tick("x"), ref, timedelta(seconds=1))
+
+    run_virtual(main)
+    assert [label for label, _ in HANDLED["via-system"]] == ["t", "t", "t"]
