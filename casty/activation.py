@@ -32,6 +32,7 @@ from .errors import ActorFailed, CastyError, Fenced, MailboxFull, NotStarted, Sc
 from .ref import EntityRef
 from .schedules import ArmedSchedule, Schedule, catch_up, decode_schedules, encode_schedules, to_micros
 from .state import ACTIVE_PAGE, BEHAVIOR_PAGE, SCHEDULES_PAGE, STATE_PAGE
+from .timer import ActivationTimer, TimerHandle
 
 if TYPE_CHECKING:
     from .system import ActorSystem
@@ -115,12 +116,15 @@ class PendingAsk:
 class Envelope:
     """A message in a mailbox, with the ask waiting on it (if any) and the links of askers waiting on it."""
 
-    __slots__ = ("message", "ask", "chain")
+    __slots__ = ("message", "ask", "chain", "quiet")
 
-    def __init__(self, message: Any, ask: PendingAsk | None = None, chain: tuple[Link, ...] = ()) -> None:
+    def __init__(
+        self, message: Any, ask: PendingAsk | None = None, chain: tuple[Link, ...] = (), quiet: bool = False
+    ) -> None:
         self.message = message
         self.ask = ask
         self.chain = chain
+        self.quiet = quiet  # a timer tick that must not refresh the idle clock
 
 
 _MISSING: Any = object()
@@ -137,7 +141,7 @@ class Activation:
         "_chain_token", "_held_links", "_initial", "_loop", "_mailbox", "_mailbox_limit", "_room", "_waiter", "_current",
         "_reads", "_failures", "_state_version", "_ending", "_closed", "_next_behavior", "_cancelled_ask",
         "_in_body", "_run_tasks", "_life", "_schedules", "_idle_after", "_idle_handle", "_last_activity",
-        "_flush_handle", "_durable", "_store",
+        "_flush_handle", "_durable", "_store", "_timers",
     )
 
     def __init__(self, system: ActorSystem, actor_type: ActorType[Any, Any], key: str, initial: Any) -> None:
@@ -174,6 +178,7 @@ class Activation:
         self._idle_handle: int | None = None  # the idle check's number in the system's TimerHeap
         self._last_activity = self._loop.time()
         self._flush_handle: asyncio.TimerHandle | None = None
+        self._timers: dict[str, ActivationTimer] | None = None  # ctx.timer, made on first use
         self._durable = actor_type.durable
         self._store = system.store if actor_type.durable is not None else None
 
@@ -367,6 +372,9 @@ class Activation:
             await asyncio.shield(self._life)
 
     def _cancel_timers(self) -> None:
+        if self._timers:
+            for timer in list(self._timers.values()):
+                self.cancel_timer(timer, "ended")
         for armed in self._schedules.values():
             if armed.timer is not None:
                 armed.timer.cancel()
@@ -446,7 +454,8 @@ class Activation:
                 self._release_room()
             self._current = env
             self._reads += 1
-            self._last_activity = self._loop.time()
+            if not env.quiet:
+                self._last_activity = self._loop.time()
             links = self._held_links = env.chain
             running, held = ASK_CHAIN.get()
             if held is not links or running is not self.entity:
@@ -885,6 +894,68 @@ class Activation:
             raise Fenced(f"{self.type.name}[{self.key!r}]: a replaced run cannot start work (lease {lease})")
         task = self._loop.create_task(self._bridge(awaitable, mapper, failed), name=f"casty:{self.type.name}[{self.key}]:to_self")
         self._track_run_task(task)
+
+    # ================================================================== timers =======
+
+    def set_timer(
+        self, lease: int, name: str, delay: timedelta, interval: timedelta | None, message: Any, keep_alive: bool
+    ) -> TimerHandle[Any]:
+        """``ctx.timer``: deliver ``message`` after ``delay``, then every ``interval``, while this activation lasts."""
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"a timer name must be a non-empty string, got {name!r}")
+        delay_s = to_micros(delay, "delay") / 1_000_000
+        if delay_s < 0:
+            raise ValueError(f"timer {name!r}: delay must not be negative, got {delay}")
+        every: float | None = None
+        if interval is not None:
+            every = to_micros(interval, "interval") / 1_000_000
+            if every <= 0:
+                raise ValueError(f"timer {name!r}: interval must be positive, got {interval}")
+        self.behavior.schema.check(message)
+        self.system.codec.encode_message(message, self.behavior.schema)
+        if lease != self.lease or self._closed:
+            raise Fenced(f"{self.type.name}[{self.key!r}]: a replaced run cannot set timers (lease {lease})")
+        timers = self._timers
+        if timers is None:
+            timers = self._timers = {}
+        old = timers.get(name)
+        if old is not None:
+            self.cancel_timer(old, "replaced")
+        timer = ActivationTimer(name, message, every, keep_alive, self._loop.time() + delay_s)
+        timers[name] = timer
+        timer.timer = self.system.timers.call_at(timer.due, self._tick, timer)
+        return TimerHandle(self, timer)
+
+    def timer_handles(self) -> Mapping[str, TimerHandle[Any]]:
+        return {name: TimerHandle(self, timer) for name, timer in (self._timers or {}).items()}
+
+    def cancel_timer(self, timer: ActivationTimer, reason: str) -> None:
+        if not timer.live:
+            return
+        timer.live = False
+        if timer.timer is not None:
+            timer.timer.cancel()
+            timer.timer = None
+        if self._timers is not None and self._timers.get(timer.name) is timer:
+            del self._timers[timer.name]
+        self.system._emit_event(ev.TimerCancelled, self.type.name, self.key, timer.name, reason)
+
+    def _tick(self, timer: ActivationTimer) -> None:
+        """A timer went off: its message goes to this activation's mailbox (never to a new activation)."""
+        timer.timer = None
+        if not timer.live or self._closed:
+            return
+        timer.fired += 1
+        try:
+            self.deliver(Envelope(timer.message, quiet=not timer.keep_alive))
+        except MailboxFull as exc:
+            self.system._emit_event(ev.MessageDropped, self.type.name, self.key, type(timer.message).__qualname__, str(exc))
+        self.system._emit_event(ev.TimerFired, self.type.name, self.key, timer.name, timer.keep_alive)
+        if timer.every is None:
+            self.cancel_timer(timer, "done")
+            return
+        timer.due = timer.next_due(self._loop.time())
+        timer.timer = self.system.timers.call_at(timer.due, self._tick, timer)
 
     def spawn_merge(self, lease: int, source: AsyncIterable[Any]) -> None:
         if lease != self.lease or self._closed:

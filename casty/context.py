@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Generic, NoReturn, TypeVar
 
 from .ref import Askable, EntityRef, Ref
 from .schedules import Schedule
+from .timer import TimerHandle
 from .state import State
 
 if TYPE_CHECKING:
@@ -269,6 +270,24 @@ class Context(Generic[S, M]):
     ) -> None:
         """Ask ``target`` without blocking the inbox; the mapped reply arrives as a message."""
         self._activation.spawn_bridge(self._lease, target.ask(message), mapper, failed)
+
+    # --- activation-scoped timers (volatile) -------------------------------------------
+
+    def timer(
+        self, name: str, delay: timedelta, interval: timedelta | None, message: M, *, keep_alive: bool = False
+    ) -> TimerHandle[M]:
+        """Deliver ``message`` after ``delay`` (then every ``interval``) while this activation lasts.
+
+        Unlike ``schedule``: nothing is persisted, the timer ends with the activation, it never
+        starts the key, a duplicate name replaces it, and its ticks do not refresh the idle
+        clock unless ``keep_alive``.
+        """
+        return self._activation.set_timer(self._lease, name, delay, interval, message, keep_alive)
+
+    @property
+    def timers(self) -> Mapping[str, TimerHandle[M]]:
+        """The activation's live timers by name, in the order they were set."""
+        return self._activation.timer_handles()
 
     def merge(self, source: AsyncIterable[M]) -> None:
         """Deliver every item of ``source`` into this key's inbox, for as long as this run lasts."""

@@ -25,6 +25,8 @@ __all__ = [
     "ScheduleCaughtUp",
     "ScheduleCancelled",
     "MessageDropped",
+    "TimerFired",
+    "TimerCancelled",
     "NodeScheduleRegistered",
     "NodeScheduleFired",
     "NodeScheduleTickLost",
@@ -155,6 +157,28 @@ class ScheduleCancelled(Event):
     """A schedule was removed: ``cancelled``, ``replaced``, ``deleted`` (state delete) or ``done`` (one-shot fired)."""
 
     kind: ClassVar[str] = "schedule.cancelled"
+    actor: str
+    key: str
+    name: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class TimerFired(Event):
+    """An activation-scoped timer (``ctx.timer``) delivered its message to its own activation."""
+
+    kind: ClassVar[str] = "timer.fired"
+    actor: str
+    key: str
+    name: str
+    keep_alive: bool
+
+
+@dataclass(frozen=True, slots=True)
+class TimerCancelled(Event):
+    """An activation-scoped timer ended: ``cancelled``, ``replaced``, ``done`` (one-shot) or ``ended`` (its activation ended)."""
+
+    kind: ClassVar[str] = "timer.cancelled"
     actor: str
     key: str
     name: str
