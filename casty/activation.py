@@ -18,6 +18,7 @@ Every run has its own lease; every write names the lease it comes from and is re
 from __future__ import annotations
 
 import asyncio
+import logging
 import contextvars
 from collections import deque
 from collections.abc import AsyncIterable, Awaitable, Callable, Mapping
@@ -116,18 +117,25 @@ class PendingAsk:
 class Envelope:
     """A message in a mailbox, with the ask waiting on it (if any) and the links of askers waiting on it."""
 
-    __slots__ = ("message", "ask", "chain", "quiet")
+    __slots__ = ("message", "ask", "chain", "quiet", "origin")
 
     def __init__(
-        self, message: Any, ask: PendingAsk | None = None, chain: tuple[Link, ...] = (), quiet: bool = False
+        self,
+        message: Any,
+        ask: PendingAsk | None = None,
+        chain: tuple[Link, ...] = (),
+        quiet: bool = False,
+        origin: str | None = None,
     ) -> None:
         self.message = message
         self.ask = ask
         self.chain = chain
         self.quiet = quiet  # a timer tick that must not refresh the idle clock
+        self.origin = origin  # who delivered it on someone's behalf ("node-schedule:<ref>", "timer:<name>")
 
 
 _MISSING: Any = object()
+_log = logging.getLogger("casty")
 
 _NO_SCHEDULES: Mapping[str, ArmedSchedule] = MappingProxyType({})
 
@@ -261,6 +269,8 @@ class Activation:
                 self._current = None
                 if failed is not None:
                     self._fail_ask(failed, error)
+                    if failed.origin is not None:
+                        self._report_failed_delivery(failed, error)
                 system._emit_event(
                     ev.ActivationFailed,
                     self.type.name,
@@ -567,6 +577,16 @@ class Activation:
         self._current = None
         if env is not None:
             self.system._emit_event(ev.MessageDropped, self.type.name, self.key, type(env.message).__qualname__, reason)
+
+    def _report_failed_delivery(self, env: Envelope, error: BaseException) -> None:
+        """A scheduled delivery made the body fail: a dead letter naming the target (timers: a warning). Never retried."""
+        origin = env.origin or ""
+        if origin.startswith("timer:"):
+            _log.warning("%s[%r]: timer %s: handler failed: %r", self.type.name, self.key, origin[6:], error)
+            return
+        self.system._emit_event(
+            ev.DeadLetter, self.type.name, self.key, type(env.message).__qualname__, repr(error), origin
+        )
 
     def _fail_ask(self, env: Envelope, error: BaseException) -> None:
         ask = env.ask
@@ -947,7 +967,7 @@ class Activation:
             return
         timer.fired += 1
         try:
-            self.deliver(Envelope(timer.message, quiet=not timer.keep_alive))
+            self.deliver(Envelope(timer.message, quiet=not timer.keep_alive, origin=f"timer:{timer.name}"))
         except MailboxFull as exc:
             self.system._emit_event(ev.MessageDropped, self.type.name, self.key, type(timer.message).__qualname__, str(exc))
         self.system._emit_event(ev.TimerFired, self.type.name, self.key, timer.name, timer.keep_alive)

@@ -25,6 +25,7 @@ __all__ = [
     "ScheduleCaughtUp",
     "ScheduleCancelled",
     "MessageDropped",
+    "DeadLetter",
     "TimerFired",
     "TimerCancelled",
     "NodeScheduleRegistered",
@@ -161,6 +162,18 @@ class ScheduleCancelled(Event):
     key: str
     name: str
     reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class DeadLetter(Event):
+    """A delivery made on someone's behalf (``origin``: a node schedule) failed in the handler; it is not retried."""
+
+    kind: ClassVar[str] = "dead_letter"
+    actor: str
+    key: str
+    message: str
+    error: str
+    origin: str
 
 
 @dataclass(frozen=True, slots=True)

@@ -380,7 +380,7 @@ class NodeScheduler:
             return
         next_us, skipped = self._following(entry, tick, now)
         try:
-            system.tell(entry.target, entry.message)
+            system.tell(entry.target, entry.message, origin=f"node-schedule:{entry.reference}")
         except Exception as exc:  # any failure before the message is queued loses this tick
             system._emit_event(ev.NodeScheduleTickLost, *entry.names(), tick, now, next_us, f"{type(exc).__name__}: {exc}")
         else:

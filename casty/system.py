@@ -250,8 +250,12 @@ class ActorSystem:
 
     # ================================================================== messaging ====
 
-    def tell(self, ref: EntityRef[M], message: M) -> None:
-        """Queue ``message`` for ``ref``'s key (at most once); checked and encoded here, so errors surface now."""
+    def tell(self, ref: EntityRef[M], message: M, *, origin: str | None = None) -> None:
+        """Queue ``message`` for ``ref``'s key (at most once); checked and encoded here, so errors surface now.
+
+        ``origin`` tags deliveries made on someone's behalf (``"node-schedule:<reference>"``):
+        if handling such a message fails, the failure is recorded as a dead letter naming it.
+        """
         if not self._running:
             self._check_running()
         actor = self._types.get(ref.actor) or self._type_named(ref.actor)
@@ -260,7 +264,7 @@ class ActorSystem:
             schema.check(message)  # raises, naming what the type takes
         self.codec.encode_message(message, schema)
         activation = self._activations.get((actor.name, ref.key)) or self._activation_for(actor, ref.key, _MISSING)
-        activation.deliver(Envelope(message))
+        activation.deliver(Envelope(message, origin=origin) if origin is not None else Envelope(message))
 
     async def ask(self, ref: EntityRef[Any], message: Askable[R]) -> R:
         """Send ``message`` with a fresh reply slot and wait for the reply (``TimeoutError`` after the ask timeout)."""

@@ -10,7 +10,7 @@ import pytest
 from conftest import LoopClock, Recorder, run_virtual
 
 from casty import ActorSystem, Askable, Context, Fenced, ScheduleReferenceInUse, SchemaError, actor
-from casty.observer import ActivationEnded, ActivationStarted, TimerCancelled, TimerFired
+from casty.observer import ActivationEnded, ActivationStarted, DeadLetter, TimerCancelled, TimerFired
 
 
 @dataclass(frozen=True)
@@ -243,14 +243,32 @@ async def keeper(ctx: Context[None, Hold]) -> None:
         msg.reply_to.tell(None)
 
 
-@pytest.mark.xfail(reason="handler failures of node-schedule deliveries are not yet recorded as dead letters naming the target (needs a delivery tag on the envelope)", strict=True)
-def test_handler_failure_of_a_node_schedule_is_a_dead_letter(recorder: Recorder) -> None:
-    """Handler failure: a node schedule's delivery that makes the body raise is recorded as a dead letter naming the target."""
+def test_handler_failure_of_a_node_schedule_is_a_dead_letter_of_a_timer_a_warning(
+    recorder: Recorder, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Handler failure: a node schedule's delivery that makes the body raise is a dead letter naming the target; a timer's, a warning."""
 
     async def main(clock: LoopClock) -> None:
         async with ActorSystem(clock=clock, observer=recorder) as system:
             await system.schedule(Boom(), system.ref(clocked, "dl"), timedelta(seconds=10), reference="dl")
+            await system.ref(timer_boom, "tb").ask(Hold())
             await asyncio.sleep(15)
 
-    run_virtual(main)
-    assert any(getattr(e, "kind", "") == "dead_letter" for e in recorder.events)
+    with caplog.at_level("WARNING", logger="casty"):
+        run_virtual(main)
+    letters = recorder.of(DeadLetter)
+    assert [(d.actor, d.key, d.message, d.origin) for d in letters] == [(clocked.name, "dl", "Boom", "node-schedule:dl")]
+    assert "RuntimeError('boom')" in letters[0].error
+    assert any("timer t: handler failed" in r.getMessage() for r in caplog.records)
+
+
+@actor(initial=None)
+async def timer_boom(ctx: Context[None, Hold | Boom]) -> None:
+    """Sets a timer whose tick makes it fail."""
+    async for msg in ctx.inbox:
+        match msg:
+            case Hold(reply_to=reply_to):
+                ctx.timer("t", timedelta(seconds=1), None, Boom())
+                reply_to.tell(None)
+            case Boom():
+                raise RuntimeError("boom")
