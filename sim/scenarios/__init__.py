@@ -85,4 +85,6 @@ def run(name: str, seed: int = 0, *, until: timedelta | None = None, check: bool
 
 
 def _load() -> None:
-    from . import single  # noqa: F401  (registers the single-node scenarios)
+    # Importing a module registers its scenarios; the order here is the order `list` shows.
+    from . import single  # noqa: F401
+    from . import node_schedules  # noqa: F401
