@@ -2,6 +2,7 @@
 
     python -m sim list
     python -m sim run NAME --seed N [--until DURATION] [--jsonl FILE] [--perfetto FILE] [--digest] [--check]
+    python -m sim sweep NAME --seeds 0:500 --workers 2
     python -m sim tour --out DIR
 """
 
@@ -38,6 +39,10 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--perfetto", help="write the trace in the Chrome/Perfetto trace format")
     run.add_argument("--digest", action="store_true", help="print digest=<hex> as the last line")
     run.add_argument("--check", action="store_true", help="run the scenario's checks; exit 1 if one fails")
+    sweep = sub.add_parser("sweep", help="run one scenario under many seeds with its checks, in parallel")
+    sweep.add_argument("name")
+    sweep.add_argument("--seeds", default="0:100", help="start:stop (stop excluded), or one seed")
+    sweep.add_argument("--workers", type=int, default=2)
     tour = sub.add_parser("tour", help="run the tour scenarios and write their figures and a summary")
     tour.add_argument("--out", default="out/tour")
     tour.add_argument("--seed", type=int, default=0)
@@ -81,6 +86,20 @@ def main(argv: list[str] | None = None) -> int:
         if args.digest:
             print(f"digest={trace.digest()}")
         return status
+
+    if args.command == "sweep":
+        from .sweep import parse_seeds, report, timed_sweep
+
+        try:
+            seeds = parse_seeds(args.seeds)
+            scenarios.get(args.name)
+        except (KeyError, ValueError) as exc:
+            print(exc.args[0], file=sys.stderr)
+            return 2
+        results, elapsed = timed_sweep(args.name, seeds, args.workers)
+        for line in report(args.name, results, elapsed):
+            print(line)
+        return 0 if all(r.ok for r in results) else 1
 
     if args.command == "tour":
         from .tour import write_tour

@@ -87,3 +87,31 @@ def test_cli_unknown_scenario_is_a_clear_error(capsys: pytest.CaptureFixture[str
     """An unknown name exits 2 and lists the scenarios that exist."""
     assert cli(["run", "no-such-thing"]) == 2
     assert "ticker" in capsys.readouterr().err
+
+
+def test_sweep_runs_seeds_in_processes_and_ends_with_violations_zero(capsys: pytest.CaptureFixture[str]) -> None:
+    """`sweep NAME --seeds 0:6 --workers 2` runs every seed with its checks and prints violations=0 last."""
+    assert cli(["sweep", "clock-step", "--seeds", "0:6", "--workers", "2"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[-1] == "violations=0"
+    assert "seeds=6 ok=6" in out[-2]
+
+
+def test_sweep_reports_each_violation_with_the_command_that_reproduces_it() -> None:
+    """A seed whose check fails is reported with `python -m sim run NAME --seed N --check`."""
+    from sim.sweep import report, sweep
+
+    def odd_seeds_fail(world: World) -> None:
+        if world.seed % 2:
+            raise CheckFailed("odd", f"seed {world.seed} is odd")
+
+    name = "test-only-odd"
+    scenarios.SCENARIOS[name] = scenarios.Scenario(name, "fails on odd seeds", lambda w: None, timedelta(seconds=1), (odd_seeds_fail,))
+    try:
+        results = sweep(name, range(4), workers=1)
+    finally:
+        del scenarios.SCENARIOS[name]
+    lines = report(name, results, 0.0)
+    assert lines[-1] == "violations=2"
+    assert f"  reproduce: python -m sim run {name} --seed 1 --check" in lines
+    assert "seed 3: odd: seed 3 is odd" in lines
