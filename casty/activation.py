@@ -676,10 +676,7 @@ class Activation:
                     pages[name] = data
             version = records.versions[self.entity] + 1
             try:
-                if pages:
-                    await self._store.save(self.type.name, self.key, version, self.system.codec.encode_pages(pages))
-                else:
-                    await self._store.drop(self.type.name, self.key, version)
+                await self._persist(pages, version)
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
@@ -697,14 +694,19 @@ class Activation:
         assert pages is not None and self._store is not None
         version = self.system._records.versions[self.entity]
         try:
-            if pages:
-                await self._store.save(self.type.name, self.key, version, self.system.codec.encode_pages(pages))
-            else:
-                await self._store.drop(self.type.name, self.key, version)
+            await self._persist(pages, version)
         except asyncio.CancelledError:
             raise
         except Exception:
             self.system._emit_event(ev.WriteFailed, self.type.name, self.key, self.lease, "flush", "unavailable")
+
+    async def _persist(self, pages: Mapping[str, bytes], version: int) -> None:
+        """Put one version of the key's pages in the store: a save, or a drop once nothing is left (a deleted, idle key)."""
+        assert self._store is not None
+        if pages:
+            await self._store.save(self.type.name, self.key, version, self.system.codec.encode_pages(pages))
+        else:
+            await self._store.drop(self.type.name, self.key, version)
 
     def _schedule_flush(self) -> None:
         """Write-behind (``durable=timedelta``): save the latest pages once per interval."""

@@ -15,7 +15,7 @@ from __future__ import annotations
 import dataclasses
 import types
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, Union, get_args, get_origin
 
 import msgspec
@@ -179,7 +179,7 @@ class Codec:
 
     # --- page sets -------------------------------------------------------------------
 
-    def encode_pages(self, pages: dict[str, bytes]) -> bytes:
+    def encode_pages(self, pages: Mapping[str, bytes]) -> bytes:
         # Sorted so that equal page sets give equal bytes whatever the write order.
         return self._encoder.encode({name: pages[name] for name in sorted(pages)})
 

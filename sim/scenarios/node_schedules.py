@@ -58,6 +58,13 @@ def _expect(check: str, condition: bool, message: str) -> None:
         raise CheckFailed(check, message)
 
 
+async def _arm_all_three(system: ActorSystem) -> None:
+    """Key 'k' gets a persisted schedule and an activation timer (Arm), and a node schedule from outside."""
+    ref = system.ref(counted, "k")
+    await ref.ask(Arm())
+    await system.schedule(Beat("node"), ref, timedelta(seconds=10), reference="node-beat")
+
+
 def _read(world: World, node: str, key: str, result: str) -> None:
     async def read(system: ActorSystem) -> dict[str, int]:
         return await system.ref(counted, key).ask(Counts())
@@ -91,13 +98,7 @@ def _timers_vs_schedules_explained(world: World) -> None:
 )
 def timers_vs_schedules(world: World) -> None:
     world.add_node("n1", store="sqlite")
-
-    async def arm(system: ActorSystem) -> None:
-        ref = system.ref(counted, "k")
-        await ref.ask(Arm())
-        await system.schedule(Beat("node"), ref, timedelta(seconds=10), reference="node-beat")
-
-    world.spawn("n1", arm)
+    world.spawn("n1", _arm_all_three)
 
     def script(world: World) -> Generator[simpy.Event, Any, None]:
         yield world.timeout(64)
@@ -131,13 +132,7 @@ def _node_schedule_lost_actor_schedule_kept(world: World) -> None:
 )
 def node_restart_loses_node_schedules(world: World) -> None:
     world.add_node("n1", store="sqlite")
-
-    async def arm(system: ActorSystem) -> None:
-        ref = system.ref(counted, "k")
-        await ref.ask(Arm())
-        await system.schedule(Beat("node"), ref, timedelta(seconds=10), reference="node-beat")
-
-    world.spawn("n1", arm)
+    world.spawn("n1", _arm_all_three)
 
     async def listed(system: ActorSystem) -> list[str]:
         await asyncio.sleep(1)
