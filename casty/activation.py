@@ -31,7 +31,7 @@ from .actor import ActorType, lookup_actor
 from .context import EMPTY, Context, Inbox
 from .errors import ActorFailed, CastyError, Fenced, MailboxFull, NotStarted, SchemaError, Unavailable
 from .ref import EntityRef
-from .schedules import ArmedSchedule, Schedule, catch_up, decode_schedules, encode_schedules, to_micros
+from .schedules import ArmedSchedule, Schedule, decode_schedules, encode_armed, to_micros
 from .state import ACTIVE_PAGE, BEHAVIOR_PAGE, SCHEDULES_PAGE, STATE_PAGE
 from .timer import ActivationTimer, TimerHandle
 
@@ -632,12 +632,22 @@ class Activation:
 
     def _write_now(self, lease: int | None, updates: Mapping[str, bytes | None], operation: str) -> int:
         """A fenced write confirmed at once: the node's memory copy, plus a write-behind flush if durable."""
-        self._check_lease(lease, operation)
-        version = self._apply(updates)
+        if self._closed or (lease is not None and lease != self.lease):
+            self._check_lease(lease, operation)  # raises Fenced (and reports it)
+        pages = self.pages  # _apply, inline: once or twice per message
+        assert pages is not None
+        for name, data in updates.items():
+            if data is None:
+                pages.pop(name, None)
+            else:
+                pages[name] = data
+        versions = self.system._records.versions
+        version = versions[self.entity] = versions[self.entity] + 1
         if self._store is not None:
             self._schedule_flush()
-        if self.system._observer is not None:
-            self.system._emit_event(ev.WriteConfirmed, self.type.name, self.key, self.lease if lease is None else lease, version, tuple(updates))
+        observer = self.system._observer
+        if observer is not None:
+            observer(ev.WriteConfirmed(self.type.name, self.key, self.lease if lease is None else lease, version, tuple(updates)))
         return version
 
     def _commit_soon(self, updates: Mapping[str, bytes | None], operation: str) -> None:
@@ -735,7 +745,10 @@ class Activation:
 
     async def write_state(self, lease: int, value: Any) -> None:
         data = self.system.codec.encode_value(value, "state", of=self.type.name)
-        version = await self._commit(lease, {STATE_PAGE: data}, "state.set")
+        if self._store is None or self._durable != "write":  # _commit without its coroutine: confirmed at once
+            version = self._write_now(lease, {STATE_PAGE: data}, "state.set")
+        else:
+            version = await self._commit(lease, {STATE_PAGE: data}, "state.set")
         if version >= self._state_version:
             self._state_version = version
             self.state_value = value
@@ -831,7 +844,7 @@ class Activation:
     def _schedules_page(self) -> bytes | None:
         if not self._schedules:
             return None
-        return encode_schedules([armed.entry() for armed in self._schedules.values()])
+        return encode_armed(self._schedules.values())
 
     def _remove_schedule(self, armed: ArmedSchedule, reason: str) -> None:
         armed.live = False
@@ -843,7 +856,8 @@ class Activation:
 
     def _arm(self, armed: ArmedSchedule, now_us: int, *, announce: bool = True) -> None:
         """Set the timer of a schedule; ``announce`` it unless a ``ScheduleFired`` already said where it goes next."""
-        delay = max(0, armed.due_us - now_us) / 1_000_000
+        wait_us = armed.due_us - now_us
+        delay = wait_us / 1_000_000 if wait_us > 0 else 0.0
         armed.timer = self.system.timers.call_at(self._loop.time() + delay, self._fire, armed)
         if announce:
             self.system._emit_event(ev.ScheduleArmed, self.type.name, self.key, armed.name, armed.due_us, armed.every_us)
@@ -888,17 +902,22 @@ class Activation:
             self.deliver(Envelope(armed.message))
         except MailboxFull as exc:
             system._emit_event(ev.MessageDropped, self.type.name, self.key, type(armed.message).__qualname__, str(exc))
-        self._last_activity = self._loop.time()
-        if armed.every_us is None:
+        loop_now = self._last_activity = self._loop.time()
+        every = armed.every_us
+        if every is None:
             system._emit_event(ev.ScheduleFired, self.type.name, self.key, armed.name, due, now, None)
             self._remove_schedule(armed, "done")
         else:
-            next_us, skipped = catch_up(due, armed.every_us, now)
-            armed.due_us = next_us
-            system._emit_event(ev.ScheduleFired, self.type.name, self.key, armed.name, due, now, next_us)
-            if skipped:
-                system._emit_event(ev.ScheduleCaughtUp, self.type.name, self.key, armed.name, due, now, next_us, skipped)
-            self._arm(armed, now, announce=False)
+            # catch_up, inline: the first time on the grid strictly after now (or one period after due)
+            skipped = (now - due) // every if now > due else 0
+            next_us = armed.due_us = due + every * (skipped + 1)
+            observer = system._observer
+            if observer is not None:
+                observer(ev.ScheduleFired(self.type.name, self.key, armed.name, due, now, next_us))
+                if skipped:
+                    observer(ev.ScheduleCaughtUp(self.type.name, self.key, armed.name, due, now, next_us, skipped))
+            # _arm(announce=False), inline, with the loop time just read
+            armed.timer = system.timers.call_at(loop_now + (next_us - now) / 1_000_000, self._fire, armed)
         self._commit_soon({SCHEDULES_PAGE: self._schedules_page()}, "schedule.fire")
 
     # ================================================================== run work =====

@@ -9,6 +9,7 @@ exactly, without a loop.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
@@ -21,7 +22,7 @@ if TYPE_CHECKING:
     from .activation import Activation
     from .timers import Timer
 
-__all__ = ["ScheduleEntry", "ArmedSchedule", "catch_up", "encode_schedules", "decode_schedules", "Schedule", "to_micros"]
+__all__ = ["ScheduleEntry", "ArmedSchedule", "catch_up", "encode_schedules", "encode_armed", "decode_schedules", "Schedule", "to_micros"]
 
 M = TypeVar("M")
 
@@ -62,6 +63,11 @@ _decoder = msgspec.msgpack.Decoder(list[_Row])
 def encode_schedules(entries: list[ScheduleEntry]) -> bytes:
     """The ``@schedules`` page: a list of ``[name, message bytes, due µs, every µs | nil]`` in creation order."""
     return _encoder.encode([(e.name, e.message, e.due_us, e.every_us) for e in entries])
+
+
+def encode_armed(schedules: Iterable[ArmedSchedule]) -> bytes:
+    """``encode_schedules`` of the rows of armed schedules (the same bytes), without a ``ScheduleEntry`` per row."""
+    return _encoder.encode([(a.name, a.data, a.due_us, a.every_us) for a in schedules])
 
 
 def decode_schedules(page: bytes) -> list[ScheduleEntry]:
