@@ -86,9 +86,14 @@ class Trace:
     def add_event(self, t_ns: int, node: str, wall: Callable[[], int], event: Event) -> Row | None:
         """Append a runtime event; ``wall`` reads the node's wall clock, only for rows that are kept."""
         kind = event.kind
-        self.counts[kind] = self.counts.get(kind, 0) + 1
-        if self._keep is not None and not self.keeps(kind):
-            return None
+        counts = self.counts
+        counts[kind] = counts.get(kind, 0) + 1
+        if self._keep is not None:
+            kept = self._kept.get(kind)  # keeps(kind), inline: once per event
+            if kept is None:
+                kept = self.keeps(kind)
+            if not kept:
+                return None
         return self._append(t_ns, node, wall(), kind, event_fields(event))
 
     def keeps(self, kind: str) -> bool:
