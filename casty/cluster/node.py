@@ -1,0 +1,389 @@
+"""A real casty node in one asyncio program: an ActorSystem, a TCP transport and membership.
+
+``NodeProcess`` is what ``python -m casty node`` runs (see ``casty.__main__``). Inside one
+asyncio program it holds:
+
+- an ``ActorSystem`` (single-node, as the runtime is today) named after the node, hosting
+  the actor types of the modules it was told to import;
+- a ``TcpTransport`` listening on the node's address, for the cluster name it was given;
+- a ``MembershipService`` over that transport (``Wire(membership.FRAMES)``).
+
+Node ids are addresses. A node's id is its canonical ``HOST:PORT`` (``127.0.0.1:7001``,
+``[::1]:7001`` for IPv6), so a seed given as ``HOST:PORT`` is at once a node id and a place
+to dial, and so is every member learnt from a heartbeat's digest: ``AddressedTransport``
+fills the TCP address book from the id itself the first time a frame goes to a node. Hosts
+are IP literals in canonical form (``ipaddress``), so two nodes never know one peer under
+two ids; the unspecified addresses (``0.0.0.0``, ``::``) are refused, since others could
+not dial them. Binding to port 0 is refused for the same reason: the id must be known
+before listening, and seeds must name it.
+
+Incarnation. Membership needs a greater incarnation in every life of a node (a restarted
+node must not be taken for its previous life, whose suspect or dead verdicts would stick
+to it). A node process keeps nothing on disk, so the incarnation is the wall clock at
+start, ``Clock.now_us()`` (``SystemClock``, the real adapter): microseconds since the epoch
+grow from one start to the next however fast a restart is, with no file to keep. A clock
+stepped back by more than the downtime would give a smaller number; membership then
+heals it itself: the restarted node hears its previous life's greater incarnation in a
+digest, takes it as a claim about itself, and refutes it with ``max(claimed, own) + 1``.
+
+Output. Every ``member.changed`` event, and a ``ready`` fact once the node listens, are
+handed to ``emit`` as plain dicts (the CLI writes each as one JSON line on stdout, for
+scripts and tests to read); every other event goes to the ``casty`` logger.
+
+Stopping. ``stop()`` leaves in order: membership's ``leave()`` tells every member, then the
+node waits (at most ``leave_timeout``) for the transport to hand those frames to the
+sockets, closes the transport and stops the actor system. ``crash()`` stops without a
+word. Signals are the CLI's business, not this module's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import ipaddress
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from types import ModuleType
+from typing import Any, Final
+
+from ..actor import ActorType
+from ..clock import SystemClock
+from ..errors import ConfigurationError
+from ..observer import Event, LoggingObserver
+from ..ports import Clock, FrameHandler
+from ..system import ActorSystem
+from . import membership
+from .driver import MembershipService
+from .membership import MemberChanged, MembershipConfig
+from .tcp import Address, TcpTransport
+from .wire import Wire
+
+__all__ = [
+    "parse_address",
+    "format_address",
+    "node_id",
+    "address_of",
+    "load_modules",
+    "AddressedTransport",
+    "NodeConfig",
+    "NodeProcess",
+]
+
+log = logging.getLogger("casty.node")
+
+_POLL: Final = 0.01  # seconds between looks at the transport while a leave is flushed
+
+
+# --- addresses as node ids -----------------------------------------------------------------
+
+
+def parse_address(text: str, *, allow_any: bool = False) -> Address:
+    """``HOST:PORT`` (``[V6]:PORT`` for IPv6) -> ``(canonical host, port)``; ``ValueError`` naming ``text`` if it is not one.
+
+    The host must be an IP literal; the port 1..65535. ``allow_any`` accepts the unspecified
+    hosts (``0.0.0.0``, ``::``), which no other node could dial.
+    """
+    raw = text.strip()
+    if raw.startswith("["):
+        host, sep, rest = raw[1:].partition("]")
+        if not sep or not rest.startswith(":"):
+            raise ValueError(f"not a HOST:PORT address: {text!r} (IPv6 is written [::1]:7001)")
+        port_text = rest[1:]
+    else:
+        host, sep, port_text = raw.rpartition(":")
+        if not sep or not host:
+            raise ValueError(f"not a HOST:PORT address: {text!r} (e.g. 127.0.0.1:7001)")
+        if ":" in host:
+            raise ValueError(f"not a HOST:PORT address: {text!r} (write an IPv6 host in brackets: [::1]:7001)")
+    try:
+        ip = ipaddress.ip_address(host)
+    except ValueError:
+        raise ValueError(f"not an IP address: {host!r} in {text!r} (give an IP literal, e.g. 127.0.0.1)") from None
+    if not (port_text.isascii() and port_text.isdigit()):
+        raise ValueError(f"not a port: {port_text!r} in {text!r}")
+    port = int(port_text)
+    if not 1 <= port <= 65535:
+        raise ValueError(f"port {port} out of range 1..65535 in {text!r}")
+    if ip.is_unspecified and not allow_any:
+        raise ValueError(f"{text!r} is the unspecified address: bind an address other nodes can dial (e.g. 127.0.0.1)")
+    return (str(ip), port)
+
+
+def format_address(address: Address) -> str:
+    """``(host, port)`` -> ``HOST:PORT``, with brackets around an IPv6 host."""
+    host, port = address
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+def node_id(address: Address | str) -> str:
+    """The node id of a node listening on ``address`` (``(host, port)`` or ``HOST:PORT``): its canonical ``HOST:PORT``."""
+    text = address if isinstance(address, str) else format_address(address)
+    return format_address(parse_address(text))
+
+
+def address_of(node: str) -> Address | None:
+    """Where node ``node`` listens (its id is its address), or None if the id is not an address."""
+    try:
+        return parse_address(node)
+    except ValueError:
+        return None
+
+
+def load_modules(names: Sequence[str]) -> list[str]:
+    """Import each module (which registers its ``@actor`` types); the names of the types they define, sorted.
+
+    Raises ``ConfigurationError`` naming the module that cannot be imported.
+    """
+    found: set[str] = set()
+    for name in names:
+        try:
+            module: ModuleType = importlib.import_module(name)
+        except Exception as exc:  # ImportError, or whatever the module raised while importing
+            raise ConfigurationError(f"cannot import module {name!r}: {type(exc).__name__}: {exc}") from exc
+        for value in vars(module).values():
+            if isinstance(value, ActorType) and value.name.partition(":")[0] == module.__name__:
+                found.add(value.name)
+    return sorted(found)
+
+
+class AddressedTransport:
+    """A ``TcpTransport`` whose node ids are their addresses: a frame to a node not yet in the
+    address book adds it from its id, so members learnt from digests are reachable at once.
+
+    It also counts the frames it hands over (``handed``), so that ``in_flight`` says how
+    many outgoing frames the TCP transport has neither written nor dropped yet.
+    """
+
+    def __init__(self, tcp: TcpTransport) -> None:
+        self.tcp: Final = tcp
+        self._known: set[str] = set(tcp.peers())
+        self.handed = 0
+        self.unaddressable = 0
+
+    @property
+    def node(self) -> str:
+        return self.tcp.node
+
+    def send(self, destination: str, frame: bytes) -> None:
+        if destination not in self._known and destination != self.tcp.node:
+            address = address_of(destination)
+            if address is None:
+                self.unaddressable += 1
+                log.debug("%s: dropped a frame to %r: not a HOST:PORT node id", self.tcp.node, destination)
+                return
+            self.tcp.add_peer(destination, address)
+            self._known.add(destination)
+        self.handed += 1
+        self.tcp.send(destination, frame)
+
+    def forget(self, node: str) -> None:
+        """Drop ``node`` from the address book (its queued frames too); a later frame to it adds it again."""
+        self._known.discard(node)
+        self.tcp.remove_peer(node)
+
+    @property
+    def known(self) -> list[str]:
+        """The nodes in the address book, sorted."""
+        return sorted(self._known)
+
+    def set_handler(self, handler: FrameHandler) -> None:
+        self.tcp.set_handler(handler)
+
+    async def close(self) -> None:
+        await self.tcp.close()
+
+    @property
+    def in_flight(self) -> int:
+        """Frames handed to the TCP transport and not yet written to a socket nor dropped."""
+        stats = self.tcp.stats
+        settled = stats.sent + stats.dropped - stats.dropped_no_handler  # no_handler counts incoming frames
+        return max(0, self.handed - settled)
+
+
+# --- the node ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class NodeConfig:
+    """What a node process is told: where it listens, whom it asks first, what it hosts, its timings."""
+
+    bind: Address
+    seeds: tuple[Address, ...] = ()
+    modules: tuple[str, ...] = ()
+    cluster: str = "casty"
+    membership: MembershipConfig = field(default_factory=MembershipConfig)
+    leave_timeout: float = 2.0
+    """At most this long (seconds) to hand the leave frames to the sockets before closing."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "bind", parse_address(format_address(self.bind)))
+        object.__setattr__(self, "seeds", tuple(parse_address(format_address(s)) for s in self.seeds))
+        if not self.cluster:
+            raise ValueError("the cluster name must not be empty")
+        if self.leave_timeout < 0:
+            raise ValueError(f"leave_timeout cannot be negative, got {self.leave_timeout!r}")
+
+    @property
+    def node(self) -> str:
+        return format_address(self.bind)
+
+    @property
+    def seed_ids(self) -> tuple[str, ...]:
+        return tuple(format_address(s) for s in self.seeds)
+
+
+Emit = Callable[[dict[str, Any]], None]
+
+
+class NodeProcess:
+    """One real node: ``await start()``, then ``await stop()`` (orderly leave) or ``await crash()``.
+
+    Also ``async with NodeProcess(config, emit) as node:`` (leaves on exit). Build and run it
+    on the asyncio loop that will serve it.
+    """
+
+    def __init__(
+        self,
+        config: NodeConfig,
+        emit: Emit,
+        *,
+        clock: Clock | None = None,
+        logger: logging.Logger | None = None,
+    ) -> None:
+        self.config: Final = config
+        self.emit = emit
+        self.clock: Final[Clock] = clock if clock is not None else SystemClock()
+        self._log = LoggingObserver(logger)
+        self.node: Final = config.node
+        self.actors: list[str] = []
+        self.system: ActorSystem | None = None
+        self.tcp: TcpTransport | None = None
+        self.transport: AddressedTransport | None = None
+        self.membership: MembershipService | None = None
+        self._stopped = False
+
+    # --- observer ------------------------------------------------------------------------
+
+    def _observe(self, event: Event) -> None:
+        """Membership changes out as facts; everything else to the log. Never raises."""
+        try:
+            if isinstance(event, MemberChanged):
+                self.emit(
+                    {
+                        "event": event.kind,
+                        "node": event.node,
+                        "status": event.status,
+                        "incarnation": event.incarnation,
+                        "by": self.node,
+                    }
+                )
+                if event.status == "removed" and self.transport is not None:
+                    self.transport.forget(event.node)  # a frame to it later adds it again from its id
+            self._log(event)
+        except Exception:
+            log.exception("%s: the node's observer failed on %s", self.node, event.kind)
+
+    # --- lifecycle -----------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Import the modules, start the actor system, listen, join; then emit ``ready``.
+
+        ``ConfigurationError`` for a module that cannot be imported; ``OSError`` if the address
+        cannot be bound (nothing is left running in either case).
+        """
+        if self.system is not None:
+            raise RuntimeError(f"node {self.node} already started")
+        cfg = self.config
+        self.actors = load_modules(cfg.modules)
+        incarnation = self.clock.now_us()  # wall clock: grows from one life to the next (see the module docstring)
+        system = ActorSystem(node=self.node, observer=self._observe, clock=self.clock)
+        await system.__aenter__()
+        self.system = system
+        tcp = TcpTransport(self.node, cfg.bind, cluster=cfg.cluster, observer=self._observe)
+        try:
+            await tcp.start()
+        except BaseException:
+            await tcp.close()
+            await system.stop()
+            raise
+        for seed in cfg.seeds:
+            tcp.add_peer(format_address(seed), seed)
+        self.tcp = tcp
+        self.transport = AddressedTransport(tcp)
+        self.membership = MembershipService(
+            self.node,
+            incarnation,
+            cfg.seed_ids,
+            cfg.membership,
+            self.transport,
+            Wire(membership.FRAMES),
+            self._observe,
+        )
+        self.emit(
+            {
+                "event": "ready",
+                "node": self.node,
+                "address": format_address(tcp.address),
+                "cluster": cfg.cluster,
+                "incarnation": incarnation,
+                "seeds": list(cfg.seed_ids),
+                "actors": list(self.actors),
+            }
+        )
+
+    async def stop(self) -> None:
+        """Leave in order: tell every member, let those frames reach the sockets (bounded), then close. Idempotent."""
+        if self._stopped:
+            return
+        self._stopped = True
+        service, transport = self.membership, self.transport
+        if service is not None and transport is not None:
+            # Frames queued for members given up on would only hold the flush back: drop them.
+            for peer in transport.known:
+                if not service.serving(peer):
+                    transport.forget(peer)
+            service.leave()
+            await self._flush(transport, self.config.leave_timeout)
+        await self._close()
+        self.emit({"event": "stopped", "node": self.node, "orderly": True})
+
+    async def crash(self) -> None:
+        """Stop without a word, as a crash looks to the others (the actor system stops as crashed). Idempotent."""
+        if self._stopped:
+            return
+        self._stopped = True
+        if self.membership is not None:
+            self.membership.close()
+        await self._close(crashed=True)
+        self.emit({"event": "stopped", "node": self.node, "orderly": False})
+
+    async def _flush(self, transport: AddressedTransport, timeout: float) -> None:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while transport.in_flight and loop.time() < deadline:
+            await asyncio.sleep(_POLL)
+        if transport.in_flight:
+            log.info("%s: left with %d frames not yet written", self.node, transport.in_flight)
+
+    async def _close(self, *, crashed: bool = False) -> None:
+        if self.membership is not None:
+            self.membership.close()
+        if self.tcp is not None:
+            await self.tcp.close()
+        if self.system is not None:
+            await self.system.stop(crashed=crashed)
+
+    async def __aenter__(self) -> NodeProcess:
+        await self.start()
+        return self
+
+    async def __aexit__(self, exc_type: type[BaseException] | None, *rest: object) -> None:
+        if exc_type is None or issubclass(exc_type, asyncio.CancelledError):
+            await self.stop()
+        else:
+            await self.crash()
+
+    def __repr__(self) -> str:
+        state = "stopped" if self._stopped else ("running" if self.system is not None else "new")
+        return f"<NodeProcess {self.node} {self.config.cluster!r} {state}>"

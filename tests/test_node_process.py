@@ -1,0 +1,304 @@
+"""Real ``python -m casty node`` processes on 127.0.0.1: they join, see a kill -9 and an orderly leave.
+
+Every node here is a separate OS process speaking TCP on loopback, with short membership
+timings (heartbeat 0.2 s, suspect after 1 s, dead after 1 s more). The tests read the JSON
+facts each node prints on stdout, stamped with the test's own monotonic time when they
+arrive. Every process test runs under an ``asyncio.timeout`` guard and kills whatever it
+started in a ``finally``, so a failure can never leave a node running or hang the suite.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pytest
+
+from casty.__main__ import main
+from casty.cluster.node import format_address, node_id, parse_address
+
+T = TypeVar("T")
+ROOT = Path(__file__).resolve().parent.parent
+TIMINGS = ["--heartbeat", "0.2", "--suspect-after", "1", "--dead-after", "1"]
+GUARD = 15.0
+
+
+def run(body: Callable[[], Awaitable[T]], timeout: float = GUARD) -> T:
+    """Run ``body()`` on a fresh loop; fail (never hang) if it takes longer than ``timeout``."""
+
+    async def guarded() -> T:
+        async with asyncio.timeout(timeout):
+            return await body()
+
+    return asyncio.run(guarded())
+
+
+def free_ports(count: int) -> list[int]:
+    """``count`` distinct loopback ports free right now (bound to port 0 together, then released)."""
+    sockets = [socket.socket(socket.AF_INET, socket.SOCK_STREAM) for _ in range(count)]
+    try:
+        for s in sockets:
+            s.bind(("127.0.0.1", 0))
+        return [s.getsockname()[1] for s in sockets]
+    finally:
+        for s in sockets:
+            s.close()
+
+
+def child_env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH", "")) if p)
+    return env
+
+
+@dataclass
+class Node:
+    """A running ``python -m casty node`` and the facts it printed, each with its arrival time."""
+
+    name: str
+    proc: asyncio.subprocess.Process
+    facts: list[tuple[float, dict[str, Any]]] = field(default_factory=list)
+    stderr: list[str] = field(default_factory=list)
+    readers: list[asyncio.Task[None]] = field(default_factory=list)
+
+    def statuses(self, of: str, since: float = float("-inf")) -> list[str]:
+        """Every status this node reported for node ``of`` (from time ``since`` on), in order."""
+        return [
+            f["status"] for at, f in self.facts if f["event"] == "member.changed" and f["node"] == of and at >= since
+        ]
+
+    def status(self, of: str) -> str | None:
+        seen = self.statuses(of)
+        return seen[-1] if seen else None
+
+    def when(self, of: str, status: str, since: float = float("-inf")) -> float | None:
+        """Arrival time of the first report of ``of`` with ``status`` (from time ``since`` on)."""
+        for at, f in self.facts:
+            if f["event"] == "member.changed" and f["node"] == of and f["status"] == status and at >= since:
+                return at
+        return None
+
+    def fact(self, event: str) -> dict[str, Any] | None:
+        return next((f for _, f in self.facts if f["event"] == event), None)
+
+    def describe(self) -> str:
+        lines = [json.dumps(f) for _, f in self.facts]
+        return f"--- {self.name} rc={self.proc.returncode}\n" + "\n".join(lines + self.stderr[-20:])
+
+
+async def _read_facts(node: Node, stream: asyncio.StreamReader) -> None:
+    loop = asyncio.get_running_loop()
+    async for line in stream:
+        node.facts.append((loop.time(), json.loads(line)))
+
+
+async def _read_lines(sink: list[str], stream: asyncio.StreamReader) -> None:
+    async for line in stream:
+        sink.append(line.decode(errors="replace").rstrip())
+
+
+async def spawn(port: int, seeds: list[int], *extra: str) -> Node:
+    args = ["node", "--bind", f"127.0.0.1:{port}", *TIMINGS, *extra]
+    if seeds:
+        args += ["--seeds", ",".join(f"127.0.0.1:{p}" for p in seeds)]
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "casty", *args,
+        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT, env=child_env(),
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    node = Node(f"127.0.0.1:{port}", proc)
+    node.readers = [
+        asyncio.create_task(_read_facts(node, proc.stdout)),
+        asyncio.create_task(_read_lines(node.stderr, proc.stderr)),
+    ]
+    return node
+
+
+async def reap(nodes: list[Node]) -> None:
+    """Kill every node still running and wait for it and its pipes to end."""
+    for node in nodes:
+        if node.proc.returncode is None:
+            node.proc.kill()
+    for node in nodes:
+        await node.proc.wait()
+        await asyncio.gather(*node.readers, return_exceptions=True)
+
+
+async def until(condition: Callable[[], bool], what: str, nodes: list[Node], timeout: float) -> float:
+    """Wait for ``condition`` at most ``timeout`` seconds; the time it held, or fail with every node's output."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not condition():
+        if loop.time() > deadline:
+            pytest.fail(f"not within {timeout}s: {what}\n" + "\n".join(n.describe() for n in nodes))
+        await asyncio.sleep(0.01)
+    return loop.time()
+
+
+# --- three real nodes ----------------------------------------------------------------------
+
+
+def test_three_nodes_see_a_kill_as_suspect_then_dead_and_a_sigterm_as_left() -> None:
+    """Three node processes join; kill -9 of one is suspect then dead on both others; SIGTERM of another is left."""
+
+    async def body() -> None:
+        p1, p2, p3 = free_ports(3)
+        # A chain of seeds: n3 knows only n2, so n1 and n3 can reach each other only by the ids
+        # they learn from a digest (the node ids are the addresses).
+        nodes = [
+            await spawn(p1, [], "--module", "casty.demo"),
+            await spawn(p2, [p1]),
+            await spawn(p3, [p2]),
+        ]
+        n1, n2, n3 = nodes
+        ids = [n.name for n in nodes]
+        loop = asyncio.get_running_loop()
+        try:
+            started = loop.time()
+            await until(lambda: all(n.fact("ready") for n in nodes), "every node ready", nodes, 8.0)
+            ready = n1.fact("ready")
+            assert ready is not None
+            assert ready["node"] == ready["address"] == n1.name
+            assert ready["actors"] == ["casty.demo:account", "casty.demo:frozen_account"]
+            await until(
+                lambda: all(n.status(i) == "alive" for n in nodes for i in ids), "all three see three alive", nodes, 5.0
+            )
+            joined = loop.time() - started
+            incarnations = {f["node"]: f["incarnation"] for n in nodes for _, f in n.facts if f["event"] == "member.changed"}
+            for n in nodes:
+                own = n.fact("ready")
+                assert own is not None and incarnations[n.name] == own["incarnation"]
+
+            # kill -9 n3: both survivors suspect it after ~suspect_after, and hold it dead ~dead_after later.
+            n3.proc.send_signal(signal.SIGKILL)
+            killed = loop.time()
+            await until(lambda: all(n.status(n3.name) == "dead" for n in (n1, n2)), "n3 dead on n1 and n2", nodes, 5.0)
+            assert await n3.proc.wait() == -signal.SIGKILL
+            for n in (n1, n2):
+                assert n.statuses(n3.name, since=killed) == ["suspect", "dead"], n.describe()
+                suspect, dead = n.when(n3.name, "suspect", since=killed), n.when(n3.name, "dead")
+                assert suspect is not None and dead is not None
+                assert 0.5 <= suspect - killed <= 2.5, (suspect - killed, n.describe())
+                assert dead - suspect >= 0.8, (dead - suspect, n.describe())
+                assert dead - killed <= 4.0, (dead - killed, n.describe())
+            detect = max(n.when(n3.name, "dead") or killed for n in (n1, n2)) - killed
+
+            # SIGTERM n2: it leaves in order, exits 0, and n1 holds it left (never dead).
+            n2.proc.send_signal(signal.SIGTERM)
+            termed = loop.time()
+            await until(lambda: n1.status(n2.name) == "left", "n2 left on n1", nodes, 3.0)
+            left = loop.time() - termed
+            assert await asyncio.wait_for(n2.proc.wait(), 3.0) == 0, n2.describe()
+            exited = loop.time() - termed
+            assert n1.statuses(n2.name, since=termed) == ["left"], n1.describe()
+            assert "dead" not in n1.statuses(n2.name), n1.describe()
+            assert n2.statuses(n2.name)[-1] == "left"
+            assert n2.fact("stopped") == {"event": "stopped", "node": n2.name, "orderly": True}
+            assert n1.proc.returncode is None
+            print(f"\njoined in {joined:.2f}s; kill -9 -> dead on both in {detect:.2f}s; "
+                  f"SIGTERM -> left on n1 in {left:.3f}s, n2 exited in {exited:.2f}s")
+        finally:
+            await reap(nodes)
+
+    run(body)
+
+
+def test_sigint_leaves_in_order_and_exits_zero() -> None:
+    """A lone founder node (no seeds) reports itself alive, and SIGINT makes it leave and exit 0."""
+
+    async def body() -> None:
+        (port,) = free_ports(1)
+        node = await spawn(port, [])
+        try:
+            await until(lambda: node.fact("ready") is not None, "ready", [node], 8.0)
+            assert node.statuses(node.name) == ["alive"]
+            node.proc.send_signal(signal.SIGINT)
+            assert await asyncio.wait_for(node.proc.wait(), 3.0) == 0, node.describe()
+            await asyncio.gather(*node.readers)
+            assert node.statuses(node.name) == ["alive", "left"]
+            assert node.facts[-1][1] == {"event": "stopped", "node": node.name, "orderly": True}
+        finally:
+            await reap([node])
+
+    run(body)
+
+
+# --- the command line ----------------------------------------------------------------------
+
+
+def test_cli_bad_bind_exits_2_naming_the_value() -> None:
+    """``python -m casty node --bind`` with a bad address exits 2 and names the bad value on stderr."""
+    done = subprocess.run(
+        [sys.executable, "-m", "casty", "node", "--bind", "nowhere:70000"],
+        capture_output=True, text=True, timeout=15, cwd=ROOT, env=child_env(), stdin=subprocess.DEVNULL,
+    )
+    assert done.returncode == 2
+    assert "--bind" in done.stderr and "'nowhere:70000'" in done.stderr
+    assert done.stdout == ""
+
+
+@pytest.mark.parametrize(
+    ("argv", "named"),
+    [
+        (["--bind", "127.0.0.1"], "'127.0.0.1'"),
+        (["--bind", "localhost:7001"], "'localhost'"),
+        (["--bind", "127.0.0.1:0"], "port 0"),
+        (["--bind", "0.0.0.0:7001"], "unspecified"),
+        (["--bind", "::1:7001"], "'::1:7001'"),
+        (["--bind", "127.0.0.1:7001", "--seeds", "127.0.0.1:7002,10.0.0.x:7003"], "'10.0.0.x'"),
+        (["--bind", "127.0.0.1:7001", "--heartbeat", "0"], "'0'"),
+    ],
+)
+def test_cli_bad_arguments_exit_2(argv: list[str], named: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """Each bad address or timing is refused by the parser (exit 2) with a message naming it."""
+    with pytest.raises(SystemExit) as exit_info:
+        main(["node", *argv])
+    assert exit_info.value.code == 2
+    assert named in capsys.readouterr().err
+
+
+def test_cli_address_in_use_exits_1() -> None:
+    """A node whose --bind address is taken exits 1 saying it cannot listen there."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        done = subprocess.run(
+            [sys.executable, "-m", "casty", "node", "--bind", f"127.0.0.1:{port}"],
+            capture_output=True, text=True, timeout=15, cwd=ROOT, env=child_env(), stdin=subprocess.DEVNULL,
+        )
+    assert done.returncode == 1, done.stderr
+    assert f"cannot listen on 127.0.0.1:{port}" in done.stderr
+
+
+def test_cli_unknown_module_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
+    """--module naming a module that cannot be imported exits 2 and names the module."""
+    (port,) = free_ports(1)
+    assert main(["node", "--bind", f"127.0.0.1:{port}", "--module", "casty.no_such_module"]) == 2
+    assert "cannot import module 'casty.no_such_module'" in capsys.readouterr().err
+
+
+# --- addresses as node ids -----------------------------------------------------------------
+
+
+def test_node_ids_are_canonical_addresses() -> None:
+    """HOST:PORT parses to a canonical (host, port); the id prints back the same for IPv4 and bracketed IPv6."""
+    assert parse_address("127.0.0.1:7001") == ("127.0.0.1", 7001)
+    assert parse_address(" [::1]:7001 ") == ("::1", 7001)
+    assert parse_address("[0:0::1]:80") == ("::1", 80)
+    assert format_address(("::1", 7001)) == "[::1]:7001"
+    assert node_id("[0:0::1]:7001") == "[::1]:7001"
+    assert node_id(("::1", 9)) == "[::1]:9"
+    for bad in ("", "7001", ":7001", "127.0.0.1:", "127.0.0.1:x", "[::1]7001", "::1:7001", "a.b:1", "0.0.0.0:1"):
+        with pytest.raises(ValueError):
+            parse_address(bad)
+    assert parse_address("0.0.0.0:1", allow_any=True) == ("0.0.0.0", 1)
