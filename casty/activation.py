@@ -387,7 +387,7 @@ class Activation:
                 self.cancel_timer(timer, "ended")
         for armed in self._schedules.values():
             if armed.timer is not None:
-                armed.timer.cancel()
+                self.system.timers.cancel(armed.timer)
                 armed.timer = None
         if self._idle_handle is not None:
             self.system.timers.cancel(self._idle_handle)
@@ -743,6 +743,20 @@ class Activation:
             self._flush_handle = None
         self.system._dirty.pop(self, None)
 
+    def write_state_now(self, lease: int, value: Any) -> bool:
+        """``write_state`` without a coroutine when the write is confirmed at once (no write-through store).
+
+        False (nothing done) when it must wait for the store: then ``await write_state``.
+        """
+        if self._store is not None and self._durable == "write":
+            return False
+        data = self.system.codec.encode_value(value, "state", of=self.type.name)
+        version = self._write_now(lease, {STATE_PAGE: data}, "state.set")
+        if version >= self._state_version:
+            self._state_version = version
+            self.state_value = value
+        return True
+
     async def write_state(self, lease: int, value: Any) -> None:
         data = self.system.codec.encode_value(value, "state", of=self.type.name)
         if self._store is None or self._durable != "write":  # _commit without its coroutine: confirmed at once
@@ -842,14 +856,13 @@ class Activation:
         return schedules
 
     def _schedules_page(self) -> bytes | None:
-        if not self._schedules:
-            return None
-        return encode_armed(self._schedules.values())
+        schedules = self._schedules
+        return encode_armed(schedules.values()) if schedules else None
 
     def _remove_schedule(self, armed: ArmedSchedule, reason: str) -> None:
         armed.live = False
         if armed.timer is not None:
-            armed.timer.cancel()
+            self.system.timers.cancel(armed.timer)
             armed.timer = None
         del self._writable_schedules()[armed.name]
         self.system._emit_event(ev.ScheduleCancelled, self.type.name, self.key, armed.name, reason)
@@ -858,7 +871,7 @@ class Activation:
         """Set the timer of a schedule; ``announce`` it unless a ``ScheduleFired`` already said where it goes next."""
         wait_us = armed.due_us - now_us
         delay = wait_us / 1_000_000 if wait_us > 0 else 0.0
-        armed.timer = self.system.timers.call_at(self._loop.time() + delay, self._fire, armed)
+        armed.timer = self.system.timers.arm(self._loop.time() + delay, self._fire, armed)
         if announce:
             self.system._emit_event(ev.ScheduleArmed, self.type.name, self.key, armed.name, armed.due_us, armed.every_us)
 
@@ -917,8 +930,12 @@ class Activation:
                 if skipped:
                     observer(ev.ScheduleCaughtUp(self.type.name, self.key, armed.name, due, now, next_us, skipped))
             # _arm(announce=False), inline, with the loop time just read
-            armed.timer = system.timers.call_at(loop_now + (next_us - now) / 1_000_000, self._fire, armed)
-        self._commit_soon({SCHEDULES_PAGE: self._schedules_page()}, "schedule.fire")
+            armed.timer = system.timers.arm(loop_now + (next_us - now) / 1_000_000, self._fire, armed)
+        updates = {SCHEDULES_PAGE: self._schedules_page()}
+        if self._store is None or self._durable != "write":
+            self._write_now(None, updates, "schedule.fire")  # _commit_soon, without its call
+        else:
+            self._commit_soon(updates, "schedule.fire")
 
     # ================================================================== run work =====
 

@@ -20,7 +20,6 @@ from .clock import to_datetime
 
 if TYPE_CHECKING:
     from .activation import Activation
-    from .timers import Timer
 
 __all__ = ["ScheduleEntry", "ArmedSchedule", "catch_up", "encode_schedules", "encode_armed", "decode_schedules", "Schedule", "to_micros"]
 
@@ -85,7 +84,7 @@ class ArmedSchedule:
         self.data = data
         self.due_us = due_us
         self.every_us = every_us
-        self.timer: Timer | None = None
+        self.timer: int | None = None  # its number in the node's TimerHeap, while armed
         self.live = True
 
     def entry(self) -> ScheduleEntry:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Generic, TypeVar, cast
+from typing import TYPE_CHECKING, Generic, TypeVar
 
 if TYPE_CHECKING:
     from .activation import Activation
@@ -41,15 +41,22 @@ class State(Generic[S]):
 
     async def set(self, value: S) -> S:
         """Write ``value``; returns it once the write is confirmed. ``Fenced`` if this run was replaced."""
-        await self._activation.write_state(self._lease, value)
+        activation = self._activation
+        if not activation.write_state_now(self._lease, value):
+            await activation.write_state(self._lease, value)
         return value
 
     async def update(self, fn: Callable[[S], S | Awaitable[S]]) -> S:
         """Write ``fn(value)`` (``fn`` may be sync or async); returns the new state once confirmed."""
         result = fn(self._activation.state_value)
         # The cheap test first: most update functions are plain lambdas returning a value.
-        new: S = await result if hasattr(type(result), "__await__") and inspect.isawaitable(result) else cast(S, result)
-        await self._activation.write_state(self._lease, new)
+        if hasattr(type(result), "__await__") and inspect.isawaitable(result):
+            new: S = await result
+        else:
+            new = result  # type: ignore[assignment]  # not awaitable: an S (typing.cast would cost a call)
+        activation = self._activation
+        if not activation.write_state_now(self._lease, new):
+            await activation.write_state(self._lease, new)
         return new
 
     async def delete(self) -> None:
