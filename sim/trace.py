@@ -16,11 +16,17 @@ import json
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from casty.observer import Event, event_fields
 
-__all__ = ["Row", "Trace"]
+__all__ = ["Mutable", "Row", "Trace"]
+
+
+class Mutable(Protocol):
+    """What an observer made by ``Trace.observer`` asks before recording: is its source muted."""
+
+    muted: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,6 +101,31 @@ class Trace:
             if not kept:
                 return None
         return self._append(t_ns, node, wall(), kind, event_fields(event))
+
+    def observer(
+        self, node: str, source: Mutable, now_ns: Callable[[], int], wall: Callable[[], int]
+    ) -> Callable[[Event], None]:
+        """An observer for one node's runtime: ``add_event(now_ns(), node, wall, event)`` unless ``source.muted``.
+
+        Counting and the keep test run in the observer's own frame (a simulated run hands over
+        millions of events, most only counted); the clocks are read only for rows that are kept.
+        """
+
+        def observe(event: Event) -> None:
+            if source.muted:
+                return
+            kind = event.kind
+            counts = self.counts
+            counts[kind] = counts.get(kind, 0) + 1
+            if self._keep is not None:
+                kept = self._kept.get(kind)
+                if kept is None:
+                    kept = self.keeps(kind)
+                if not kept:
+                    return
+            self._append(now_ns(), node, wall(), kind, event_fields(event))
+
+        return observe
 
     def keeps(self, kind: str) -> bool:
         """Whether rows of this kind are stored (not only counted)."""

@@ -30,7 +30,6 @@ import simpy
 
 from casty import ActorSystem, MemoryStore, SQLiteStore
 from casty.clock import to_us
-from casty.observer import Event
 from casty.ports import Store
 
 from .clock import NodeClock
@@ -104,7 +103,7 @@ class SimNode:
             clock=self.clock,
             store=self.disk,
             rng=world.rng(self.name, f"system#{self.incarnation}"),
-            observer=self._observe,
+            observer=world.trace.observer(self.name, self, self._now_ns, self.clock.now_us),
             **options,
         )
         self._ready = loop.create_future()
@@ -125,11 +124,8 @@ class SimNode:
             raise
         await system.stop()
 
-    def _observe(self, event: Event) -> None:
-        if self.muted:
-            return
-        world = self.world
-        world.trace.add_event(int(world.env._now), self.name, self.clock.now_us, event)
+    def _now_ns(self) -> int:
+        return int(self.world.env._now)
 
     def require_up(self) -> VirtualLoop:
         if self.status == "down" or self.loop is None:
