@@ -871,7 +871,7 @@ class Activation:
         """Set the timer of a schedule; ``announce`` it unless a ``ScheduleFired`` already said where it goes next."""
         wait_us = armed.due_us - now_us
         delay = wait_us / 1_000_000 if wait_us > 0 else 0.0
-        armed.timer = self.system.timers.arm(self._loop.time() + delay, self._fire, armed)
+        armed.timer = self.system.timers.arm_method(self._loop.time() + delay, Activation._fire, self, armed)
         if announce:
             self.system._emit_event(ev.ScheduleArmed, self.type.name, self.key, armed.name, armed.due_us, armed.every_us)
 
@@ -930,7 +930,7 @@ class Activation:
                 if skipped:
                     observer(ev.ScheduleCaughtUp(self.type.name, self.key, armed.name, due, now, next_us, skipped))
             # _arm(announce=False), inline, with the loop time just read
-            armed.timer = system.timers.arm(loop_now + (next_us - now) / 1_000_000, self._fire, armed)
+            armed.timer = system.timers.arm_method(loop_now + (next_us - now) / 1_000_000, Activation._fire, self, armed)
         updates = {SCHEDULES_PAGE: self._schedules_page()}
         if self._store is None or self._durable != "write":
             self._write_now(None, updates, "schedule.fire")  # _commit_soon, without its call

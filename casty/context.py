@@ -59,6 +59,7 @@ class Inbox(Generic[M]):
 
     __slots__ = (
         "_activation", "_lease", "_step", "_wakeup", "_wakeup_context", "_cancel_message", "_asyncio_future_blocking",
+        "_last_wakeup",
     )
 
     def __init__(self, activation: Activation, lease: int) -> None:
@@ -69,6 +70,7 @@ class Inbox(Generic[M]):
         self._wakeup_context: contextvars.Context | None = None
         self._cancel_message: Any = None
         self._asyncio_future_blocking: bool | None = None  # None: not a future now (asyncio.isfuture is False)
+        self._last_wakeup: Callable[[Any], None] | None = None  # the reading task's wake-up, as first handed over
 
     def __aiter__(self) -> AsyncIterator[M]:
         return self
@@ -149,6 +151,15 @@ class Inbox(Generic[M]):
         if self._step != _WAITING:
             self._activation._loop.call_soon(fn, self, context=context)
         elif self._wakeup is None:
+            # A task hands over a new wake-up method object at every wait. Held until a message
+            # comes, often seconds later, it outlives the young collections and is promoted to
+            # the oldest generation, whose full collections then come more often. So the first
+            # one is kept and the equal ones after it (same task, same function) are let go.
+            last = self._last_wakeup
+            if last is not None and last == fn:
+                fn = last
+            else:
+                self._last_wakeup = fn
             self._wakeup = fn
             self._wakeup_context = context
         else:

@@ -25,6 +25,7 @@ from typing import Any
 __all__ = ["TimerHeap", "Timer"]
 
 _EMPTY_CONTEXT = contextvars.Context()
+_NO_OWNER: Any = object()
 
 
 class Timer:
@@ -48,13 +49,14 @@ class Timer:
 class TimerHeap:
     """Runs ``callback(arg)`` at loop time ``when``, for many timers, with one loop timer."""
 
-    __slots__ = ("_loop", "_heap", "_callbacks", "_args", "_seq", "_armed", "_armed_at", "_running")
+    __slots__ = ("_loop", "_heap", "_callbacks", "_args", "_owners", "_seq", "_armed", "_armed_at", "_running")
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self._loop = loop
         self._heap: list[tuple[float, int]] = []
-        self._callbacks: dict[int, Callable[[Any], None]] = {}
+        self._callbacks: dict[int, Callable[..., None]] = {}
         self._args: dict[int, Any] = {}
+        self._owners: dict[int, Any] = {}  # arm_method's owners: the callback is then callback(owner, arg)
         self._seq = 0
         self._armed: asyncio.TimerHandle | None = None
         self._armed_at = 0.0
@@ -64,7 +66,7 @@ class TimerHeap:
         """Arm a timer and return a handle object that can cancel it."""
         return Timer(self, self.arm(when, callback, arg))
 
-    def arm(self, when: float, callback: Callable[[Any], None], arg: Any) -> int:
+    def arm(self, when: float, callback: Callable[..., None], arg: Any) -> int:
         """Arm a timer and return its number, for ``cancel``: no handle object, for timers every key holds."""
         seq = self._seq = self._seq + 1
         self._callbacks[seq] = callback
@@ -74,10 +76,21 @@ class TimerHeap:
             self._arm(when)
         return seq
 
+    def arm_method(self, when: float, function: Callable[[Any, Any], None], owner: Any, arg: Any) -> int:
+        """``arm`` for ``function(owner, arg)``, e.g. ``Activation._fire`` of a schedule: no bound method per timer.
+
+        A bound method held until its time comes outlives the young collections and is promoted to the
+        oldest generation, whose collections then come more often; the owner waits in a dict instead.
+        """
+        seq = self.arm(when, function, arg)
+        self._owners[seq] = owner
+        return seq
+
     def cancel(self, seq: int) -> None:
         """Forget timer ``seq`` (nothing happens if it already fired or was cancelled)."""
         if self._callbacks.pop(seq, None) is not None:
             del self._args[seq]
+            self._owners.pop(seq, None)
 
     def pending(self, seq: int) -> bool:
         return seq in self._callbacks
@@ -93,13 +106,18 @@ class TimerHeap:
         self._running = True
         heap = self._heap
         callbacks = self._callbacks
+        owners = self._owners
         now = self._loop.time()
         try:
             while heap and heap[0][0] <= now:
                 seq = heapq.heappop(heap)[1]
                 callback = callbacks.pop(seq, None)
                 if callback is not None:
-                    callback(self._args.pop(seq))
+                    owner = owners.pop(seq, _NO_OWNER)
+                    if owner is _NO_OWNER:
+                        callback(self._args.pop(seq))
+                    else:
+                        callback(owner, self._args.pop(seq))
         finally:
             self._running = False
             while heap and heap[0][1] not in callbacks:
@@ -114,6 +132,7 @@ class TimerHeap:
         self._heap.clear()
         self._callbacks.clear()
         self._args.clear()
+        self._owners.clear()
 
     def __len__(self) -> int:
         return len(self._heap)
