@@ -138,6 +138,8 @@ _MISSING: Any = object()
 _log = logging.getLogger("casty")
 
 _NO_SCHEDULES: Mapping[str, ArmedSchedule] = MappingProxyType({})
+_STATE_PAGES = (STATE_PAGE,)  # the pages of a state write, as its WriteConfirmed names them
+_SCHEDULES_PAGES = (SCHEDULES_PAGE,)
 
 
 
@@ -488,7 +490,7 @@ class Activation:
         """
         self._mailbox = None
         self._waiter = inbox
-        if self._idle_handle is None:
+        if self._idle_handle is None and not self._schedules:  # _arm_idle's own tests, the cheap ones first
             self._arm_idle()
         undo = self._chain_token
         if undo is not None:
@@ -650,6 +652,26 @@ class Activation:
             observer(ev.WriteConfirmed(self.type.name, self.key, self.lease if lease is None else lease, version, tuple(updates)))
         return version
 
+    def _write_page_now(self, lease: int | None, name: str, names: tuple[str, ...], data: bytes | None, operation: str) -> int:
+        """``_write_now`` of the single page ``name`` (``names`` is ``(name,)``, a constant of the caller):
+        no updates dict and no tuple of its keys, for the writes every message and every firing make."""
+        if self._closed or (lease is not None and lease != self.lease):
+            self._check_lease(lease, operation)  # raises Fenced (and reports it)
+        pages = self.pages
+        assert pages is not None
+        if data is None:
+            pages.pop(name, None)
+        else:
+            pages[name] = data
+        versions = self.system._records.versions
+        version = versions[self.entity] = versions[self.entity] + 1
+        if self._store is not None:
+            self._schedule_flush()
+        observer = self.system._observer
+        if observer is not None:
+            observer(ev.WriteConfirmed(self.type.name, self.key, self.lease if lease is None else lease, version, names))
+        return version
+
     def _commit_soon(self, updates: Mapping[str, bytes | None], operation: str) -> None:
         """The key's own write from a timer callback: applied now, or saved in the background if write-through."""
         if self._store is not None and self._durable == "write":
@@ -751,7 +773,7 @@ class Activation:
         if self._store is not None and self._durable == "write":
             return False
         data = self.system.codec.encode_value(value, "state", of=self.type.name)
-        version = self._write_now(lease, {STATE_PAGE: data}, "state.set")
+        version = self._write_page_now(lease, STATE_PAGE, _STATE_PAGES, data, "state.set")
         if version >= self._state_version:
             self._state_version = version
             self.state_value = value
@@ -931,11 +953,10 @@ class Activation:
                     observer(ev.ScheduleCaughtUp(self.type.name, self.key, armed.name, due, now, next_us, skipped))
             # _arm(announce=False), inline, with the loop time just read
             armed.timer = system.timers.arm_method(loop_now + (next_us - now) / 1_000_000, Activation._fire, self, armed)
-        updates = {SCHEDULES_PAGE: self._schedules_page()}
-        if self._store is None or self._durable != "write":
-            self._write_now(None, updates, "schedule.fire")  # _commit_soon, without its call
+        if self._store is None or self._durable != "write":  # _commit_soon, without its call
+            self._write_page_now(None, SCHEDULES_PAGE, _SCHEDULES_PAGES, self._schedules_page(), "schedule.fire")
         else:
-            self._commit_soon(updates, "schedule.fire")
+            self._commit_soon({SCHEDULES_PAGE: self._schedules_page()}, "schedule.fire")
 
     # ================================================================== run work =====
 
