@@ -934,7 +934,10 @@ class Activation:
             return
         due = armed.due_us
         try:
-            self.deliver(Envelope(armed.message))
+            envelope = armed.envelope  # an envelope is never changed once made: every firing can tell the same one
+            if envelope is None:
+                envelope = armed.envelope = Envelope(armed.message)
+            self.deliver(envelope)
         except MailboxFull as exc:
             system._emit_event(ev.MessageDropped, self.type.name, self.key, type(armed.message).__qualname__, str(exc))
         loop_now = self._last_activity = self._loop.time()
