@@ -486,12 +486,15 @@ class Activation:
         The idle check is armed, and the ask chain of the last message is taken off the
         task's context (see ``_hold_chain``). The empty mailbox is dropped too: an idle key
         holds no deque for the garbage collector to traverse, and the next delivery makes
-        a new one.
+        a new one. A key with schedules keeps it: its next firing is due anyway, and a deque
+        made per firing lives from the firing to the body's wake-up, long enough to be
+        promoted by the young collections in between.
         """
-        self._mailbox = None
         self._waiter = inbox
-        if self._idle_handle is None and not self._schedules:  # _arm_idle's own tests, the cheap ones first
-            self._arm_idle()
+        if not self._schedules:  # with schedules: no idle check either, the key stays active (_arm_idle)
+            self._mailbox = None
+            if self._idle_handle is None:
+                self._arm_idle()
         undo = self._chain_token
         if undo is not None:
             self._chain_token = None
