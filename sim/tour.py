@@ -22,6 +22,7 @@ TOUR: tuple[tuple[str, str | None], ...] = (
     ("durable-restart", "minute"),
     ("timer-vs-schedule", "schedule"),
     ("daily-report", "daily"),
+    ("timers-vs-schedules", "persisted"),
 )
 
 
@@ -43,7 +44,7 @@ def write_tour(out: str | Path, *, seed: int = 0) -> int:
         chosen = result.scenario
         status = "all checks hold" if result.ok else f"{len(result.failures)} check(s) FAILED"
         failed += 0 if result.ok else 1
-        print(f"{name:<26} {status:<22} {len(result.trace):>6} rows  {result.world.now:>9.0f} s simulated in {elapsed:5.2f} s")
+        print(f"{name:<26} {status:<22} {len(result.trace):>6} rows  {result.world.now:>9.0f} s simulated in {elapsed * 1000:7.1f} ms")
         lines += [f"## {name}", "", chosen.description, "", f"- {status}; {len(result.trace)} trace rows; digest `{result.trace.digest()[:16]}`"]
         for failure in result.failures:
             lines.append(f"- FAILED: {failure}")
