@@ -710,14 +710,17 @@ class Activation:
                 else:
                     pages[name] = data
             version = records.versions[self.entity] + 1
+            limit = self.type.write_timeout if self.type.write_timeout is not None else self.system.write_timeout
             try:
-                await self._persist(pages, version)
+                async with asyncio.timeout(limit or None):
+                    await self._persist(pages, version)
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
                 shown = self.lease if lease is None else lease
                 self.system._emit_event(ev.WriteFailed, self.type.name, self.key, shown, operation, "unavailable")
-                raise Unavailable(f"{self.type.name}[{self.key!r}]: {operation} not confirmed by the store: {exc!r}") from exc
+                why = f"no answer within write_timeout = {limit:g} s" if isinstance(exc, TimeoutError) else repr(exc)
+                raise Unavailable(f"{self.type.name}[{self.key!r}]: {operation} not confirmed by the store: {why}") from exc
             current.clear()
             current.update(pages)
             records.versions[self.entity] = version

@@ -271,3 +271,34 @@ def test_firing_whose_write_was_not_confirmed_repeats_after_restart(recorder: Re
     (told,) = before.of(ScheduleFired)
     fired = recorder.of(ScheduleFired)
     assert [f.due_us for f in fired] == [told.due_us]  # the same occurrence, told again
+
+
+@actor(initial=0, durable="write", write_timeout=timedelta(seconds=2))
+async def impatient(ctx: Context[int, TryWrite]) -> None:
+    """Answers each TryWrite with None, or with the exception its write raised; writes time out after 2 s."""
+    async for msg in ctx.inbox:
+        try:
+            await ctx.state.update(lambda v: v + 1)
+            msg.reply_to.tell(None)
+        except Unavailable as exc:
+            msg.reply_to.tell(exc)
+
+
+def test_a_store_slower_than_write_timeout_makes_the_write_unavailable(recorder: Recorder) -> None:
+    """A save that takes longer than the type's write_timeout fails with Unavailable after exactly that long."""
+    store = SlowStore(delay=0.0)
+
+    async def main(clock: LoopClock) -> tuple[object, float]:
+        loop = asyncio.get_running_loop()
+        async with ActorSystem(clock=clock, store=store, observer=recorder) as system:
+            ref = system.ref(impatient, "slow")
+            assert await ref.ask(TryWrite()) is None
+            store.delay = 10.0
+            started = loop.time()
+            answer = await ref.ask(TryWrite())
+            return answer, loop.time() - started
+
+    answer, took = run_virtual(main)
+    assert isinstance(answer, Unavailable) and "write_timeout = 2 s" in str(answer)
+    assert took == pytest.approx(2.0)
+    assert [w.reason for w in recorder.of(WriteFailed)] == ["unavailable"]
