@@ -51,7 +51,7 @@ def union_members(annotation: Any) -> tuple[type, ...]:
 class MessageSchema:
     """The message union an actor type accepts, with what it takes to check and decode it."""
 
-    __slots__ = ("name", "classes", "by_tag", "_decoders")
+    __slots__ = ("name", "classes", "by_tag")
 
     def __init__(self, name: str, classes: tuple[type, ...]) -> None:
         for cls in classes:
@@ -63,7 +63,6 @@ class MessageSchema:
         self.name = name
         self.classes = classes
         self.by_tag: dict[str, type] = {type_tag(cls): cls for cls in classes}
-        self._decoders: dict[str, msgspec.msgpack.Decoder[Any]] = {}
 
     def accepts(self, message: object) -> bool:
         return isinstance(message, self.classes)
@@ -78,14 +77,12 @@ class MessageSchema:
         return set(self.by_tag) == set(other.by_tag)
 
     def decoder(self, tag: str, dec_hook: Callable[[type, Any], Any]) -> msgspec.msgpack.Decoder[Any]:
-        dec = self._decoders.get(tag)
-        if dec is None:
-            cls = self.by_tag.get(tag)
-            if cls is None:
-                raise SchemaError(f"{self.name} does not take messages tagged {tag!r}")
-            dec = msgspec.msgpack.Decoder(cls, dec_hook=dec_hook)
-            self._decoders[tag] = dec
-        return dec
+        """A new decoder of ``tag`` with ``dec_hook``. Not cached here: the hook binds decoded refs to one
+        system, and a schema is shared by every system of the process (``Codec`` caches its own)."""
+        cls = self.by_tag.get(tag)
+        if cls is None:
+            raise SchemaError(f"{self.name} does not take messages tagged {tag!r}")
+        return msgspec.msgpack.Decoder(cls, dec_hook=dec_hook)
 
 
 _Envelope = tuple[str, msgspec.Raw]
@@ -102,6 +99,8 @@ class Codec:
         self._encoder = msgspec.msgpack.Encoder(enc_hook=self._enc_hook)
         self._envelope = msgspec.msgpack.Decoder(_Envelope)
         self._value_decoders: dict[Any, msgspec.msgpack.Decoder[Any]] = {}
+        # Per codec, not per schema: the decoders' hook binds refs to this codec's system.
+        self._message_decoders: dict[tuple[MessageSchema, str], msgspec.msgpack.Decoder[Any]] = {}
         self._pages = msgspec.msgpack.Decoder(dict[str, bytes])
         self._tags: dict[type, str] = {}  # type_tag of each message class met: formatting it is most of a small encode
 
@@ -152,7 +151,10 @@ class Codec:
         """Build a message only if its tag is one of ``schema``'s classes."""
         try:
             tag, raw = self._envelope.decode(data)
-            return schema.decoder(tag, self._dec_hook).decode(raw)
+            dec = self._message_decoders.get((schema, tag))
+            if dec is None:
+                dec = self._message_decoders[(schema, tag)] = schema.decoder(tag, self._dec_hook)
+            return dec.decode(raw)
         except (msgspec.DecodeError, msgspec.ValidationError) as exc:
             raise SchemaError(f"{schema.name}: cannot decode message: {exc}") from exc
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from datetime import timedelta, tzinfo
 from datetime import timezone as dt_timezone
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from . import observer as ev
 from .activation import ASK_CHAIN, Activation, Envelope, KeyRecords, PendingAsk
@@ -26,12 +26,16 @@ from .clock import SystemClock
 from .codec import Codec
 from .errors import ConfigurationError, InvalidIdentity, MailboxFull, NotStarted, ReentrancyError, SchemaError, Unavailable
 from .observer import Event, LoggingObserver
-from .ports import Clock, Observer, Store
+from .ports import Clock, Observer, Store, Transport
 from .deadlines import DeadlineQueue
 from .timers import TimerHeap
 from .ref import NOBODY, Askable, EntityRef, NobodyRef, Ref, ReplyRef, with_reply_to
 from .scheduler import NodeScheduleInfo, NodeScheduler
 from .state import ACTIVE_PAGE
+
+if TYPE_CHECKING:
+    from .cluster.membership import MemberView
+    from .cluster.runtime import ClusterNode
 
 __all__ = ["ActorSystem", "Placement"]
 
@@ -65,6 +69,7 @@ class ActorSystem:
         *,
         node: str = "local",
         cluster: Any = None,
+        transport: Transport | None = None,
         idle_after: timedelta | float = timedelta(minutes=1),
         backoff: Backoff = Backoff(),
         ask_timeout: timedelta | float = timedelta(seconds=10),
@@ -76,10 +81,20 @@ class ActorSystem:
         rng: random.Random | None = None,
         timezone: tzinfo = dt_timezone.utc,
     ) -> None:
-        if cluster is not None:
-            raise ConfigurationError("cluster mode is not available yet: run without cluster=")
         if not isinstance(node, str) or not node:
             raise ValueError(f"node must be a non-empty string, got {node!r}")
+        if cluster is not None or transport is not None:
+            from .cluster.config import Cluster
+
+            if not isinstance(cluster, Cluster):
+                raise ConfigurationError(f"a transport needs cluster=Cluster(...), got cluster={cluster!r}")
+            if transport is None:
+                raise ConfigurationError("cluster= needs transport=: the Transport this node speaks to the others on")
+            if transport.node != node:
+                raise ConfigurationError(f"the transport is node {transport.node!r}, the system node {node!r}")
+        self.cluster = cluster
+        self.transport = transport
+        self._cluster: ClusterNode | None = None  # set at entry when cluster= is given
         self.node = node
         self.idle_after: float | None = seconds(idle_after, "idle_after")
         self.backoff = backoff
@@ -107,7 +122,7 @@ class ActorSystem:
         self._background: dict[asyncio.Task[Any], None] = {}
         self._deadlines: dict[float, DeadlineQueue[PendingAsk]] = {}  # ask timeouts, one queue per duration
         self._dirty: dict[Activation, None] = {}  # write-behind keys with an unsaved change
-        self.scheduler = NodeScheduler(self, tz=timezone)
+        self.scheduler = NodeScheduler(self, tz=timezone, cluster_mode=cluster is not None)
 
     # ================================================================== lifecycle ====
 
@@ -128,6 +143,10 @@ class ActorSystem:
         self.timers = TimerHeap(self._loop)
         self._running = True
         self.scheduler.start()
+        if self.cluster is not None:
+            from .cluster.runtime import ClusterNode
+
+            self._cluster = ClusterNode(self, self.cluster)
         if self.store is not None:
             await self._resume_active_keys()
         return self
@@ -143,6 +162,8 @@ class ActorSystem:
             return
         self._running = False
         self._stopped = True
+        if self._cluster is not None:
+            self._cluster.close(crashed=crashed)  # leave first, so that the others route elsewhere at once
         self.scheduler.stop()  # node schedules live in memory only: a stopped node has none
         activations = list(self._activations.values())
         reason = "crashed" if crashed else "stopped"
@@ -204,7 +225,8 @@ class ActorSystem:
         if not (type(key) is str and key and isinstance(actor, ActorType)):
             self._validate_identity(actor, key)
         self._types.setdefault(actor.name, actor)
-        self._activation_for(actor, key, actor.initial if initial is _MISSING else initial)
+        if self._cluster is None or self._cluster.owner_of(actor.name, key) == self.node:
+            self._activation_for(actor, key, actor.initial if initial is _MISSING else initial)
         return EntityRef(self, actor.name, key)
 
     @staticmethod
@@ -262,7 +284,11 @@ class ActorSystem:
         schema = actor.schema
         if not isinstance(message, schema.classes):
             schema.check(message)  # raises, naming what the type takes
-        self.codec.encode_message(message, schema)
+        data = self.codec.encode_message(message, schema)
+        if self._cluster is not None and self._cluster.owner_of(actor.name, ref.key) != self.node:
+            self._request_seq += 1
+            self._cluster.send(self._request_seq, actor.name, ref.key, data, None, origin)
+            return
         activation = self._activations.get((actor.name, ref.key)) or self._activation_for(actor, ref.key, _MISSING)
         activation.deliver(Envelope(message, origin=origin) if origin is not None else Envelope(message))
 
@@ -290,11 +316,15 @@ class ActorSystem:
         # default) the caller's message is the one checked. Encoding reads an object's __dict__,
         # which makes CPython build it: on the caller's message that dict is garbage at once,
         # on the copy it would live as long as the body holds the message.
-        self.codec.encode_message(message if type(message.reply_to) in _WIRE_REFS else filled, schema)
+        data = self.codec.encode_message(message if type(message.reply_to) in _WIRE_REFS else filled, schema)
         loop = self._loop
         assert loop is not None  # running
         future: asyncio.Future[R] = loop.create_future()
         pending = PendingAsk(future, filled)
+        if self._cluster is not None and self._cluster.owner_of(actor.name, ref.key) != self.node:
+            if type(message.reply_to) in _WIRE_REFS:
+                data = self.codec.encode_message(filled, schema)  # the bytes that travel carry our reply slot
+            return await self._remote_ask(actor, ref.key, request, data, pending, future)
         activation = self._activations.get((actor.name, ref.key)) or self._activation_for(actor, ref.key, _MISSING)
         if activation._mailbox_limit is not None and not activation.has_room():
             if actor.on_full != "wait":
@@ -316,6 +346,25 @@ class ActorSystem:
         finally:
             self._pending.pop(request, None)
 
+    async def _remote_ask(
+        self, actor: ActorType[Any, Any], key: str, request: int, data: bytes, pending: PendingAsk, future: asyncio.Future[R]
+    ) -> R:
+        """An ask whose key another node owns: the router carries it; the reply comes back as a ``Reply`` frame."""
+        cluster = self._cluster
+        assert cluster is not None and self._loop is not None
+        self._pending[request] = pending
+        timeout = actor.ask_timeout if actor.ask_timeout is not None else self.ask_timeout
+        deadlines = self._deadlines.get(timeout)
+        if deadlines is None:
+            deadlines = self._deadlines[timeout] = DeadlineQueue(self._loop, timeout, self._expire)
+        try:
+            cluster.send(request, actor.name, key, data, request, None)
+            deadlines.add(pending)
+            return await future
+        finally:
+            self._pending.pop(request, None)
+            cluster.forget(request)
+
     def _expire(self, pending: PendingAsk) -> None:
         if pending.future.done():
             return
@@ -335,6 +384,9 @@ class ActorSystem:
     def reply(self, ref: ReplyRef[Any], value: Any) -> None:
         """Complete the ask behind ``ref`` (once; later or stray replies are ignored)."""
         if ref.node != self.node:
+            if self._cluster is not None:
+                self._cluster.reply(ref, value)
+                return
             self._emit_event(ev.MessageDropped, "reply", f"{ref.node}#{ref.request}", type(value).__qualname__, "reply to another node")
             return
         pending = self._pending.get(ref.request)
@@ -385,9 +437,19 @@ class ActorSystem:
         }
 
     def placement(self, actor: ActorType[Any, Any], key: str) -> Placement:
-        """Owner and replicas of a key. A single node owns every key."""
+        """Owner and replicas of a key. A single node owns every key; in a cluster, this node's view of the ring."""
         self._validate_identity(actor, key)
+        if self._cluster is not None:
+            return self._cluster.placement(actor.name, key)
         return Placement(owner=self.node, replicas=(self.node,))
+
+    def members(self) -> list[MemberView]:
+        """The membership as this node sees it (every member not removed, this node included); [] without a cluster."""
+        if self._cluster is None:
+            if self.cluster is not None:
+                self._check_running()
+            return []
+        return self._cluster.membership.members()
 
     async def release(self, actor: ActorType[Any, Any], key: str) -> None:
         """Deactivate a key as if it had gone idle (after its queued messages); its schedules stay in its pages."""

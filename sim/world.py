@@ -98,6 +98,8 @@ class SimNode:
         self.endpoint = world.network.endpoint(self.name)
         self.endpoint.loop = loop
         options = dict(self.spec.system)
+        if options.get("cluster") is not None:
+            options["transport"] = self.endpoint  # node ids are the world's node names; seeds name nodes
         self.system = ActorSystem(
             node=self.name,
             clock=self.clock,
@@ -219,7 +221,11 @@ class World:
         start: bool = True,
         **system: Any,
     ) -> SimNode:
-        """Add a node (and start it): its wall clock off by ``offset``, its disk a ``store``, ActorSystem options."""
+        """Add a node (and start it): its wall clock off by ``offset``, its disk a ``store``, ActorSystem options.
+
+        ``cluster=Cluster(seeds=[...])`` makes the node a cluster member: its transport is its
+        endpoint on the simulated network, and seeds are node names.
+        """
         if name in self.nodes:
             raise ValueError(f"node {name!r} exists already")
         clock = NodeClock(

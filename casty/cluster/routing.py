@@ -1,0 +1,235 @@
+"""Routing (channel ``"d"``): a message for a key goes to the key's owner, wherever the sender is.
+
+Cluster v0 — no replication yet: the owner holds the only copy of a key's state, and a
+new owner (after the old one is declared dead) starts the key from ``initial``.
+
+Frames (they cross the transport as bytes, see ``casty.cluster.wire``):
+
+- ``Deliver(request, actor, key, message, reply_node, reply_request, origin)``: ``message``
+  is the codec's bytes of the message (an ask's ``reply_to`` inside names the asking node
+  and its request, which ``reply_node``/``reply_request`` repeat); ``request`` is the
+  sender's routing id, echoed by a ``WrongOwner``.
+- ``Reply(request, value)``: the value a body replied to an ask of another node, encoded
+  with ``codec.encode_value`` (decoded there as ``Any``: plain msgpack values).
+- ``WrongOwner(request, owner)``: "I do not own that key" and whom the answerer thinks owns it.
+
+``Router`` is a thin asyncio component (not a sans-I/O core: the decisions are few and all
+here): one per node, on the node's loop and transport. The system asks it to ``route`` a
+message whose owner is not this node; it sends ``Deliver`` to the owner its view names and,
+on ``WrongOwner`` (or while no owner is known), retries after 10 ms, doubling to 1 s, until
+``write_timeout`` has passed since the first attempt: then ``on_failed`` (the system fails the
+ask with ``Unavailable``, or drops the tell with a ``MessageDropped`` event). A ``Deliver`` is
+accepted (``on_deliver``) only by the node its own view names owner; anyone else answers
+``WrongOwner``. A ``Deliver`` lost on the way (the owner crashed) is not retried: delivery is
+at most once, and the ask times out (``TimeoutError``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Final
+
+from ..ports import Transport
+from .driver import Dispatcher
+from .membership import FRAMES as MEMBERSHIP_FRAMES
+from .wire import Wire
+
+__all__ = [
+    "ROUTING_CHANNEL",
+    "Deliver",
+    "Reply",
+    "WrongOwner",
+    "FRAMES",
+    "CLUSTER_WIRE",
+    "FIRST_RETRY",
+    "MAX_RETRY",
+    "next_retry",
+    "Router",
+]
+
+ROUTING_CHANNEL: Final = "d"
+FIRST_RETRY: Final = 0.010
+MAX_RETRY: Final = 1.0
+
+
+@dataclass(frozen=True, slots=True)
+class Deliver:
+    """Run ``message`` (codec bytes) on ``actor[key]`` if you own it; ``request`` is the sender's routing id."""
+
+    request: int
+    actor: str
+    key: str
+    message: bytes
+    reply_node: str | None = None
+    reply_request: int | None = None
+    origin: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    """The reply to ask ``request`` of the receiving node: ``value`` as codec bytes."""
+
+    request: int
+    value: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class WrongOwner:
+    """The answer to a ``Deliver`` sent to a node that does not own the key; ``owner`` is its view of who does."""
+
+    request: int
+    owner: str | None
+
+
+FRAMES: Final[tuple[type, ...]] = (Deliver, Reply, WrongOwner)
+
+CLUSTER_WIRE: Final = Wire((*MEMBERSHIP_FRAMES, *FRAMES))
+"""The Wire of a cluster node: membership and routing frames (one per process, shared by its nodes)."""
+
+
+def next_retry(delay: float) -> float:
+    """The backoff after ``delay``: doubling, capped at ``MAX_RETRY``."""
+    return min(delay * 2, MAX_RETRY)
+
+
+class _Route:
+    __slots__ = ("frame", "deadline", "delay", "waiting", "handle")
+
+    def __init__(self, frame: Deliver, deadline: float) -> None:
+        self.frame = frame
+        self.deadline = deadline
+        self.delay = FIRST_RETRY
+        self.waiting = False  # a retry is armed (not sent yet)
+        self.handle: asyncio.Handle | None = None
+
+
+OwnerOf = Callable[[str, str], "str | None"]
+
+
+class Router:
+    """Sends messages to their key's owner, retries on ``WrongOwner``, accepts what this node owns."""
+
+    def __init__(
+        self,
+        node: str,
+        transport: Transport,
+        wire: Wire,
+        dispatcher: Dispatcher,
+        loop: asyncio.AbstractEventLoop,
+        *,
+        owner_of: OwnerOf,
+        on_deliver: Callable[[Deliver], None],
+        on_reply: Callable[[str, Reply], None],
+        on_failed: Callable[[Deliver, str], None],
+        write_timeout: float,
+    ) -> None:
+        wire.require(FRAMES, who="routing")
+        self.node: Final = node
+        self.transport: Final = transport
+        self.wire: Final = wire
+        self.dispatcher: Final = dispatcher
+        self.loop: Final = loop
+        self.owner_of = owner_of
+        self.on_deliver = on_deliver
+        self.on_reply = on_reply
+        self.on_failed = on_failed
+        self.write_timeout = write_timeout
+        self._routes: dict[int, _Route] = {}
+        self._closed = False
+        self.sent = 0
+        self.retries = 0
+        dispatcher.register(ROUTING_CHANNEL, self._receive)
+
+    # --- sending -------------------------------------------------------------------------
+
+    def route(self, frame: Deliver) -> None:
+        """Get ``frame`` to its key's owner (this node included, should the view change meanwhile)."""
+        entry = _Route(frame, self.loop.time() + self.write_timeout)
+        self._routes[frame.request] = entry
+        self._attempt(entry)
+
+    def reply(self, node: str, request: int, value: bytes) -> None:
+        self._send(node, Reply(request, value))
+
+    def forget(self, request: int) -> None:
+        """Stop caring about ``request`` (its ask completed or was given up)."""
+        entry = self._routes.pop(request, None)
+        if entry is not None and entry.handle is not None:
+            entry.handle.cancel()
+
+    @property
+    def in_flight(self) -> int:
+        return len(self._routes)
+
+    def _send(self, to: str, frame: object) -> None:
+        if not self._closed:
+            self.sent += 1
+            self.transport.send(to, self.wire.encode(ROUTING_CHANNEL, frame))
+
+    def _attempt(self, entry: _Route) -> None:
+        entry.waiting = False
+        entry.handle = None
+        if self._closed or self._routes.get(entry.frame.request) is not entry:
+            return
+        frame = entry.frame
+        owner = self.owner_of(frame.actor, frame.key)
+        if owner == self.node:
+            del self._routes[frame.request]
+            self.on_deliver(frame)
+        elif owner is None:
+            self._retry(entry, "no owner: this node has no quorum or sees no replica alive")
+        else:
+            self._send(owner, frame)
+            # Nothing confirms a delivery: forget the route once no WrongOwner can matter any more.
+            entry.handle = self.loop.call_at(entry.deadline + MAX_RETRY, self._expire, entry)
+
+    def _retry(self, entry: _Route, reason: str) -> None:
+        if entry.handle is not None:
+            entry.handle.cancel()
+        now = self.loop.time()
+        if now + entry.delay > entry.deadline:
+            self._routes.pop(entry.frame.request, None)
+            entry.handle = None
+            self.on_failed(entry.frame, f"{reason} (gave up after {self.write_timeout:g} s of retries)")
+            return
+        self.retries += 1
+        entry.waiting = True
+        entry.handle = self.loop.call_later(entry.delay, self._attempt, entry)
+        entry.delay = next_retry(entry.delay)
+
+    def _expire(self, entry: _Route) -> None:
+        if self._routes.get(entry.frame.request) is entry and not entry.waiting:
+            del self._routes[entry.frame.request]
+
+    # --- receiving -----------------------------------------------------------------------
+
+    def _receive(self, src: str, frame: object) -> None:
+        if self._closed:
+            return
+        if isinstance(frame, Deliver):
+            owner = self.owner_of(frame.actor, frame.key)
+            if owner == self.node:
+                self.on_deliver(frame)
+            else:
+                self._send(src, WrongOwner(frame.request, owner))
+        elif isinstance(frame, Reply):
+            self.on_reply(src, frame)
+        elif isinstance(frame, WrongOwner):
+            entry = self._routes.get(frame.request)
+            if entry is not None and not entry.waiting:
+                self._retry(entry, f"wrong owner ({src} names {frame.owner or 'nobody'})")
+
+    # --- lifecycle -----------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Stop serving the channel and drop every pending route (their asks end with the system)."""
+        if self._closed:
+            return
+        self._closed = True
+        for entry in self._routes.values():
+            if entry.handle is not None:
+                entry.handle.cancel()
+        self._routes.clear()
+        self.dispatcher.unregister(ROUTING_CHANNEL, self._receive)

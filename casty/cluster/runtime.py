@@ -1,0 +1,161 @@
+"""``ClusterNode``: what an ``ActorSystem(cluster=..., transport=...)`` runs beside its activations.
+
+Cluster v0: membership (``MembershipService``) and routing (``Router``) on the node's
+transport, and the placement policy over the membership view. NOT DONE YET: replication
+(the owner holds the only copy of a key's state: a new owner starts the key from
+``initial``), owner epochs and fencing, handoff of keys when the ring changes.
+
+Placement: the ring is built over ``membership.ring_nodes()`` (members alive, suspect or
+dead; rebuilt only when that set changes); a key's replicas are the first ``REPLICAS``
+distinct nodes clockwise; its owner is the first replica the membership says is
+``serving`` (alive or suspect); a node without a quorum names no owner at all.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Final
+
+from .. import observer as ev
+from ..activation import Envelope
+from ..errors import SchemaError, Unavailable
+from ..observer import Event
+from ..ref import ReplyRef
+from .config import Cluster
+from .driver import Dispatcher, MembershipService
+from .placement import Placement as RingPlacement
+from .placement import Ring
+from .routing import CLUSTER_WIRE, Deliver, Reply, Router
+
+if TYPE_CHECKING:
+    from ..system import ActorSystem, Placement
+
+__all__ = ["ClusterNode", "REPLICAS"]
+
+REPLICAS: Final = 3
+"""How many replicas a key has (the owner is the first serving one). Fixed in v0; no data is replicated yet."""
+
+
+def _ignore(_event: Event) -> None:
+    pass
+
+
+class ClusterNode:
+    """Membership, routing and placement of one node; built on the system's loop at entry."""
+
+    def __init__(self, system: ActorSystem, config: Cluster) -> None:
+        transport = system.transport
+        assert transport is not None
+        self.system: Final = system
+        self.config: Final = config
+        observer = system._observer or _ignore
+        self.dispatcher: Final = Dispatcher.of(transport, CLUSTER_WIRE, observer=system._observer)
+        self.membership: Final = MembershipService(
+            system.node,
+            system.clock.now_us(),  # grows with every life of the node
+            config.seeds,
+            config.membership(),
+            transport,
+            CLUSTER_WIRE,
+            observer,
+            loop=system.loop,
+        )
+        self.router: Final = Router(
+            system.node,
+            transport,
+            CLUSTER_WIRE,
+            self.dispatcher,
+            system.loop,
+            owner_of=self.owner_of,
+            on_deliver=self._deliver_here,
+            on_reply=self._reply_arrived,
+            on_failed=self._failed,
+            write_timeout=system.write_timeout,
+        )
+        self._ring_nodes: tuple[str, ...] | None = None
+        self._ring = RingPlacement(Ring((), vnodes=config.vnodes))
+
+    # --- placement -----------------------------------------------------------------------
+
+    def _current(self) -> RingPlacement:
+        nodes = self.membership.ring_nodes()
+        if nodes != self._ring_nodes:
+            self._ring_nodes = nodes
+            self._ring = RingPlacement(Ring(nodes, vnodes=self.config.vnodes))
+        return self._ring
+
+    def placement(self, actor: str, key: str) -> Placement:
+        from ..system import Placement
+
+        membership = self.membership
+        placed = self._current().place(actor, key, replicas=REPLICAS, alive=membership.serving, quorum=membership.has_quorum())
+        return Placement(owner=placed.owner, replicas=placed.replicas)
+
+    def owner_of(self, actor: str, key: str) -> str | None:
+        membership = self.membership
+        if not membership.has_quorum():
+            return None
+        return self._current().owner(actor, key, replicas=REPLICAS, alive=membership.serving)
+
+    # --- sending -------------------------------------------------------------------------
+
+    def send(self, request: int, actor: str, key: str, message: bytes, reply_request: int | None, origin: str | None) -> None:
+        """Route an encoded message to its owner (an ask names its ``reply_request``)."""
+        reply_node = self.system.node if reply_request is not None else None
+        self.router.route(Deliver(request, actor, key, message, reply_node, reply_request, origin))
+
+    def forget(self, request: int) -> None:
+        self.router.forget(request)
+
+    def reply(self, ref: ReplyRef[Any], value: Any) -> None:
+        """Answer an ask of another node with a ``Reply`` frame."""
+        try:
+            data = self.system.codec.encode_value(value, "reply")
+        except SchemaError as exc:
+            self.system._emit_event(ev.MessageDropped, "reply", f"{ref.node}#{ref.request}", type(value).__qualname__, str(exc))
+            return
+        self.router.reply(ref.node, ref.request, data)
+
+    # --- receiving -----------------------------------------------------------------------
+
+    def _deliver_here(self, frame: Deliver) -> None:
+        """A message for a key this node owns: decode it (refs bound to this system) and queue it."""
+        system = self.system
+        if not system.running:
+            return
+        try:
+            actor = system._type_named(frame.actor)
+            message = system.codec.decode_message(frame.message, actor.schema)
+            activation = system._activations.get((actor.name, frame.key)) or system._activation_for(actor, frame.key, actor.initial)
+            activation.deliver(Envelope(message, origin=frame.origin) if frame.origin is not None else Envelope(message))
+        except Exception as exc:
+            system._emit_event(ev.MessageDropped, frame.actor, frame.key, "message", f"routed message not delivered: {exc!r}")
+
+    def _reply_arrived(self, src: str, frame: Reply) -> None:
+        pending = self.system._pending.get(frame.request)
+        if pending is None or pending.future.done():
+            return
+        try:
+            value = self.system.codec.decode_value(frame.value, Any, "reply")
+        except SchemaError as exc:
+            pending.future.set_exception(exc)
+            return
+        pending.future.set_result(value)
+
+    def _failed(self, frame: Deliver, reason: str) -> None:
+        where = f"{frame.actor}[{frame.key!r}]"
+        if frame.reply_request is not None:
+            pending = self.system._pending.get(frame.reply_request)
+            if pending is not None and not pending.future.done():
+                pending.future.set_exception(Unavailable(f"ask to {where}: no owner took it: {reason}"))
+            return
+        self.system._emit_event(ev.MessageDropped, frame.actor, frame.key, "message", f"unavailable: {reason}")
+
+    # --- lifecycle -----------------------------------------------------------------------
+
+    def close(self, *, crashed: bool = False) -> None:
+        """Leave the membership (in order, telling everyone; silently if ``crashed``) and stop routing."""
+        if crashed:
+            self.membership.close()
+        else:
+            self.membership.leave()
+        self.router.close()

@@ -1,0 +1,149 @@
+"""Cluster v0 on three simulated nodes: membership + routing to the key's owner, no replication yet.
+
+Each node is a real ``ActorSystem(cluster=Cluster(...), transport=<its SimEndpoint>)`` built
+by ``World.add_node(..., cluster=...)``. Virtual time makes every instant exact.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from casty import ActorSystem, Askable, Context, actor
+from casty.cluster.config import Cluster
+from casty.errors import ConfigurationError, Unavailable
+from sim.network import Latency, LinkModel
+from sim.world import World
+
+NODES = ("n1", "n2", "n3")
+CLUSTER = Cluster(seeds=["n1"], heartbeat=0.2, suspect_after=1, dead_after=1)
+CONVERGED = 2.0  # seconds of virtual time after which every node sees all three alive
+
+
+@dataclass(frozen=True)
+class Bump(Askable[int]):
+    pass
+
+
+@actor(initial=0)
+async def routed_counter(ctx: Context[int, Bump]) -> None:
+    """Counts the asks it got; replies with the new count."""
+    async for msg in ctx.inbox:
+        msg.reply_to.tell(await ctx.state.update(lambda n: n + 1))
+
+
+@pytest.fixture
+def world() -> Iterator[World]:
+    w = World(7, network=LinkModel(latency=Latency(0.002, 0.0)))
+    for name in NODES:
+        w.add_node(name, cluster=CLUSTER, ask_timeout=2.0, write_timeout=1.0)
+    w.run(until=CONVERGED)
+    yield w
+    w.close()
+
+
+def ask_from(world: World, node: str, key: str, *, run_for: float = 0.5) -> Any:
+    """Ask ``routed_counter[key]`` from ``node``; run the world; the result, or the exception raised."""
+
+    async def client(system: ActorSystem) -> Any:
+        try:
+            return await system.ref(routed_counter, key).ask(Bump())
+        except Exception as exc:  # returned, to be asserted on
+            return exc
+
+    task = world.spawn(node, client)
+    world.run(until=world.now + run_for)
+    assert task.done(), f"ask from {node} for {key!r} still pending"
+    return task.result()
+
+
+def started_on(world: World, key: str) -> list[str]:
+    return [r.node for r in world.trace.of("activation.started", actor=routed_counter.name, key=key)]
+
+
+def owner(world: World, node: str, key: str) -> str | None:
+    return world.system(node).placement(routed_counter, key).owner
+
+
+def test_cluster_needs_a_transport() -> None:
+    """ActorSystem(cluster=...) without transport=, or a transport without a Cluster, is a ConfigurationError."""
+    with pytest.raises(ConfigurationError, match="transport"):
+        ActorSystem(node="n1", cluster=Cluster(seeds=["n1"]))
+    with pytest.raises(ConfigurationError, match="Cluster"):
+        ActorSystem(node="n1", cluster={"seeds": ["n1"]})
+
+
+def test_cluster_options_are_validated() -> None:
+    """Cluster takes seconds or timedeltas, refuses non-positive durations, a bare string of seeds and bad vnodes."""
+    from datetime import timedelta
+
+    assert Cluster(["a"], heartbeat=timedelta(milliseconds=250)).heartbeat == 0.25
+    with pytest.raises(ValueError):
+        Cluster(["a"], dead_after=0)
+    with pytest.raises(TypeError):
+        Cluster("a")
+    with pytest.raises(ValueError):
+        Cluster(["a"], vnodes=0)
+
+
+def test_converged_members_and_one_owner_per_key(world: World) -> None:
+    """Once converged, all three see three alive members and agree on every key's owner; asks from n1 run each key on exactly that owner."""
+    for name in NODES:
+        assert {m.node: m.status for m in world.system(name).members()} == {n: "alive" for n in NODES}
+    keys = [f"k{i}" for i in range(30)]
+    for key in keys:
+        assert len({owner(world, n, key) for n in NODES}) == 1
+        assert ask_from(world, "n1", key) == 1
+    owners = {}
+    for key in keys:
+        assert started_on(world, key) == [owner(world, "n1", key)]
+        owners[key] = owner(world, "n1", key)
+    assert set(owners.values()) == set(NODES)  # 30 keys spread over the three nodes
+
+
+def test_the_same_key_from_every_node_reaches_one_activation(world: World) -> None:
+    """The same key asked from n1, n2 and n3 reaches one activation: its counter counts every caller's asks."""
+    results = [ask_from(world, n, "shared") for n in ("n1", "n2", "n3", "n2", "n1")]
+    assert results == [1, 2, 3, 4, 5]
+    assert started_on(world, "shared") == [owner(world, "n1", "shared")]
+
+
+def test_crashed_owner_next_replica_serves_from_initial_state(world: World) -> None:
+    """After the owner crashes and is declared dead, the next replica serves the key, from initial state: no replication yet (v0), so the count restarts at 1."""
+    key = next(k for k in (f"c{i}" for i in range(100)) if owner(world, "n1", k) != "n1")
+    first = owner(world, "n1", key)
+    assert ask_from(world, "n1", key) == 1 and ask_from(world, "n1", key) == 2
+    replicas = world.system("n1").placement(routed_counter, key).replicas
+    world.crash(first)
+    world.run(until=world.now + 0.2 + 1 + 1 + 0.5)  # silence, suspect_after, dead_after, slack
+    survivor = "n1"
+    assert owner(world, survivor, key) == next(r for r in replicas if r != first)
+    assert ask_from(world, survivor, key) == 1  # initial state: the old owner's count is lost (no replication yet)
+    assert started_on(world, key) == [first, owner(world, survivor, key)]
+
+
+def test_ask_to_a_dead_owner_not_yet_declared_dead_times_out(world: World) -> None:
+    """While the crashed owner is only silent or suspect it still owns the key: the Deliver is lost and the ask fails with TimeoutError (ask_timeout 2 s), not Unavailable."""
+    key = next(k for k in (f"d{i}" for i in range(100)) if owner(world, "n1", k) not in (None, "n1"))
+    first = owner(world, "n1", key)
+    world.crash(first)
+    world.run(until=world.now + 0.5)  # silent, not yet suspect (suspect_after 1 s)
+    assert owner(world, "n1", key) == first  # still the owner in n1's view when the ask leaves
+    result = ask_from(world, "n1", key, run_for=2.5)
+    assert isinstance(result, TimeoutError) and not isinstance(result, Unavailable), result
+    assert started_on(world, key) == []  # nobody ran it: the Deliver was lost with the crashed node
+
+
+def test_minority_side_of_a_partition_refuses_with_unavailable(world: World) -> None:
+    """n3 cut off from n1 and n2 loses its quorum after suspect_after and owns no keys: its asks fail with Unavailable after write_timeout; the majority still serves."""
+    world.partition(["n3"], ["n1", "n2"])
+    world.run(until=world.now + 1.5)
+    assert world.system("n3").placement(routed_counter, "p").owner is None
+    result = ask_from(world, "n3", "p", run_for=1.5)
+    assert isinstance(result, Unavailable), result
+    key = next(k for k in (f"m{i}" for i in range(100)) if owner(world, "n1", k) in ("n1", "n2"))
+    assert ask_from(world, "n2", key) == 1
