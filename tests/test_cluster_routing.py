@@ -147,3 +147,81 @@ def test_minority_side_of_a_partition_refuses_with_unavailable(world: World) -> 
     assert isinstance(result, Unavailable), result
     key = next(k for k in (f"m{i}" for i in range(100)) if owner(world, "n1", k) in ("n1", "n2"))
     assert ask_from(world, "n2", key) == 1
+
+
+# ============================================================ more routing behaviour ====
+
+
+def test_router_retries_wrong_owner_10ms_doubling_then_fails_at_write_timeout() -> None:
+    """A Deliver answered WrongOwner each time is re-sent after 10, 20, 40, ... ms and fails (on_failed) once the next wait would pass write_timeout."""
+    from casty.cluster.driver import Dispatcher
+    from casty.cluster.routing import CLUSTER_WIRE, ROUTING_CHANNEL, Deliver, Router, WrongOwner
+    from tests.conftest import LoopClock, run_virtual
+    from tests.test_cluster_driver import FakeTransport
+
+    async def main(_clock: LoopClock) -> tuple[list[float], list[str], float]:
+        loop = asyncio.get_running_loop()
+        transport = FakeTransport("a")
+        failed: list[str] = []
+        done = loop.create_future()
+        sends: list[float] = []
+
+        def on_failed(frame: Deliver, reason: str) -> None:
+            failed.append(reason)
+            done.set_result(loop.time())
+
+        router = Router(
+            "a", transport, CLUSTER_WIRE, Dispatcher(transport, CLUSTER_WIRE), loop,
+            owner_of=lambda actor, key: "b", on_deliver=lambda f: None, on_reply=lambda s, f: None,
+            on_failed=on_failed, write_timeout=0.5,
+        )
+        start = loop.time()
+        router.route(Deliver(1, "t", "k", b"x"))
+        while not done.done():
+            while transport.sent:
+                to, data = transport.sent.pop(0)
+                assert to == "b" and CLUSTER_WIRE.decode(data).channel == ROUTING_CHANNEL
+                sends.append(round(loop.time() - start, 6))
+                transport.handler("b", CLUSTER_WIRE.encode(ROUTING_CHANNEL, WrongOwner(1, "c")))
+            await asyncio.sleep(0.001)
+        return sends, failed, done.result() - start
+
+    sends, failed, at = run_virtual(main)
+    assert sends[:5] == pytest.approx([0.0, 0.010, 0.030, 0.070, 0.150], abs=0.002)
+    assert len(sends) == 6 and at < 0.5  # 0.31 + 0.32 would pass 0.5: fail at once rather than wait
+    assert len(failed) == 1 and "wrong owner" in failed[0]
+
+
+def test_tell_reaches_a_remote_owner(world: World) -> None:
+    """A tell from a non-owner is routed to the owner: a later ask sees its effect."""
+    key = next(k for k in (f"t{i}" for i in range(100)) if owner(world, "n1", k) != "n1")
+
+    async def tell(system: ActorSystem) -> None:
+        system.ref(routed_counter, key).tell(Bump())
+
+    world.spawn("n1", tell)
+    world.run(until=world.now + 0.2)
+    assert ask_from(world, "n1", key) == 2
+    assert started_on(world, key) == [owner(world, "n1", key)]
+
+
+def test_orderly_stop_leaves_and_keys_move_at_once(world: World) -> None:
+    """A node stopped in order tells the others it left: they route its keys to the next replica well before dead_after."""
+    key = next(k for k in (f"s{i}" for i in range(100)) if owner(world, "n1", k) == "n3")
+    world.stop("n3")
+    world.run(until=world.now + 0.1)
+    assert {m.node: m.status for m in world.system("n1").members()}["n3"] == "left"
+    assert owner(world, "n1", key) in ("n1", "n2")
+    assert ask_from(world, "n2", key) == 1
+
+
+def test_two_systems_decode_refs_bound_to_themselves() -> None:
+    """A message type decoded by two systems of one process binds its refs to the decoding system (the decoder cache is per codec)."""
+    from casty.ref import ReplyRef, with_reply_to
+
+    first, second = ActorSystem(node="a"), ActorSystem(node="b")
+    schema = routed_counter.schema
+    data = first.codec.encode_message(with_reply_to(Bump(), ReplyRef(first, "a", 1)), schema)
+    for system in (first, second):
+        decoded = system.codec.decode_message(data, schema)
+        assert decoded.reply_to._system is system
