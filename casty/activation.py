@@ -36,6 +36,7 @@ from .state import ACTIVE_PAGE, BEHAVIOR_PAGE, SCHEDULES_PAGE, STATE_PAGE
 from .timer import ActivationTimer, TimerHandle
 
 if TYPE_CHECKING:
+    from .cluster.replicas import OwnerSlot
     from .system import ActorSystem
 
 __all__ = ["Activation", "Envelope", "PendingAsk", "KeyRecords", "ASK_CHAIN"]
@@ -151,7 +152,7 @@ class Activation:
         "_chain_token", "_held_links", "_initial", "_loop", "_mailbox", "_mailbox_limit", "_room", "_waiter", "_current",
         "_reads", "_failures", "_state_version", "_ending", "_closed", "_next_behavior", "_cancelled_ask",
         "_in_body", "_run_tasks", "_life", "_schedules", "_idle_after", "_idle_handle", "_last_activity",
-        "_flush_handle", "_durable", "_store", "_timers",
+        "_flush_handle", "_durable", "_store", "_timers", "_confirm_later", "_replica",
     )
 
     def __init__(self, system: ActorSystem, actor_type: ActorType[Any, Any], key: str, initial: Any) -> None:
@@ -191,6 +192,11 @@ class Activation:
         self._timers: dict[str, ActivationTimer] | None = None  # ctx.timer, made on first use
         self._durable = actor_type.durable
         self._store = system.store if actor_type.durable is not None else None
+        # Cluster mode: the key's owner slot (a KeyOwner on the node's ReplicationService) once acquiring;
+        # it also holds the acquisition's future and the writes waiting for their quorum.
+        self._replica: OwnerSlot | None = None
+        # A write is confirmed later (by the store, or by a quorum of replicas), not at once in memory.
+        self._confirm_later = (self._store is not None and actor_type.durable == "write") or system._cluster is not None
 
     @property
     def ref(self) -> EntityRef[Any]:
@@ -212,7 +218,10 @@ class Activation:
     async def _live(self) -> None:
         system = self.system
         try:
-            recovered = self._acquire_in_memory() if self._store is None else await self._acquire()
+            if self.system._cluster is not None:
+                recovered = await self._acquire_replicated()
+            else:
+                recovered = self._acquire_in_memory() if self._store is None else await self._acquire()
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # store failure, unknown @behavior, undecodable pages
@@ -331,10 +340,169 @@ class Activation:
         self._write_now(self.lease, updates, "activate")
         return recovered
 
+    # ================================================================== cluster ======
+    # In a cluster the key's pages live on its replicas: the activation acquires an owner
+    # epoch over them (a KeyOwner, see casty.cluster.replication) and every write waits for
+    # its quorum. The node's copy in system._records only ever holds confirmed pages.
+
+    def _write_timeout(self) -> float:
+        limit = self.type.write_timeout if self.type.write_timeout is not None else self.system.write_timeout
+        return limit if limit > 0 else 5.0
+
+    async def _acquire_replicated(self) -> bool:
+        from .cluster.replication import Acquired
+
+        """Win an owner epoch over the key's replicas; adopt the newest state they hold, written back with ``@active``.
+
+        The body starts only once a write quorum holds ``@active`` (and the initial state of a
+        new key). ``Unavailable`` if the epoch is lost to a newer one or no quorum answers in time.
+        """
+        system = self.system
+        cluster = system._cluster
+        assert cluster is not None
+        codec = system.codec
+        self.lease = system._next_lease()
+        active = codec.encode_value([system.node, self.lease], "@active")
+        initial = codec.encode_value(self.state_value, "initial state", of=self.type.name)
+
+        had_state = [False]  # set by the write-back: whether the newest state found has a state page
+
+        def write_back(_found: object, pages: Mapping[str, bytes]) -> dict[str, bytes | None]:
+            had_state[0] = STATE_PAGE in pages
+            updates: dict[str, bytes | None] = {ACTIVE_PAGE: active}
+            if STATE_PAGE not in pages:
+                updates[STATE_PAGE] = initial
+            return updates
+
+        service = cluster.replication
+        slot = self._replica = service.open(self.entity, self._on_replication, write_timeout=self._write_timeout())
+        replicas = cluster.replicas_of(self.type.name, self.key, self.type.replicas)
+        acquiring = slot.acquiring = self._loop.create_future()
+        slot.perform(slot.owner.acquire(
+            slot.now(), replicas, self.type.write, updates=write_back, after=service.store.promised(self.entity)
+        ))
+        acquired: Acquired = await acquiring
+        slot.acquiring = None
+        records = system._records
+        pages = self.pages = records.pages_of(self.entity)
+        pages.clear()
+        pages.update(acquired.pages)
+        records.versions[self.entity] = acquired.version
+        system._emit_event(
+            ev.EpochAcquired, self.type.name, self.key, acquired.epoch.round, acquired.epoch.node, acquired.version,
+            acquired.found.version,
+        )
+        behavior_page = pages.get(BEHAVIOR_PAGE)
+        if behavior_page is not None:
+            self.behavior = lookup_actor(codec.decode_value(behavior_page, str, "@behavior"))
+        if had_state[0]:
+            self.state_value = codec.decode_value(pages[STATE_PAGE], self.behavior.state_type, f"state of {self.type.name}")
+        return had_state[0]
+
+    def _on_replication(self, event: Any) -> None:
+        """A report of the key's owner: settles the acquisition or a write, or ends the activation (``Lost``)."""
+        from .cluster.replication import Acquired, AcquireTimedOut, Confirmed, Lost, WriteTimedOut
+        from .cluster.replication import Fenced as EpochFenced
+
+        slot = self._replica
+        if slot is None:
+            return
+        where = f"{self.type.name}[{self.key!r}]"
+        acquiring = slot.acquiring
+        if isinstance(event, Acquired):
+            if acquiring is not None and not acquiring.done():
+                acquiring.set_result(event)
+        elif isinstance(event, Confirmed):
+            entry = slot.writes.pop(event.version, None)
+            if entry is None:
+                return
+            future, pages = entry
+            records = self.system._records
+            if event.version > records.versions.get(self.entity, 0) and self.pages is not None:
+                self.pages.clear()
+                self.pages.update(pages)
+                records.versions[self.entity] = event.version
+            if not future.done():
+                future.set_result(None)
+        elif isinstance(event, EpochFenced | WriteTimedOut):
+            entry = slot.writes.pop(event.version, None)
+            if entry is not None and not entry[0].done():
+                if isinstance(event, EpochFenced):
+                    error: Unavailable = Fenced(f"{where}: write {event.version} fenced: a newer owner epoch {tuple(event.newer)} exists")
+                else:
+                    error = Unavailable(f"{where}: write {event.version} got no write quorum within write_timeout = {self._write_timeout():g} s")
+                entry[0].set_exception(error)
+        elif isinstance(event, Lost | AcquireTimedOut):
+            if acquiring is not None and not acquiring.done():
+                why = "lost to a newer owner epoch" if isinstance(event, Lost) else "no quorum of replicas answered in time"
+                acquiring.set_exception(Unavailable(f"{where}: not acquired: {why}"))
+            elif isinstance(event, Lost):
+                self._lose_ownership(event)
+
+    def _lose_ownership(self, event: Any) -> None:
+        """A newer owner epoch exists: cancel the body, fail its message and the queued asks with ``Unavailable``, leave."""
+        if self._closed:
+            return
+        self._closed = True
+        self._ending = "lost"
+        self.system._forget(self)
+        self._cancel_timers()
+        self._close_replica()
+        if self._life is not None:
+            self._life.cancel()
+        self.system._emit_event(ev.ActivationEnded, self.type.name, self.key, self.lease, "lost")
+        error = Unavailable(f"{self.type.name}[{self.key!r}]: owner epoch lost to {tuple(event.newer)}")
+        if self._current is not None:
+            self._fail_ask(self._current, error)
+            self._current = None
+        while self._mailbox:
+            self._fail_ask(self._mailbox.popleft(), error)
+
+    def _close_replica(self) -> None:
+        slot = self._replica
+        if slot is None:
+            return
+        self._replica = None
+        slot.close()
+        writes, slot.writes = slot.writes, {}
+        if writes:
+            error = Unavailable(f"{self.type.name}[{self.key!r}]: the activation ended before the write was confirmed")
+            for future, _pages in writes.values():
+                if not future.done():
+                    future.set_exception(error)
+                    future.exception()  # retrieved: nobody may be waiting any more
+
+    async def _write_replicated(
+        self, lease: int | None, updates: Mapping[str, bytes | None], operation: str, *, fence: bool = True
+    ) -> int:
+        """A write through the key's owner epoch, confirmed once a write quorum of replicas holds it."""
+        if fence:
+            self._check_lease(lease, operation)
+        slot = self._replica
+        shown = self.lease if lease is None else lease
+        if slot is None or slot.owner.phase not in ("held", "lost"):
+            self.system._emit_event(ev.WriteFailed, self.type.name, self.key, shown, operation, "unavailable")
+            raise Unavailable(f"{self.type.name}[{self.key!r}]: {operation}: the key's owner epoch is not held")
+        version, outputs = slot.owner.write(slot.now(), updates)
+        future: asyncio.Future[None] = self._loop.create_future()
+        slot.writes[version] = (future, slot.owner.pages)
+        slot.perform(outputs)
+        try:
+            await future
+        except Fenced:
+            self.system._emit_event(ev.WriteFailed, self.type.name, self.key, shown, operation, "fenced")
+            raise
+        except Unavailable:
+            self.system._emit_event(ev.WriteFailed, self.type.name, self.key, shown, operation, "unavailable")
+            raise
+        self.system._emit_event(ev.WriteConfirmed, self.type.name, self.key, shown, version, tuple(updates))
+        return version
+
     def _abandon(self, error: BaseException) -> None:
         """Activation itself failed: fail what waits, leave the table; the next message tries again."""
         self._closed = True
         self.system._forget(self)
+        self._close_replica()
         self.system._emit_event(ev.ActivationFailed, self.type.name, self.key, self.lease, repr(error), None, 0.0)
         while self._mailbox:
             env = self._mailbox.popleft()
@@ -347,7 +515,14 @@ class Activation:
         self._cancel_timers()
         self.system._emit_event(ev.ActivationEnded, self.type.name, self.key, lease, reason)
         updates: dict[str, bytes | None] = {ACTIVE_PAGE: None}
-        if self._store is not None and self._durable == "write":
+        if self._replica is not None:
+            try:
+                await self._write_replicated(lease, updates, "deactivate", fence=False)
+            except Unavailable:
+                pass  # @active stays on the replicas: the key is resumed by its next owner, which idles it again
+            finally:
+                self._close_replica()
+        elif self._store is not None and self._durable == "write":
             try:
                 await self._write_through(lease, updates, "deactivate", fence=False)
             except Unavailable:
@@ -368,6 +543,7 @@ class Activation:
             self._life.cancel()
         if self._in_body:
             self.system._emit_event(ev.ActivationEnded, self.type.name, self.key, self.lease, reason)
+        self._close_replica()
         error = Unavailable(f"{self.type.name}[{self.key!r}]: the actor system stopped")
         if self._current is not None:
             self._fail_ask(self._current, error)
@@ -628,8 +804,10 @@ class Activation:
 
     async def _commit(self, lease: int | None, updates: Mapping[str, bytes | None], operation: str) -> int:
         """A fenced write of some pages, returning its version once confirmed (by the store, for write-through)."""
-        if self._store is None or self._durable != "write":
+        if not self._confirm_later:
             return self._write_now(lease, updates, operation)
+        if self._replica is not None:
+            return await self._write_replicated(lease, updates, operation)
         self._check_lease(lease, operation)
         version = await self._write_through(lease, updates, operation)
         self.system._emit_event(ev.WriteConfirmed, self.type.name, self.key, self.lease if lease is None else lease, version, tuple(updates))
@@ -677,7 +855,7 @@ class Activation:
 
     def _commit_soon(self, updates: Mapping[str, bytes | None], operation: str) -> None:
         """The key's own write from a timer callback: applied now, or saved in the background if write-through."""
-        if self._store is not None and self._durable == "write":
+        if self._confirm_later:
             task = self._loop.create_task(self._commit_quietly(updates, operation))
             self.system._track(task)
             return
@@ -776,7 +954,7 @@ class Activation:
 
         False (nothing done) when it must wait for the store: then ``await write_state``.
         """
-        if self._store is not None and self._durable == "write":
+        if self._confirm_later:
             return False
         data = self.system.codec.encode_value(value, "state", of=self.type.name)
         version = self._write_page_now(lease, STATE_PAGE, _STATE_PAGES, data, "state.set")
@@ -787,7 +965,7 @@ class Activation:
 
     async def write_state(self, lease: int, value: Any) -> None:
         data = self.system.codec.encode_value(value, "state", of=self.type.name)
-        if self._store is None or self._durable != "write":  # _commit without its coroutine: confirmed at once
+        if not self._confirm_later:  # _commit without its coroutine: confirmed at once
             version = self._write_now(lease, {STATE_PAGE: data}, "state.set")
         else:
             version = await self._commit(lease, {STATE_PAGE: data}, "state.set")
@@ -962,7 +1140,7 @@ class Activation:
                     observer(ev.ScheduleCaughtUp(self.type.name, self.key, armed.name, due, now, next_us, skipped))
             # _arm(announce=False), inline, with the loop time just read
             armed.timer = system.timers.arm_method(loop_now + (next_us - now) / 1_000_000, Activation._fire, self, armed)
-        if self._store is None or self._durable != "write":  # _commit_soon, without its call
+        if not self._confirm_later:  # _commit_soon, without its call
             self._write_page_now(None, SCHEDULES_PAGE, _SCHEDULES_PAGES, self._schedules_page(), "schedule.fire")
         else:
             self._commit_soon({SCHEDULES_PAGE: self._schedules_page()}, "schedule.fire")

@@ -20,6 +20,7 @@ __all__ = [
     "ActivationFailed",
     "WriteConfirmed",
     "WriteFailed",
+    "EpochAcquired",
     "ScheduleArmed",
     "ScheduleFired",
     "ScheduleCaughtUp",
@@ -112,6 +113,23 @@ class WriteFailed(Event):
     lease: int
     operation: str
     reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class EpochAcquired(Event):
+    """Cluster: this node won owner epoch ``(epoch_round, epoch_node)`` of the key; its write-back is confirmed as ``version``.
+
+    ``found`` is the version of the newest state the read quorum held (0: a new key). A write
+    refused because a newer epoch exists is reported as ``WriteFailed(reason="fenced")``.
+    """
+
+    kind: ClassVar[str] = "epoch.acquired"
+    actor: str
+    key: str
+    epoch_round: int
+    epoch_node: str
+    version: int
+    found: int
 
 
 @dataclass(frozen=True, slots=True)

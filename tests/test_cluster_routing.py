@@ -1,4 +1,4 @@
-"""Cluster v0 on three simulated nodes: membership + routing to the key's owner, no replication yet.
+"""Cluster on three simulated nodes: membership + routing to the key's owner (its state replicated, see test_cluster_replication).
 
 Each node is a real ``ActorSystem(cluster=Cluster(...), transport=<its SimEndpoint>)`` built
 by ``World.add_node(..., cluster=...)``. Virtual time makes every instant exact.
@@ -112,8 +112,8 @@ def test_the_same_key_from_every_node_reaches_one_activation(world: World) -> No
     assert started_on(world, "shared") == [owner(world, "n1", "shared")]
 
 
-def test_crashed_owner_next_replica_serves_from_initial_state(world: World) -> None:
-    """After the owner crashes and is declared dead, the next replica serves the key, from initial state: no replication yet (v0), so the count restarts at 1."""
+def test_crashed_owner_next_replica_serves_the_replicated_state(world: World) -> None:
+    """After the owner crashes and is declared dead, the next replica serves the key from its last confirmed state (replicated), so the count goes on at 3."""
     key = next(k for k in (f"c{i}" for i in range(100)) if owner(world, "n1", k) != "n1")
     first = owner(world, "n1", key)
     assert ask_from(world, "n1", key) == 1 and ask_from(world, "n1", key) == 2
@@ -122,7 +122,7 @@ def test_crashed_owner_next_replica_serves_from_initial_state(world: World) -> N
     world.run(until=world.now + 0.2 + 1 + 1 + 0.5)  # silence, suspect_after, dead_after, slack
     survivor = "n1"
     assert owner(world, survivor, key) == next(r for r in replicas if r != first)
-    assert ask_from(world, survivor, key) == 1  # initial state: the old owner's count is lost (no replication yet)
+    assert ask_from(world, survivor, key) == 3  # the count confirmed on a quorum survives the owner
     assert started_on(world, key) == [first, owner(world, survivor, key)]
 
 

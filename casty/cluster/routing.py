@@ -1,7 +1,7 @@
 """Routing (channel ``"d"``): a message for a key goes to the key's owner, wherever the sender is.
 
-Cluster v0 — no replication yet: the owner holds the only copy of a key's state, and a
-new owner (after the old one is declared dead) starts the key from ``initial``.
+The owner runs the key; its state is replicated (``casty.cluster.replicas``): a new owner
+(after the old one is declared dead) acquires the key's newest confirmed state.
 
 Frames (they cross the transport as bytes, see ``casty.cluster.wire``):
 
@@ -34,6 +34,7 @@ from typing import Final
 from ..ports import Transport
 from .driver import Dispatcher
 from .membership import FRAMES as MEMBERSHIP_FRAMES
+from .replication import FRAMES as REPLICATION_FRAMES
 from .wire import Wire
 
 __all__ = [
@@ -85,8 +86,8 @@ class WrongOwner:
 
 FRAMES: Final[tuple[type, ...]] = (Deliver, Reply, WrongOwner)
 
-CLUSTER_WIRE: Final = Wire((*MEMBERSHIP_FRAMES, *FRAMES))
-"""The Wire of a cluster node: membership and routing frames (one per process, shared by its nodes)."""
+CLUSTER_WIRE: Final = Wire((*MEMBERSHIP_FRAMES, *FRAMES, *REPLICATION_FRAMES))
+"""The Wire of a cluster node: membership, routing and replication frames (one per process, shared by its nodes)."""
 
 
 def next_retry(delay: float) -> float:

@@ -1,9 +1,11 @@
 """``ClusterNode``: what an ``ActorSystem(cluster=..., transport=...)`` runs beside its activations.
 
-Cluster v0: membership (``MembershipService``) and routing (``Router``) on the node's
-transport, and the placement policy over the membership view. NOT DONE YET: replication
-(the owner holds the only copy of a key's state: a new owner starts the key from
-``initial``), owner epochs and fencing, handoff of keys when the ring changes.
+Membership (``MembershipService``), routing (``Router``) and replication
+(``ReplicationService``: the node's replica store on channel ``"r"`` and the owner epochs of
+the keys it runs) on the node's transport, and the placement policy over the membership
+view. An activation acquires its key over the key's replicas at the type's write level and
+confirms every write on a quorum (see ``casty.activation``). NOT DONE YET: handoff of
+replicas when the ring changes (a node back with no memory is an empty replica).
 
 Placement: the ring is built over ``membership.ring_nodes()`` (members alive, suspect or
 dead; rebuilt only when that set changes); a key's replicas are the first ``REPLICAS``
@@ -24,6 +26,7 @@ from .config import Cluster
 from .driver import Dispatcher, MembershipService
 from .placement import Placement as RingPlacement
 from .placement import Ring
+from .replicas import ReplicationService
 from .routing import CLUSTER_WIRE, Deliver, Reply, Router
 
 if TYPE_CHECKING:
@@ -32,7 +35,7 @@ if TYPE_CHECKING:
 __all__ = ["ClusterNode", "REPLICAS"]
 
 REPLICAS: Final = 3
-"""How many replicas a key has (the owner is the first serving one). Fixed in v0; no data is replicated yet."""
+"""How many replicas the owner is chosen among (the first serving one). A type's ``replicas=`` sets how many hold its state."""
 
 
 def _ignore(_event: Event) -> None:
@@ -71,6 +74,9 @@ class ClusterNode:
             on_failed=self._failed,
             write_timeout=system.write_timeout,
         )
+        self.replication: Final = ReplicationService(
+            system.node, self.membership.incarnation, transport, CLUSTER_WIRE, self.dispatcher, system.loop
+        )
         self._ring_nodes: tuple[str, ...] | None = None
         self._ring = RingPlacement(Ring((), vnodes=config.vnodes))
 
@@ -89,6 +95,10 @@ class ClusterNode:
         membership = self.membership
         placed = self._current().place(actor, key, replicas=REPLICAS, alive=membership.serving, quorum=membership.has_quorum())
         return Placement(owner=placed.owner, replicas=placed.replicas)
+
+    def replicas_of(self, actor: str, key: str, n: int) -> tuple[str, ...]:
+        """The ``n`` nodes that hold ``actor[key]``'s state (dead ones included: a quorum of them suffices)."""
+        return self._current().replicas(actor, key, n)
 
     def owner_of(self, actor: str, key: str) -> str | None:
         membership = self.membership
@@ -159,3 +169,4 @@ class ClusterNode:
         else:
             self.membership.leave()
         self.router.close()
+        self.replication.close()
