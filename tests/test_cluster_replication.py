@@ -207,3 +207,23 @@ def test_a_partitioned_old_owner_is_fenced(world: World) -> None:
     assert world.trace.of("write.failed", node="n3", actor=ticker.name, key=key, reason="fenced")
     assert [r.get("reason") for r in world.trace.of("activation.ended", node="n3", actor=ticker.name, key=key)][-1:] == ["lost"]
     epochs_only_grow(world)
+
+
+def test_active_key_resumes_on_the_next_owner_without_a_message(world: World) -> None:
+    """A scheduled key whose owner crashes is resumed by the next owner's sweep of its replicas (@active) once the owner is declared dead: it ticks on with no message sent to it."""
+    key = key_not_owned_by(world, ticker, "n1", "h")
+    first = owner(world, "n1", ticker, key)
+    assert ask_from(world, "n1", ticker, key, Arm(0.25)) == 0
+    world.run(until=world.now + 1.0)
+    before = ask_from(world, "n1", ticker, key, Get(), run_for=0.1)
+    world.crash(first)
+    crashed_at = world.now
+    world.run(until=world.now + DECLARED_DEAD + 1.0)
+    successor = owner(world, "n1", ticker, key)
+    assert successor not in (None, first)
+    started = [r for r in world.trace.of("activation.started", node=successor, actor=ticker.name, key=key)]
+    assert started and started[0].t > crashed_at
+    fired = world.trace.of("schedule.fired", node=successor, actor=ticker.name, key=key)
+    assert len(fired) >= 3
+    assert ask_from(world, "n1", ticker, key, Get(), run_for=0.1) >= before + 3
+    epochs_only_grow(world)

@@ -4,7 +4,9 @@ Membership (``MembershipService``), routing (``Router``) and replication
 (``ReplicationService``: the node's replica store on channel ``"r"`` and the owner epochs of
 the keys it runs) on the node's transport, and the placement policy over the membership
 view. An activation acquires its key over the key's replicas at the type's write level and
-confirms every write on a quorum (see ``casty.activation``). NOT DONE YET: handoff of
+confirms every write on a quorum (see ``casty.activation``). On every membership change the
+node sweeps its replica store: keys marked ``@active`` that it now owns and does not run are
+activated (a crashed owner's scheduled keys resume without a message). NOT DONE YET: moving
 replicas when the ring changes (a node back with no memory is an empty replica).
 
 Placement: the ring is built over ``membership.ring_nodes()`` (members alive, suspect or
@@ -19,11 +21,13 @@ from typing import TYPE_CHECKING, Any, Final
 
 from .. import observer as ev
 from ..activation import Envelope
+from ..state import ACTIVE_PAGE
 from ..errors import SchemaError, Unavailable
 from ..observer import Event
 from ..ref import ReplyRef
 from .config import Cluster
 from .driver import Dispatcher, MembershipService
+from .membership import MemberChanged
 from .placement import Placement as RingPlacement
 from .placement import Ring
 from .replicas import ReplicationService
@@ -50,7 +54,14 @@ class ClusterNode:
         assert transport is not None
         self.system: Final = system
         self.config: Final = config
-        observer = system._observer or _ignore
+        reported = system._observer or _ignore
+        self._sweep_armed = False
+
+        def observer(event: Event) -> None:
+            reported(event)
+            if isinstance(event, MemberChanged):
+                self._membership_changed()
+
         self.dispatcher: Final = Dispatcher.of(transport, CLUSTER_WIRE, observer=system._observer)
         self.membership: Final = MembershipService(
             system.node,
@@ -105,6 +116,38 @@ class ClusterNode:
         if not membership.has_quorum():
             return None
         return self._current().owner(actor, key, replicas=REPLICAS, alive=membership.serving)
+
+    # --- handoff: resume @active keys ---------------------------------------------------
+
+    def _membership_changed(self) -> None:
+        """A member changed status: sweep the replicas for ``@active`` keys this node now owns (on the next loop turn)."""
+        if not self._sweep_armed:
+            self._sweep_armed = True
+            self.system.loop.call_soon(self._sweep)
+
+    def _sweep(self) -> None:
+        """Activate every key this node's replica holds with ``@active`` that it now owns and does not run.
+
+        A key whose owner crashed with it running (a schedule, or a body at work) resumes on
+        its next owner without waiting for a message; the activation acquires the key as
+        usual, so it runs from the newest confirmed state of a quorum, not from this replica's.
+        """
+        self._sweep_armed = False
+        system = self.system
+        if not system.running or not self.membership.has_quorum():
+            return
+        store = self.replication.store
+        for entity in store.entities():
+            actor_name, key = entity
+            if entity in system._activations or ACTIVE_PAGE not in store.pages(entity):
+                continue
+            if self.owner_of(actor_name, key) != system.node:
+                continue
+            try:
+                actor = system._type_named(actor_name)
+                system._activation_for(actor, key, actor.initial)
+            except Exception as exc:
+                system._emit_event(ev.ActivationFailed, actor_name, key, 0, f"not resumed: {exc!r}", None, 0.0)
 
     # --- sending -------------------------------------------------------------------------
 
