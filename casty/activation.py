@@ -30,7 +30,7 @@ from . import observer as ev
 from .actor import ActorType, lookup_actor
 from .context import EMPTY, Context, Inbox
 from .errors import ActorFailed, CastyError, Fenced, MailboxFull, NotStarted, SchemaError, Unavailable
-from .ref import EntityRef
+from .ref import EntityRef, ReplyRef
 from .schedules import ArmedSchedule, Schedule, decode_schedules, encode_armed, to_micros
 from .state import ACTIVE_PAGE, BEHAVIOR_PAGE, SCHEDULES_PAGE, STATE_PAGE
 from .timer import ActivationTimer, TimerHandle
@@ -774,7 +774,14 @@ class Activation:
         self.system._emit_event(
             ev.MessageDropped, self.type.name, self.key, type(env.message).__qualname__, f"failed: {error!r}"
         )
-        if ask is not None and not ask.future.done():
+        if ask is None:
+            cluster = self.system._cluster
+            if cluster is not None and isinstance(error, Unavailable):
+                reply_to = getattr(env.message, "reply_to", None)
+                if isinstance(reply_to, ReplyRef) and reply_to.node != self.system.node:
+                    cluster.fail(reply_to, error)  # an ask of another node: it fails with Unavailable there too
+            return
+        if not ask.future.done():
             if isinstance(error, Unavailable):
                 ask.future.set_exception(error)  # the key could not confirm a write: not the body's fault
             else:

@@ -168,6 +168,9 @@ def test_write_level_all_times_out_without_every_replica(world: World) -> None:
     result = ask_from(world, the_owner, all_counter, key, Inc(), run_for=1.5)
     assert isinstance(result, Unavailable), result
     assert world.trace.of("write.failed", actor=all_counter.name, key=key, reason="unavailable")
+    asker = next(n for n in NODES if n not in (the_owner, other))
+    remote = ask_from(world, asker, all_counter, key, Inc(), run_for=1.5)  # before ask_timeout (2 s): the owner's Reply says why
+    assert isinstance(remote, Unavailable) and "quorum" in str(remote), remote
 
 
 def test_schedule_keeps_firing_after_its_owner_crashes(world: World) -> None:

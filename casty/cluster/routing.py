@@ -9,8 +9,10 @@ Frames (they cross the transport as bytes, see ``casty.cluster.wire``):
   is the codec's bytes of the message (an ask's ``reply_to`` inside names the asking node
   and its request, which ``reply_node``/``reply_request`` repeat); ``request`` is the
   sender's routing id, echoed by a ``WrongOwner``.
-- ``Reply(request, value)``: the value a body replied to an ask of another node, encoded
-  with ``codec.encode_value`` (decoded there as ``Any``: plain msgpack values).
+- ``Reply(request, value, unavailable=None)``: the value a body replied to an ask of another
+  node, encoded with ``codec.encode_value`` (decoded there as ``Any``: plain msgpack values);
+  or, with ``unavailable`` set, the owner failed the message with ``Unavailable`` (a write not
+  confirmed by a quorum, a lost owner epoch): the asker raises ``Unavailable`` with that text.
 - ``WrongOwner(request, owner)``: "I do not own that key" and whom the answerer thinks owns it.
 
 ``Router`` is a thin asyncio component (not a sans-I/O core: the decisions are few and all
@@ -70,10 +72,11 @@ class Deliver:
 
 @dataclass(frozen=True, slots=True)
 class Reply:
-    """The reply to ask ``request`` of the receiving node: ``value`` as codec bytes."""
+    """The reply to ask ``request`` of the receiving node: ``value`` as codec bytes, or ``unavailable`` (why) instead."""
 
     request: int
     value: bytes
+    unavailable: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,8 +154,8 @@ class Router:
         self._routes[frame.request] = entry
         self._attempt(entry)
 
-    def reply(self, node: str, request: int, value: bytes) -> None:
-        self._send(node, Reply(request, value))
+    def reply(self, node: str, request: int, value: bytes, unavailable: str | None = None) -> None:
+        self._send(node, Reply(request, value, unavailable))
 
     def forget(self, request: int) -> None:
         """Stop caring about ``request`` (its ask completed or was given up)."""

@@ -168,6 +168,10 @@ class ClusterNode:
             return
         self.router.reply(ref.node, ref.request, data)
 
+    def fail(self, ref: ReplyRef[Any], error: Unavailable) -> None:
+        """Fail an ask of another node with ``Unavailable`` (its message could not be handled here)."""
+        self.router.reply(ref.node, ref.request, b"", str(error) or type(error).__name__)
+
     # --- receiving -----------------------------------------------------------------------
 
     def _deliver_here(self, frame: Deliver) -> None:
@@ -186,6 +190,9 @@ class ClusterNode:
     def _reply_arrived(self, src: str, frame: Reply) -> None:
         pending = self.system._pending.get(frame.request)
         if pending is None or pending.future.done():
+            return
+        if frame.unavailable is not None:
+            pending.future.set_exception(Unavailable(frame.unavailable))
             return
         try:
             value = self.system.codec.decode_value(frame.value, Any, "reply")
