@@ -24,6 +24,9 @@ __all__ = [
     "occurrences_accounted_for",
     "no_burst",
     "never_early",
+    "epochs_only_grow",
+    "single_writer_per_epoch",
+    "no_confirmed_write_lost",
 ]
 
 Check = Callable[["World"], None]
@@ -123,3 +126,95 @@ def never_early(world: World) -> None:
                 "never_early",
                 f"{row.get('name')!r} of {row.get('key')} fired at wall {row.get('now_us')} before its due {row.get('due_us')}",
             )
+
+
+# ================================================================== cluster checks =====
+
+EntityId = tuple[str, str]  # (actor, key)
+
+
+def _by_entity(rows: Iterable[Row]) -> dict[EntityId, list[Row]]:
+    groups: dict[EntityId, list[Row]] = defaultdict(list)
+    for row in rows:
+        groups[(str(row.get("actor")), str(row.get("key")))].append(row)
+    return dict(groups)
+
+
+def epochs_only_grow(world: World) -> None:
+    """Per (actor, key), the owner epochs ``(epoch_round, epoch_node)`` of ``epoch.acquired`` rows strictly grow in trace order, across all nodes.
+
+    Two acquisitions of the same epoch, or a smaller one after a greater, would mean two owners
+    could both believe they hold the key: the epoch is what fences the older one.
+    """
+    for (actor, key), rows in _by_entity(world.trace.of("epoch.acquired")).items():
+        for before, after in zip(rows, rows[1:], strict=False):
+            a = (int(before.get("epoch_round")), str(before.get("epoch_node")))
+            b = (int(after.get("epoch_round")), str(after.get("epoch_node")))
+            if not b > a:
+                raise CheckFailed(
+                    "epochs_only_grow",
+                    f"{actor.split(':')[-1]}[{key}]: epoch {b} acquired on {after.node} at t={after.t:.3f}s "
+                    f"is not greater than {a} acquired on {before.node} at t={before.t:.3f}s",
+                )
+
+
+def single_writer_per_epoch(world: World) -> None:
+    """Only the holder of a key's newest epoch confirms new writes of it; no version of a key is confirmed twice.
+
+    ``write.confirmed`` rows do not carry the epoch, so the holder is derived from the trace:
+    from an ``epoch.acquired`` row of a key (on node M, write-back confirmed as ``version`` w)
+    until the next one, M holds the key. A ``write.confirmed`` row of the key on another node N
+    is then allowed only with a version below w: such a write reached its quorum before M read
+    the replicas (M's ``found`` covers it), its confirmation just surfaced late on N. A version
+    >= w confirmed on N would be a write made under an older epoch after the newer one was
+    taken: two writers at once. Independently, a (key, version) confirmed on two nodes is two
+    histories of the key. Only cluster keys (those with an ``epoch.acquired`` row) are checked.
+    """
+    acquired = _by_entity(world.trace.of("epoch.acquired"))
+    for (actor, key), rows in _by_entity(world.trace.of("epoch.acquired", "write.confirmed")).items():
+        if (actor, key) not in acquired:
+            continue
+        holder: Row | None = None
+        confirmed_by: dict[int, str] = {}
+        for row in rows:
+            if row.kind == "epoch.acquired":
+                holder = row
+                continue
+            version = int(row.get("version"))
+            name = f"{actor.split(':')[-1]}[{key}]"
+            if version in confirmed_by and confirmed_by[version] != row.node:
+                raise CheckFailed(
+                    "single_writer_per_epoch",
+                    f"{name}: version {version} confirmed on {confirmed_by[version]} and again on {row.node} (t={row.t:.3f}s)",
+                )
+            confirmed_by[version] = row.node
+            if holder is not None and row.node != holder.node and version >= int(holder.get("version")):
+                raise CheckFailed(
+                    "single_writer_per_epoch",
+                    f"{name}: {row.node} confirmed version {version} at t={row.t:.3f}s while {holder.node} held epoch "
+                    f"({holder.get('epoch_round')}, {holder.get('epoch_node')}) since t={holder.t:.3f}s (write-back version {holder.get('version')})",
+                )
+
+
+def no_confirmed_write_lost(world: World) -> None:
+    """A new owner starts from every write confirmed before it took the key: its ``found`` version >= the last confirmed version.
+
+    For each ``epoch.acquired`` row of a key, the greatest ``version`` of the key's
+    ``write.confirmed`` rows earlier in the trace (on any node) must be <= the acquisition's
+    ``found``. It holds as long as a majority of the key's replicas kept their stores (a
+    confirmed write is on a write quorum, the new owner reads a read quorum, and the two
+    intersect); the check assumes that, so use it in scenarios where no more than a minority
+    of the replicas lose their memory (a crash of one node of three).
+    """
+    for (actor, key), rows in _by_entity(world.trace.of("epoch.acquired", "write.confirmed")).items():
+        last: Row | None = None
+        for row in rows:
+            if row.kind == "write.confirmed":
+                if last is None or int(row.get("version")) > int(last.get("version")):
+                    last = row
+            elif last is not None and int(row.get("found")) < int(last.get("version")):
+                raise CheckFailed(
+                    "no_confirmed_write_lost",
+                    f"{actor.split(':')[-1]}[{key}]: {row.node} acquired the key at t={row.t:.3f}s from version {row.get('found')}, "
+                    f"but version {last.get('version')} was confirmed on {last.node} at t={last.t:.3f}s",
+                )

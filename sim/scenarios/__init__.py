@@ -88,3 +88,4 @@ def _load() -> None:
     # Importing a module registers its scenarios; the order here is the order `list` shows.
     from . import single  # noqa: F401
     from . import node_schedules  # noqa: F401
+    from . import cluster  # noqa: F401

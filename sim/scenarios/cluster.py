@@ -1,0 +1,196 @@
+"""Cluster scenarios: three simulated nodes, owner epochs and quorum writes under faults.
+
+Each node is a real ``ActorSystem(cluster=Cluster(...))`` on the simulated network. A key's
+owner holds an epoch over the key's replicas; every state write (and every schedule firing's
+next-due write) is confirmed by a quorum. The scenarios show what that buys and what it
+does not: a stale owner is fenced, and a schedule firing is at-least-once across owners on
+one side (repeat) and can be lost on the other (miss).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Generator
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+import simpy
+
+from casty import ActorSystem, Askable, Context, actor
+from casty.cluster.config import Cluster
+from casty.state import SCHEDULES_PAGE, STATE_PAGE  # noqa: F401
+
+from ..checks import CheckFailed, epochs_only_grow, no_confirmed_write_lost, single_writer_per_epoch
+from ..network import Latency
+from ..world import World
+from . import scenario
+
+NODES = ("n1", "n2", "n3")
+CLUSTER = Cluster(seeds=["n1"], heartbeat=0.2, suspect_after=1, dead_after=1)
+CONVERGED = 2.0
+DECLARED_DEAD = 0.2 + 1 + 1 + 0.5  # silence, suspect_after, dead_after, slack
+
+# =========================================================================== actors ======
+
+
+@dataclass(frozen=True)
+class Arm(Askable[int]):
+    every: float
+
+
+@dataclass(frozen=True)
+class Tick:
+    pass
+
+
+@dataclass(frozen=True)
+class Get(Askable[int]):
+    pass
+
+
+@actor(initial=0)
+async def cl_ticker(ctx: Context[int, Arm | Tick | Get]) -> None:
+    """Arm schedules a Tick every ``every`` s; each Tick counts one; Get answers the count."""
+    async for msg in ctx.inbox:
+        if isinstance(msg, Arm):
+            await ctx.schedule("tick", timedelta(seconds=msg.every), timedelta(seconds=msg.every), Tick())
+            msg.reply_to.tell(ctx.state.value)
+        elif isinstance(msg, Tick):
+            await ctx.state.update(lambda n: n + 1)
+        else:
+            msg.reply_to.tell(ctx.state.value)
+
+
+@actor(initial=0)
+async def slow_ticker(ctx: Context[int, Arm | Tick | Get]) -> None:
+    """cl_ticker whose Tick handler works 0.5 s before it counts (a firing's message sits in the body that long)."""
+    async for msg in ctx.inbox:
+        if isinstance(msg, Arm):
+            await ctx.schedule("tick", timedelta(seconds=msg.every), timedelta(seconds=msg.every), Tick())
+            msg.reply_to.tell(ctx.state.value)
+        elif isinstance(msg, Tick):
+            await asyncio.sleep(0.5)
+            await ctx.state.update(lambda n: n + 1)
+        else:
+            msg.reply_to.tell(ctx.state.value)
+
+
+# ========================================================================= helpers ======
+
+
+def _expect(check: str, condition: bool, message: str) -> None:
+    if not condition:
+        raise CheckFailed(check, message)
+
+
+def _three_nodes(world: World) -> None:
+    for name in NODES:
+        world.add_node(name, cluster=CLUSTER, ask_timeout=2.0, write_timeout=1.0)
+
+
+def _owner(world: World, actor_type: Any, key: str) -> str | None:
+    return world.system("n1").placement(actor_type, key).owner
+
+
+def _key_owned_by(world: World, actor_type: Any, node: str, prefix: str) -> str:
+    return next(k for k in (f"{prefix}{i}" for i in range(500)) if _owner(world, actor_type, k) == node)
+
+
+def _ask(world: World, node: str, actor_type: Any, key: str, message: Any, result: str) -> None:
+    """Ask from ``node`` in the background; the answer (or the exception's name) lands in ``world.results[result]``."""
+
+    async def client(system: ActorSystem) -> Any:
+        try:
+            return await system.ref(actor_type, key).ask(message)
+        except Exception as exc:
+            return type(exc).__name__
+
+    task = world.spawn(node, client)
+    task.add_done_callback(lambda t: world.results.__setitem__(result, t.result()))
+
+
+def _crash_right_after(world: World, node: str, kind: str, after_t: float, key: str) -> Generator[simpy.Event, Any, None]:
+    """Watch the trace (every 0.1 ms) and crash ``node`` as soon as a ``kind`` row of ``key`` on it appears after ``after_t``."""
+    rows = world.trace.rows
+    scanned = 0
+    while True:
+        yield world.timeout(0.0001)
+        while scanned < len(rows):
+            row = rows[scanned]
+            scanned += 1
+            if row.kind == kind and row.node == node and row.get("key") == key and row.t > after_t:
+                world.results["crashed_after"] = {"t": row.t, "due_us": row.get("due_us")}
+                world.crash(node)
+                return
+
+
+def _fired(world: World, key: str) -> list[Any]:
+    return [r for r in world.trace.of("schedule.fired") if r.get("key") == key]
+
+
+def _confirmed(world: World, key: str, page: str) -> list[Any]:
+    return [r for r in world.trace.of("write.confirmed") if r.get("key") == key and page in (r.get("pages") or ())]
+
+
+CLUSTER_CHECKS: tuple[Callable[[World], None], ...] = (epochs_only_grow, single_writer_per_epoch, no_confirmed_write_lost)
+
+
+# ======================================================================= scenarios =====
+
+
+def _stale_owner_fenced(world: World) -> None:
+    """n3 owned key 'stale' and was cut off: the majority took it over under a newer epoch; n3's writes were refused as fenced, its activation ended as lost, and the majority's count won."""
+    check = "stale_owner_fenced"
+    key = str(world.results.get("key"))
+    actor_name = cl_ticker.name
+    partition = world.trace.of("fault.partition")[0]
+    heal = world.trace.of("fault.heal")[0]
+    acquired = world.trace.of("epoch.acquired", actor=actor_name, key=key)
+    _expect(check, bool(acquired) and acquired[0].node == "n3", f"n3 did not own the key first: {[r.node for r in acquired]}")
+    takeover = [r for r in acquired if r.node != "n3" and partition.t_ns < r.t_ns < heal.t_ns]
+    _expect(check, bool(takeover), "the majority did not take the key over during the partition")
+    newer = takeover[0]
+    _expect(check, newer.get("found") > 0, f"the majority's owner started from nothing (found {newer.get('found')}), not from n3's confirmed count")
+    stale_ticks = [r for r in _fired(world, key) if r.node == "n3" and partition.t_ns < r.t_ns]
+    _expect(check, bool(stale_ticks), "n3 did not go on running its body (no firing on n3 after the partition)")
+    fenced = world.trace.of("write.failed", node="n3", actor=actor_name, key=key, reason="fenced")
+    _expect(check, bool(fenced) and all(r.t_ns > newer.t_ns for r in fenced), "n3's writes were not refused as fenced after the newer epoch")
+    back = [r for r in acquired if r.node == "n3" and r.t_ns > newer.t_ns]  # after the heal the key may move back to n3
+    until_ns = back[0].t_ns if back else world.trace.rows[-1].t_ns + 1
+    n3_after = [r for r in _confirmed(world, key, STATE_PAGE) if r.node == "n3" and newer.t_ns < r.t_ns < until_ns]
+    _expect(check, not n3_after, f"n3 confirmed {len(n3_after)} write(s) under its stale epoch after the majority's")
+    if back:  # n3 owns the key again under a newer epoch: it starts from the majority's confirmed count, not its own
+        majority_writes = [int(r.get("version")) for r in _confirmed(world, key, STATE_PAGE) if r.node == newer.node and r.t_ns < back[0].t_ns]
+        _expect(check, int(back[0].get("found")) >= max(majority_writes, default=0), "n3 took the key back without the majority's writes")
+    ended = world.trace.of("activation.ended", node="n3", actor=actor_name, key=key)
+    _expect(check, any(r.get("reason") == "lost" and r.t_ns > heal.t_ns for r in ended), f"n3's activation did not end as lost after the heal: {[r.get('reason') for r in ended]}")
+    majority, final = world.results.get("majority"), world.results.get("final")
+    _expect(check, isinstance(majority, int) and isinstance(final, int), f"the counts were not read: {majority}, {final}")
+    assert isinstance(majority, int) and isinstance(final, int)
+    _expect(check, final >= majority, f"the count went back after the heal: {majority} during the partition, {final} after")
+
+
+@scenario(
+    "stale-owner-fenced",
+    "3 nodes: a key's owner is partitioned into the minority and keeps ticking; the majority's new owner fences it, and after the heal its activation ends as lost and the majority's count wins",
+    until=timedelta(seconds=15),
+    checks=(_stale_owner_fenced, *CLUSTER_CHECKS),
+)
+def stale_owner_fenced(world: World) -> None:
+    _three_nodes(world)
+
+    def script(world: World) -> Generator[simpy.Event, Any, None]:
+        yield world.timeout(CONVERGED)
+        key = world.results["key"] = _key_owned_by(world, cl_ticker, "n3", "stale")
+        _ask(world, "n1", cl_ticker, key, Arm(0.2), "armed")
+        yield world.timeout(1.0)
+        world.partition(["n3"], ["n1", "n2"])
+        yield world.timeout(DECLARED_DEAD + 1.0)
+        _ask(world, "n1", cl_ticker, key, Get(), "majority")
+        yield world.timeout(0.5)
+        world.heal()
+        yield world.timeout(4.0)
+        _ask(world, "n3", cl_ticker, key, Get(), "final")
+
+    world.process(script(world))
