@@ -19,7 +19,7 @@ import simpy
 
 from casty import ActorSystem, Askable, Context, actor
 from casty.cluster.config import Cluster
-from casty.state import SCHEDULES_PAGE, STATE_PAGE  # noqa: F401
+from casty.state import SCHEDULES_PAGE, STATE_PAGE
 
 from ..checks import CheckFailed, epochs_only_grow, no_confirmed_write_lost, single_writer_per_epoch
 from ..network import Latency
@@ -110,8 +110,10 @@ def _ask(world: World, node: str, actor_type: Any, key: str, message: Any, resul
     task.add_done_callback(lambda t: world.results.__setitem__(result, t.result()))
 
 
-def _crash_right_after(world: World, node: str, kind: str, after_t: float, key: str) -> Generator[simpy.Event, Any, None]:
-    """Watch the trace (every 0.1 ms) and crash ``node`` as soon as a ``kind`` row of ``key`` on it appears after ``after_t``."""
+def _crash_right_after(
+    world: World, node: str, kind: str, after_t: float, key: str, delay: float = 0.0
+) -> Generator[simpy.Event, Any, None]:
+    """Watch the trace (every 0.1 ms) and crash ``node`` ``delay`` s after a ``kind`` row of ``key`` on it appears after ``after_t``."""
     rows = world.trace.rows
     scanned = 0
     while True:
@@ -121,6 +123,8 @@ def _crash_right_after(world: World, node: str, kind: str, after_t: float, key: 
             scanned += 1
             if row.kind == kind and row.node == node and row.get("key") == key and row.t > after_t:
                 world.results["crashed_after"] = {"t": row.t, "due_us": row.get("due_us")}
+                if delay:
+                    yield world.timeout(delay)
                 world.crash(node)
                 return
 
@@ -194,3 +198,90 @@ def stale_owner_fenced(world: World) -> None:
         _ask(world, "n3", cl_ticker, key, Get(), "final")
 
     world.process(script(world))
+
+
+def _firing_rows(world: World) -> tuple[str, int, Any, list[Any], Any]:
+    """The key, the due time of the firing the crash followed, the crash row, the firings of that due, and the crash's firing row."""
+    key = str(world.results.get("key"))
+    crashed_after = world.results.get("crashed_after")
+    if not isinstance(crashed_after, dict):
+        raise CheckFailed("ownership", "the owner was never crashed after a firing")
+    due = int(crashed_after["due_us"])
+    crash = world.trace.of("fault.crash")[0]
+    same_due = [r for r in _fired(world, key) if int(r.get("due_us")) == due]
+    first = same_due[0] if same_due else None
+    return key, due, crash, same_due, first
+
+
+def _ownership_repeat(world: World) -> None:
+    """At-least-once across owners: the owner told the firing's Tick and crashed before the firing's next-due write
+    (@schedules) reached a quorum (its outgoing frames were cut 50 ms before the firing, so the write never left the
+    node), so the replicas still hold that occurrence as due; the next owner, resuming the key
+    from the replicas, fires the same ``due_us`` again. The occurrence is delivered twice, on two nodes."""
+    check = "ownership_repeat"
+    key, due, crash, same_due, first = _firing_rows(world)
+    _expect(check, first is not None and first.node == crash.node and first.t_ns <= crash.t_ns, "the crashed owner did not fire the occurrence before the crash")
+    assert first is not None
+    between = [r for r in _confirmed(world, key, SCHEDULES_PAGE) if r.node == crash.node and first.t_ns <= r.t_ns]
+    _expect(check, not between, f"the next-due write of the firing at t={first.t:.3f}s was confirmed before the crash: no repeat is due")
+    again = [r for r in same_due if r.node != crash.node and r.t_ns > crash.t_ns]
+    _expect(check, len(again) == 1, f"due {due} was fired {len(again)} time(s) by the next owner, expected exactly once more")
+    _expect(check, again[0].get("next_us") is not None, "the repeat did not advance the schedule")
+
+
+def _ownership_miss(world: World) -> None:
+    """At-most-once for a queued firing: the owner's firing wrote its next due (@schedules confirmed by a quorum) and told
+    the Tick, whose handler was still working when the node died; its state write never confirmed. The next owner resumes
+    from the confirmed next due, so the occurrence is not fired again: it fired once, on the dead node, and was lost."""
+    check = "ownership_miss"
+    key, due, crash, same_due, first = _firing_rows(world)
+    _expect(check, len(same_due) == 1 and first is not None and first.node == crash.node, f"due {due} fired {len(same_due)} time(s): {[r.node for r in same_due]}")
+    assert first is not None
+    window = [r for r in _confirmed(world, key, SCHEDULES_PAGE) + _confirmed(world, key, STATE_PAGE) if r.node == crash.node and first.t_ns <= r.t_ns <= crash.t_ns]
+    _expect(check, any(SCHEDULES_PAGE in r.get("pages") for r in window), "the firing's next-due write was not confirmed before the crash")
+    _expect(check, not any(STATE_PAGE in r.get("pages") for r in window), "the Tick's state write was confirmed before the crash: it was handled")
+    later = [r for r in _fired(world, key) if r.node != crash.node and r.t_ns > crash.t_ns]
+    _expect(check, bool(later), "the next owner never fired the schedule")
+    _expect(check, int(later[0].get("due_us")) == int(first.get("next_us")), f"the next owner fired due {later[0].get('due_us')}, not the confirmed next due {first.get('next_us')}")
+
+
+def _crash_owner_after_a_firing(world: World, actor_type: Any, prefix: str, delay: float) -> Generator[simpy.Event, Any, None]:
+    yield world.timeout(CONVERGED)
+    key = world.results["key"] = _key_owned_by(world, actor_type, "n3", prefix)
+    _ask(world, "n1", actor_type, key, Arm(5.0), "armed")
+    yield world.process(_crash_right_after(world, "n3", "schedule.fired", CONVERGED + 6.0, key, delay))
+
+
+@scenario(
+    "ownership-repeat",
+    "3 nodes: a scheduled key's owner crashes right after a firing, before its next-due write is confirmed; the next owner fires the same occurrence again",
+    until=timedelta(seconds=25),
+    checks=(_ownership_repeat, *CLUSTER_CHECKS),
+)
+def ownership_repeat(world: World) -> None:
+    _three_nodes(world)
+
+    def script(world: World) -> Generator[simpy.Event, Any, None]:
+        yield world.timeout(CONVERGED)
+        key = world.results["key"] = _key_owned_by(world, cl_ticker, "n3", "repeat")
+        _ask(world, "n1", cl_ticker, key, Arm(5.0), "armed")
+        yield world.timeout(CONVERGED + 6.0)
+        fired = [r for r in _fired(world, key) if r.node == "n3"]
+        # 50 ms before the next firing, n3's outgoing frames start to be dropped: the firing's writes
+        # cannot reach a replica, so the crash right after it leaves the replicas with the old next due.
+        yield world.timeout(fired[-1].t + 5.0 - 0.05 - world.now)
+        world.partition(["n3"], ["n1", "n2"], oneway=True)
+        yield world.process(_crash_right_after(world, "n3", "schedule.fired", world.now, key))
+
+    world.process(script(world))
+
+
+@scenario(
+    "ownership-miss",
+    "3 nodes: a scheduled key's owner dies while a firing's message is being handled (its next due already confirmed); the next owner does not repeat it: the occurrence is lost",
+    until=timedelta(seconds=25),
+    checks=(_ownership_miss, *CLUSTER_CHECKS),
+)
+def ownership_miss(world: World) -> None:
+    _three_nodes(world)
+    world.process(_crash_owner_after_a_firing(world, slow_ticker, "miss", 0.2))
