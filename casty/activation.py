@@ -379,7 +379,7 @@ class Activation:
         replicas = cluster.replicas_of(self.type.name, self.key, self.type.replicas)
         acquiring = slot.acquiring = self._loop.create_future()
         slot.perform(slot.owner.acquire(
-            slot.now(), replicas, self.type.write, updates=write_back, after=service.store.promised(self.entity)
+            slot.now(), replicas, self.type.write, updates=write_back, after=service.round_hint(self.entity)
         ))
         acquired: Acquired = await acquiring
         slot.acquiring = None

@@ -230,3 +230,21 @@ def test_active_key_resumes_on_the_next_owner_without_a_message(world: World) ->
     assert len(fired) >= 3
     assert ask_from(world, "n1", ticker, key, Get(), run_for=0.1) >= before + 3
     epochs_only_grow(world)
+
+
+def test_a_restarted_owner_learns_the_newer_epoch_from_a_lost_acquisition(world: World) -> None:
+    """n1 owns a key, crashes, and the next owner takes it at round 2; n1 restarts (it knows no round) and owns it again.
+    Its first acquisition (round 1) is lost to the newer epoch; the next one must start above that epoch, not at its own
+    local promise + 1 (round 2, which loses again to (2, 'n2#..') or (2, 'n3#..')): the second ask succeeds."""
+    key = next(k for k in (f"r{i}" for i in range(200)) if owner(world, "n1", rep_counter, k) == "n1")
+    assert ask_from(world, "n2", rep_counter, key, Inc()) == 1
+    world.crash("n1")
+    world.run(until=world.now + DECLARED_DEAD)
+    assert ask_from(world, "n2", rep_counter, key, Inc()) == 2
+    world.restart("n1")
+    world.run(until=world.now + 2 * CONVERGED)
+    assert owner(world, "n2", rep_counter, key) == "n1"
+    first = ask_from(world, "n2", rep_counter, key, Inc(), run_for=2.5)
+    second = ask_from(world, "n2", rep_counter, key, Inc(), run_for=2.5)
+    assert second == (3 if isinstance(first, Unavailable) else 4), (first, second)
+    epochs_only_grow(world)

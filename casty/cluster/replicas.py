@@ -22,7 +22,7 @@ from typing import Any, Final
 
 from ..ports import Transport
 from .driver import REPLICATION_CHANNEL, Dispatcher
-from .replication import Ack, Acquired, Entity, KeyOwner, Nack, Prepare, Promise, ReplicaStore, Write
+from .replication import ZERO_EPOCH, Ack, Acquired, Entity, Epoch, KeyOwner, Lost, Nack, Prepare, Promise, ReplicaStore, Write
 from .sansio import CancelTimer, Output, Report, Send, SetTimer
 from .wire import Wire
 
@@ -66,6 +66,8 @@ class OwnerSlot:
                 if handle is not None:
                     handle.cancel()
             elif isinstance(output, Report):
+                if isinstance(output.event, Lost):
+                    service.saw(output.event.entity, output.event.newer)
                 self.on_report(output.event)
 
     def _fire(self, name: str) -> None:
@@ -105,6 +107,7 @@ class ReplicationService:
         self.loop: Final = loop
         self.store: Final = ReplicaStore()
         self._owners: dict[Entity, OwnerSlot] = {}
+        self._newer: dict[Entity, Epoch] = {}  # per key, the newest epoch a lost owner here learned of
         self._closed = False
         self.sent = 0
         dispatcher.register(REPLICATION_CHANNEL, self._receive)
@@ -114,6 +117,20 @@ class ReplicationService:
         slot = OwnerSlot(self, KeyOwner(entity, self.epoch_node, write_timeout=write_timeout), on_report)
         self._owners[entity] = slot
         return slot
+
+    def saw(self, entity: Entity, epoch: Epoch) -> None:
+        """An owner here lost ``entity`` to ``epoch``: the next acquisition of the key must start above it."""
+        if epoch > self._newer.get(entity, ZERO_EPOCH):
+            self._newer[entity] = epoch
+
+    def round_hint(self, entity: Entity) -> Epoch:
+        """The newest epoch known here for ``entity``: the local replica's promise, or one a lost owner here learned of.
+
+        Each acquisition opens a fresh ``KeyOwner`` that knows no round; without this hint a node
+        that knows nothing of the key (a restarted one, an empty replica) would climb one round per
+        attempt (its own local promise + 1) and lose every attempt until it passes the newer epoch.
+        """
+        return max(self.store.promised(entity), self._newer.get(entity, ZERO_EPOCH))
 
     def _release(self, slot: OwnerSlot) -> None:
         if self._owners.get(slot.owner.entity) is slot:
