@@ -140,13 +140,47 @@ def _by_entity(rows: Iterable[Row]) -> dict[EntityId, list[Row]]:
     return dict(groups)
 
 
+def _epoch(row: Row) -> tuple[int, str]:
+    return (int(row.get("epoch_round")), str(row.get("epoch_node")))
+
+
+def _late_acquisitions(world: World) -> set[int]:
+    """Indexes (in ``world.trace.rows``) of ``epoch.acquired`` rows recorded after their acquisition really happened.
+
+    A node paused between its write-back reaching a quorum and its activation going on records
+    ``epoch.acquired`` only when it resumes: by then a newer owner may have taken the key. Such a
+    row is recognised by proof, not by guess: an earlier row of the key has a greater epoch and
+    found the late row's write-back version (so it read that write-back: the late acquisition came
+    first), and the late row's node resumed from a pause in between. The ordering checks skip it.
+    """
+    rows = world.trace.rows
+    index = {id(row): i for i, row in enumerate(rows)}
+    resumes = world.trace.of("fault.resume")
+    late: set[int] = set()
+    for _entity, acquired in _by_entity(world.trace.of("epoch.acquired")).items():
+        for j, row in enumerate(acquired):
+            for earlier in acquired[:j]:
+                if (
+                    _epoch(earlier) > _epoch(row)
+                    and int(earlier.get("found")) >= int(row.get("version"))
+                    and any(r.node == row.node and earlier.t_ns <= r.t_ns <= row.t_ns for r in resumes)
+                ):
+                    late.add(index[id(row)])
+                    break
+    return late
+
+
 def epochs_only_grow(world: World) -> None:
     """Per (actor, key), the owner epochs ``(epoch_round, epoch_node)`` of ``epoch.acquired`` rows strictly grow in trace order, across all nodes.
 
     Two acquisitions of the same epoch, or a smaller one after a greater, would mean two owners
-    could both believe they hold the key: the epoch is what fences the older one.
+    could both believe they hold the key: the epoch is what fences the older one. A row recorded
+    late by a paused node (``_late_acquisitions``: proven earlier by a newer owner's ``found``) is skipped.
     """
-    for (actor, key), rows in _by_entity(world.trace.of("epoch.acquired")).items():
+    late = _late_acquisitions(world)
+    index = {id(row): i for i, row in enumerate(world.trace.rows)}
+    for (actor, key), all_rows in _by_entity(world.trace.of("epoch.acquired")).items():
+        rows = [r for r in all_rows if index[id(r)] not in late]
         for before, after in zip(rows, rows[1:], strict=False):
             a = (int(before.get("epoch_round")), str(before.get("epoch_node")))
             b = (int(after.get("epoch_round")), str(after.get("epoch_node")))
@@ -168,15 +202,20 @@ def single_writer_per_epoch(world: World) -> None:
     the replicas (M's ``found`` covers it), its confirmation just surfaced late on N. A version
     >= w confirmed on N would be a write made under an older epoch after the newer one was
     taken: two writers at once. Independently, a (key, version) confirmed on two nodes is two
-    histories of the key. Only cluster keys (those with an ``epoch.acquired`` row) are checked.
+    histories of the key. Only cluster keys (those with an ``epoch.acquired`` row) are checked;
+    rows recorded late by a paused node (``_late_acquisitions``) do not change the holder.
     """
     acquired = _by_entity(world.trace.of("epoch.acquired"))
+    late = _late_acquisitions(world)
+    index = {id(row): i for i, row in enumerate(world.trace.rows)}
     for (actor, key), rows in _by_entity(world.trace.of("epoch.acquired", "write.confirmed")).items():
         if (actor, key) not in acquired:
             continue
         holder: Row | None = None
         confirmed_by: dict[int, str] = {}
         for row in rows:
+            if row.kind == "epoch.acquired" and index[id(row)] in late:
+                continue  # recorded late (see _late_acquisitions): it held the key before the current holder
             if row.kind == "epoch.acquired":
                 holder = row
                 continue
@@ -204,11 +243,16 @@ def no_confirmed_write_lost(world: World) -> None:
     ``found``. It holds as long as a majority of the key's replicas kept their stores (a
     confirmed write is on a write quorum, the new owner reads a read quorum, and the two
     intersect); the check assumes that, so use it in scenarios where no more than a minority
-    of the replicas lose their memory (a crash of one node of three).
+    of the replicas lose their memory (a crash of one node of three). Rows recorded late by a
+    paused node (``_late_acquisitions``) are skipped: the writes before their row came after them.
     """
+    late = _late_acquisitions(world)
+    index = {id(row): i for i, row in enumerate(world.trace.rows)}
     for (actor, key), rows in _by_entity(world.trace.of("epoch.acquired", "write.confirmed")).items():
         last: Row | None = None
         for row in rows:
+            if row.kind == "epoch.acquired" and index[id(row)] in late:
+                continue  # recorded late (see _late_acquisitions): the writes before its row came after it
             if row.kind == "write.confirmed":
                 if last is None or int(row.get("version")) > int(last.get("version")):
                     last = row
