@@ -831,14 +831,7 @@ class Activation:
                 pages.pop(name, None)
             else:
                 pages[name] = data
-        versions = self.system._records.versions
-        version = versions[self.entity] = versions[self.entity] + 1
-        if self._store is not None:
-            self._schedule_flush()
-        observer = self.system._observer
-        if observer is not None:
-            observer(ev.WriteConfirmed(self.type.name, self.key, self.lease if lease is None else lease, version, tuple(updates)))
-        return version
+        return self._confirmed_now(lease, tuple(updates))
 
     def _write_page_now(self, lease: int | None, name: str, names: tuple[str, ...], data: bytes | None, operation: str) -> int:
         """``_write_now`` of the single page ``name`` (``names`` is ``(name,)``, a constant of the caller):
@@ -851,6 +844,10 @@ class Activation:
             pages.pop(name, None)
         else:
             pages[name] = data
+        return self._confirmed_now(lease, names)
+
+    def _confirmed_now(self, lease: int | None, names: tuple[str, ...]) -> int:
+        """The shared tail of the two writes above: the new version, the write-behind flush, the event."""
         versions = self.system._records.versions
         version = versions[self.entity] = versions[self.entity] + 1
         if self._store is not None:

@@ -485,19 +485,7 @@ class VirtualLoop(asyncio.AbstractEventLoop):
         when = fire / 1e9
         if self._closed or self._debug or not _FAST_HANDLES:
             return self._slow_timer(when, fire, now, callback, args, context)
-        timer = _new_handle(_Timer)
-        timer._callback = callback
-        timer._args = args
-        timer._cancelled = False
-        timer._loop = self
-        timer._source_traceback = None
-        timer._repr = None
-        timer._context = context if context is not None else _copy_context()
-        timer._when = when
-        timer._scheduled = True
-        timer.callbacks = self._event_callbacks
-        _heappush(self._queue, (fire, NORMAL, next(self._eid), timer))  # = env.schedule(timer, NORMAL, fire - now)
-        return timer
+        return self._push_timer(when, fire, callback, args, context)
 
     def call_at(self, when: float, callback: Callable[..., Any], *args: Any, context: Any = None) -> asyncio.TimerHandle:
         """Run ``callback(*args)`` at loop time ``when``: at the first nanosecond where ``time() >= when``."""
@@ -514,6 +502,10 @@ class VirtualLoop(asyncio.AbstractEventLoop):
             fire = now
         if self._closed or self._debug or not _FAST_HANDLES:
             return self._slow_timer(when, fire, now, callback, args, context)
+        return self._push_timer(when, fire, callback, args, context)
+
+    def _push_timer(self, when: float, fire: int, callback: Callable[..., Any], args: tuple[Any, ...], context: Any) -> asyncio.TimerHandle:
+        """Build a timer slot by slot and put it on simpy's heap as its own event (what ``env.schedule`` would push)."""
         timer = _new_handle(_Timer)
         timer._callback = callback
         timer._args = args

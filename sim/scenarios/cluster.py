@@ -49,31 +49,30 @@ class Get(Askable[int]):
     pass
 
 
-@actor(initial=0)
-async def cl_ticker(ctx: Context[int, Arm | Tick | Get]) -> None:
-    """Arm schedules a Tick every ``every`` s; each Tick counts one; Get answers the count."""
+async def _count_ticks(ctx: Context[int, Arm | Tick | Get], work: float) -> None:
+    """Arm schedules a Tick every ``every`` s; each Tick counts one after ``work`` s; Get answers the count."""
     async for msg in ctx.inbox:
         if isinstance(msg, Arm):
             await ctx.schedule("tick", timedelta(seconds=msg.every), timedelta(seconds=msg.every), Tick())
             msg.reply_to.tell(ctx.state.value)
         elif isinstance(msg, Tick):
+            if work:
+                await asyncio.sleep(work)
             await ctx.state.update(lambda n: n + 1)
         else:
             msg.reply_to.tell(ctx.state.value)
+
+
+@actor(initial=0)
+async def cl_ticker(ctx: Context[int, Arm | Tick | Get]) -> None:
+    """Arm schedules a Tick every ``every`` s; each Tick counts one; Get answers the count."""
+    await _count_ticks(ctx, work=0.0)
 
 
 @actor(initial=0)
 async def slow_ticker(ctx: Context[int, Arm | Tick | Get]) -> None:
     """cl_ticker whose Tick handler works 0.5 s before it counts (a firing's message sits in the body that long)."""
-    async for msg in ctx.inbox:
-        if isinstance(msg, Arm):
-            await ctx.schedule("tick", timedelta(seconds=msg.every), timedelta(seconds=msg.every), Tick())
-            msg.reply_to.tell(ctx.state.value)
-        elif isinstance(msg, Tick):
-            await asyncio.sleep(0.5)
-            await ctx.state.update(lambda n: n + 1)
-        else:
-            msg.reply_to.tell(ctx.state.value)
+    await _count_ticks(ctx, work=0.5)
 
 
 # ========================================================================= helpers ======
