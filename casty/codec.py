@@ -21,7 +21,7 @@ from typing import Any, Union, get_args, get_origin
 import msgspec
 
 from .errors import SchemaError
-from .ref import NOBODY, EntityRef, NobodyRef, Ref, ReplyRef
+from .ref import EntityRef, NobodyRef, Ref, ReplyRef
 
 __all__ = ["Codec", "MessageSchema", "type_tag", "union_members"]
 
@@ -199,6 +199,3 @@ def resolve_hints(fn: Callable[..., Any]) -> dict[str, Any]:
     except Exception as exc:  # NameError, TypeError: unresolvable forward references
         raise SchemaError(f"cannot resolve the annotations of {fn.__qualname__}: {exc}") from exc
 
-
-def nobody() -> Ref[Any]:
-    return NOBODY
