@@ -21,6 +21,8 @@ __all__ = [
     "WriteConfirmed",
     "WriteFailed",
     "EpochAcquired",
+    "HandoffStarted",
+    "HandoffEnded",
     "ScheduleArmed",
     "ScheduleFired",
     "ScheduleCaughtUp",
@@ -130,6 +132,31 @@ class EpochAcquired(Event):
     epoch_node: str
     version: int
     found: int
+
+
+@dataclass(frozen=True, slots=True)
+class HandoffStarted(Event):
+    """Cluster: this node began sync round ``round``: it asks ``peers`` for the replicas they hold.
+
+    ``reason`` is ``"opened"`` (the node's replica joined the protocol) or ``"ring"`` (the
+    ring changed). Until the round ends, keys this node is newly a replica of answer blank.
+    """
+
+    kind: ClassVar[str] = "handoff.started"
+    round: int
+    peers: tuple[str, ...]
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class HandoffEnded(Event):
+    """Cluster: every peer of sync round ``round`` answered in full; ``keys`` is how many keys this replica holds now."""
+
+    kind: ClassVar[str] = "handoff.ended"
+    round: int
+    peers: tuple[str, ...]
+    synced: tuple[str, ...]
+    keys: int
 
 
 @dataclass(frozen=True, slots=True)

@@ -25,7 +25,12 @@ def _positive(value: timedelta | float, what: str) -> float:
 
 @dataclass(frozen=True, init=False)
 class Cluster:
-    """Seeds (node ids), failure-detection timing (seconds), ring vnodes and the cluster name."""
+    """Seeds (node ids), failure-detection timing (seconds), ring vnodes, the cluster name and the rejoin grace.
+
+    ``rejoin_grace``: how long a node that learns it had a previous life stays out of the
+    replication protocol (seconds; None: the system's ``write_timeout`` + 1 s). It must
+    outlast any acquisition (a type's ``write_timeout``) that the previous life promised to.
+    """
 
     seeds: tuple[str, ...]
     heartbeat: float
@@ -34,6 +39,7 @@ class Cluster:
     remove_after: float
     vnodes: int
     name: str
+    rejoin_grace: float | None
 
     def __init__(
         self,
@@ -45,6 +51,7 @@ class Cluster:
         remove_after: timedelta | float = 60.0,
         vnodes: int = 64,
         name: str = "casty",
+        rejoin_grace: timedelta | float | None = None,
     ) -> None:
         if isinstance(seeds, str):
             raise TypeError(f"Cluster seeds are a sequence of node ids, not one string: use [{seeds!r}]")
@@ -64,6 +71,7 @@ class Cluster:
         set_(self, "remove_after", _positive(remove_after, "remove_after"))
         set_(self, "vnodes", vnodes)
         set_(self, "name", name)
+        set_(self, "rejoin_grace", None if rejoin_grace is None else _positive(rejoin_grace, "rejoin_grace"))
 
     def membership(self) -> MembershipConfig:
         """The failure-detector timing as ``MembershipConfig``."""

@@ -191,6 +191,9 @@ class Membership:
         # A founder (no other seed) is a cluster by itself; anyone else waits to hear from a peer.
         self._joined = not self.seeds
         self._check_at: float | None = None
+        # The greatest incarnation of an earlier life of this node that a peer still spoke of
+        # (None: nobody did). Such a life may have given promises this one cannot know.
+        self.previous_life: int | None = None
 
     # --- queries -----------------------------------------------------------------------
 
@@ -383,6 +386,8 @@ class Membership:
         if self._left:
             return
         me = self._records[self.node]
+        if incarnation < me.incarnation and (self.previous_life is None or incarnation > self.previous_life):
+            self.previous_life = incarnation
         stale = incarnation < me.incarnation or (incarnation == me.incarnation and seq <= me.seq and status == "alive")
         if stale:
             return

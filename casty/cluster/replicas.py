@@ -11,6 +11,19 @@ Sends to this very node are looped back with ``loop.call_soon`` through the same
 local replica obeys the same rules as a remote one, and gets a copy, never a shared object).
 Epochs are minted as ``"<node>#<incarnation>"``: one life of the node.
 
+**Opening the replica.** The node's ``ReplicaStore`` answers no ``Prepare`` or ``Write``
+until the cluster node calls ``join`` (after the membership join, and, for a node that
+learned it had a previous life, after a grace period longer than any acquisition: the
+promises that life gave to acquisitions still in flight are gone, and those acquisitions
+must be over before this replica promises anything). Opening starts the first sync round
+of the ``Handoff`` core (``casty.cluster.handoff``); every ring change starts another.
+
+**Readiness** (``ReplicaStore``'s ``ready``): the replica is ready for a key once it is one
+of the key's replicas and, in the current sync round, either every other replica of the key
+answered in full, or at least ``R - W + 1`` of them did while being synced themselves (``W``
+the write quorum: any confirmed write is then held by one of them). A key found ready stays
+ready while this node remains one of its replicas, across later ring changes.
+
 This is a driver, not a core: it decides nothing (see ``casty.cluster.replication``).
 """
 
@@ -22,8 +35,12 @@ from typing import Any, Final
 
 from ..ports import Transport
 from .driver import REPLICATION_CHANNEL, Dispatcher
-from .replication import ZERO_EPOCH, Ack, Acquired, Entity, Epoch, KeyOwner, Lost, Nack, Prepare, Promise, ReplicaStore, Write
+from .handoff import SYNC_TIMER, Handoff, Imported, RoundEnded, RoundStarted, SyncDump, SyncRequest
+from .replication import ZERO_EPOCH, Ack, Acquired, Entity, Epoch, KeyOwner, Lost, Nack, Prepare, Promise, ReplicaStore, Snapshot, Write
 from .sansio import CancelTimer, Output, Report, Send, SetTimer
+
+ReplicaSet = Callable[[Entity], tuple[tuple[str, ...], int]]
+"""Where a key lives: ``(its replicas, how many synced peers make this node ready)`` under the current ring."""
 from .wire import Wire
 
 __all__ = ["ReplicationService", "OwnerSlot"]
@@ -98,6 +115,9 @@ class ReplicationService:
         wire: Wire,
         dispatcher: Dispatcher,
         loop: asyncio.AbstractEventLoop,
+        *,
+        replica_set: ReplicaSet | None = None,
+        on_handoff: Callable[[RoundStarted | RoundEnded, str], None] | None = None,
     ) -> None:
         self.node: Final = node
         self.epoch_node: Final = f"{node}#{incarnation}"
@@ -105,7 +125,16 @@ class ReplicationService:
         self.wire: Final = wire
         self.dispatcher: Final = dispatcher
         self.loop: Final = loop
-        self.store: Final = ReplicaStore()
+        # Without a placement to ask (unit tests of the driver) every key is ready at once.
+        self._replica_set = replica_set
+        self._on_handoff = on_handoff
+        self.store: Final = ReplicaStore(ready=self._is_ready if replica_set is not None else None)
+        self.handoff: Final = Handoff(node)
+        self.opened = replica_set is None
+        self._ready: set[Entity] = set()  # keys found ready (kept while this node stays a replica)
+        self._peers: tuple[str, ...] = ()
+        self._sync_timer: asyncio.TimerHandle | None = None
+        self._round_reason = "opened"
         self._owners: dict[Entity, OwnerSlot] = {}
         self._newer: dict[Entity, Epoch] = {}  # per key, the newest epoch a lost owner here learned of
         self._closed = False
@@ -132,6 +161,83 @@ class ReplicationService:
         """
         return max(self.store.promised(entity), self._newer.get(entity, ZERO_EPOCH))
 
+    # --- opening, readiness and handoff ------------------------------------------------
+
+    def join(self, peers: tuple[str, ...]) -> None:
+        """Join the protocol: answer Prepare and Write from now on, and pull from ``peers`` (the other ring nodes)."""
+        if self.opened or self._closed:
+            return
+        self.opened = True
+        self._peers = peers
+        self._round_reason = "opened"
+        self._perform_handoff(self.handoff.begin(self.loop.time(), peers))
+
+    def ring_changed(self, peers: tuple[str, ...]) -> None:
+        """The ring now holds ``peers`` besides this node: keep the ready keys still ours, pull again from everyone."""
+        if peers == self._peers:
+            return
+        self._peers = peers
+        replica_set = self._replica_set
+        if replica_set is not None:
+            self._ready = {entity for entity in self._ready if self.node in replica_set(entity)[0]}
+        if self.opened and not self._closed and replica_set is not None:
+            self._round_reason = "ring"
+            self._perform_handoff(self.handoff.begin(self.loop.time(), peers))
+
+    def _is_ready(self, entity: Entity) -> bool:
+        if entity in self._ready:
+            return True
+        replica_set = self._replica_set
+        if not self.opened or replica_set is None:
+            return False
+        replicas, need = replica_set(entity)
+        if self.node not in replicas:
+            return False
+        handoff = self.handoff
+        others = [replica for replica in replicas if replica != self.node]
+        if all(handoff.answered(peer) for peer in others) or sum(handoff.synced_peer(peer) for peer in others) >= need:
+            self._ready.add(entity)
+            return True
+        return False
+
+    def _export(self) -> list[Snapshot]:
+        store = self.store
+        out: list[Snapshot] = []
+        for entity in store.entities():
+            snapshot = store.export(entity)
+            if snapshot is not None:
+                out.append(snapshot)
+        return out
+
+    def _perform_handoff(self, outputs: Iterable[Output]) -> None:
+        for output in outputs:
+            if isinstance(output, Send):
+                self.send(output.to, output.frame)
+            elif isinstance(output, SetTimer):
+                if self._sync_timer is not None:
+                    self._sync_timer.cancel()
+                self._sync_timer = self.loop.call_at(output.at, self._sync_fired)
+            elif isinstance(output, CancelTimer):
+                if self._sync_timer is not None:
+                    self._sync_timer.cancel()
+                    self._sync_timer = None
+            elif isinstance(output, Report):
+                event = output.event
+                if isinstance(event, Imported):
+                    for snapshot in event.snapshots:
+                        self.store.import_(snapshot)
+                elif isinstance(event, RoundStarted | RoundEnded) and self._on_handoff is not None:
+                    self._on_handoff(event, self._round_reason)
+
+    def _sync_fired(self) -> None:
+        self._sync_timer = None
+        if not self._closed:
+            self._perform_handoff(self.handoff.timer(SYNC_TIMER, self.loop.time()))
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
     def _release(self, slot: OwnerSlot) -> None:
         if self._owners.get(slot.owner.entity) is slot:
             del self._owners[slot.owner.entity]
@@ -150,9 +256,13 @@ class ReplicationService:
         if self._closed:
             return
         if isinstance(frame, Prepare | Write):
+            if not self.opened:
+                return  # not in the protocol yet: no promise, no ack (the owner resends)
             for output in self.store.receive(src, frame):
                 if isinstance(output, Send):
                     self.send(output.to, output.frame)
+        elif isinstance(frame, SyncRequest | SyncDump):
+            self._perform_handoff(self.handoff.receive(src, frame, self._export))
         elif isinstance(frame, Promise | Ack | Nack):
             slot = self._owners.get(frame.entity)
             if slot is not None:
@@ -165,4 +275,7 @@ class ReplicationService:
         for slot in list(self._owners.values()):
             slot.close()
         self._closed = True
+        if self._sync_timer is not None:
+            self._sync_timer.cancel()
+            self._sync_timer = None
         self.dispatcher.unregister(REPLICATION_CHANNEL, self._receive)

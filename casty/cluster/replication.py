@@ -56,15 +56,16 @@ the ``node`` part must name this *life* of the node (e.g. ``"n1#3"`` with an inc
 because a restarted process that knows nothing of its previous rounds could otherwise
 reuse ``(round, node)`` while frames of its previous life are still in flight.
 
-Replicas keep everything in memory: a crash that stops and resumes a node loses nothing;
-a node declared lost never answers as that replica again. An empty replica joining a key's
-replica set (a new node, or a lost one back with no memory) is the handoff's job, through
-``export`` / ``import_``, and needs care: importing from a majority of the other replicas
-brings every confirmed write, but not a promise the missing replica gave to an owner whose
-acquisition is still in flight, so an older owner could then win a quorum with the newcomer
-and confirm a write that the in-flight owner overwrites. The handoff must also fence those
-epochs (for instance: a new owner acquires over the old replica set, then writes back to
-the new one) before the newcomer counts.
+Replicas keep everything in memory: a crash that stops and resumes a node loses nothing,
+but a node that comes back as a new process is an empty replica, and a node new to a key's
+replica set (the ring changed) holds nothing of it. Counting such a copy in a read quorum
+could hide a confirmed write, so a replica answers *blank* promises until it is **ready**
+for the key (see ``ReplicaStore``): it has pulled the other replicas' copies
+(``casty.cluster.handoff``). A blank promise does not count toward the read quorum, and a
+replica that is not ready accepts only writes of an epoch it promised since it came back.
+What an empty replica cannot pull is a promise its previous life gave to an acquisition
+still in flight; the driver therefore keeps a node that knows it had a previous life out of
+the protocol for a grace period longer than any acquisition (``casty.cluster.replicas``).
 """
 
 from __future__ import annotations
@@ -165,12 +166,18 @@ class Prepare:
 
 @dataclass(frozen=True, slots=True)
 class Promise:
-    """Replica -> owner: promised ``epoch``; it held ``pages`` stamped ``stamp`` when it promised."""
+    """Replica -> owner: promised ``epoch``; it held ``pages`` stamped ``stamp`` when it promised.
+
+    ``blank``: the replica is not yet *ready* for the key (it came back with no memory, or
+    just joined the key's replica set, and has not yet pulled what the other replicas hold):
+    what it returns may miss confirmed writes, so it does not count toward the read quorum.
+    """
 
     entity: Entity
     epoch: Epoch
     stamp: Stamp
     pages: dict[str, bytes]
+    blank: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -305,12 +312,30 @@ class ReplicaStore:
     Every answer is computed from the frame and the store alone, so duplicated,
     reordered or replayed frames get answers consistent with what the store holds:
     a promise or an ack is never taken back, a stamp or a promise never goes down.
+
+    **Readiness.** ``ready(entity)`` (given by the driver; always True if omitted) says
+    whether this replica holds every write confirmed on the key so far: false for a node
+    back with no memory, or new to the key's replica set, until it has pulled the other
+    replicas' copies (``casty.cluster.handoff``). A replica that is not ready
+
+    * still promises, but its ``Promise`` is ``blank``: the owner does not count it toward
+      the read quorum, so an empty copy can never hide a confirmed write;
+    * accepts a write only of the very epoch it promised while not ready (an owner that
+      won a read quorum of ready replicas after this replica came back); a write of any
+      other epoch gets no answer at all, not a ``Nack``: an owner whose epoch predates the
+      loss of memory must find its quorum among replicas that remember their promises.
     """
 
-    __slots__ = ("_records",)
+    __slots__ = ("_records", "_ready", "_blank_promises")
 
-    def __init__(self) -> None:
+    def __init__(self, ready: Callable[[Entity], bool] | None = None) -> None:
         self._records: dict[Entity, _Record] = {}
+        self._ready = ready
+        self._blank_promises: dict[Entity, Epoch] = {}  # epochs promised while not ready, per key
+
+    def is_ready(self, entity: Entity) -> bool:
+        """Whether this replica's answers about ``entity`` count (see the class docstring)."""
+        return self._ready is None or self._ready(entity)
 
     def _record(self, entity: Entity) -> _Record:
         record = self._records.get(entity)
@@ -325,7 +350,8 @@ class ReplicaStore:
         if isinstance(frame, Prepare):
             return [Send(src, self.on_prepare(frame))]
         if isinstance(frame, Write):
-            return [Send(src, self.on_write(frame))]
+            answer = self.on_write(frame)
+            return [] if answer is None else [Send(src, answer)]
         return []
 
     def on_prepare(self, frame: Prepare) -> Promise | Nack:
@@ -334,14 +360,23 @@ class ReplicaStore:
         if frame.epoch < record.promised:
             return Nack(frame.entity, frame.epoch, None, record.promised)
         record.promised = frame.epoch
-        return Promise(frame.entity, frame.epoch, record.stamp, dict(record.pages))
+        if self.is_ready(frame.entity):
+            return Promise(frame.entity, frame.epoch, record.stamp, dict(record.pages))
+        self._blank_promises[frame.entity] = frame.epoch
+        return Promise(frame.entity, frame.epoch, record.stamp, dict(record.pages), blank=True)
 
-    def on_write(self, frame: Write) -> Ack | Nack:
+    def on_write(self, frame: Write) -> Ack | Nack | None:
         """Accept a write of the promised epoch or a newer one; keep its pages only if its stamp is newer.
 
         Accepting raises the promise to the write's epoch: a replica that took a write of
-        epoch E never takes one of an older epoch again.
+        epoch E never takes one of an older epoch again. None (no answer): this replica is
+        not ready for the key and did not promise this epoch while not ready.
         """
+        if not self.is_ready(frame.entity):
+            if self._blank_promises.get(frame.entity) != frame.epoch:
+                return None
+        else:
+            self._blank_promises.pop(frame.entity, None)
         record = self._record(frame.entity)
         if frame.epoch < record.promised:
             return Nack(frame.entity, frame.epoch, frame.version, record.promised)
@@ -446,7 +481,7 @@ class KeyOwner:
         "entity", "node", "write_timeout", "acquire_timeout", "resend_every",
         "phase", "epoch", "version", "pages", "replicas", "level", "newer",
         "_read_quorum", "_write_quorum", "_round_seen", "_deadline", "_updates",
-        "_promises", "_found", "_found_deleted", "_acked", "_pending", "_resend_at",
+        "_promises", "_blank", "_found", "_found_deleted", "_acked", "_pending", "_resend_at",
     )
 
     def __init__(
@@ -479,7 +514,8 @@ class KeyOwner:
         self._round_seen = 0
         self._deadline = 0.0
         self._updates: WriteBackUpdates = {}
-        self._promises: dict[str, Promise] = {}
+        self._promises: dict[str, Promise] = {}  # ready replicas' promises: they make the read quorum
+        self._blank: dict[str, Promise] = {}  # not-ready replicas' promises: their pages count, not their number
         self._found = ZERO_STAMP
         self._found_deleted = False
         self._acked: dict[str, int] = {}  # replica -> greatest version it acked under self.epoch
@@ -518,6 +554,7 @@ class KeyOwner:
         self.newer = None
         self._updates = {} if updates is None else updates
         self._promises = {}
+        self._blank = {}
         self._acked = {}
         self._found = ZERO_STAMP
         self._found_deleted = False
@@ -596,6 +633,13 @@ class KeyOwner:
             # Pages written under this very epoch before it was won: another life of this
             # node minted it too. Give it up; the next acquire picks a higher round.
             return self._lose(frame.stamp.epoch)
+        if frame.blank:
+            # Not ready: it may lack confirmed writes, so it does not make the quorum; the
+            # pages it holds are real writes all the same, so they take part in "newest
+            # wins". It is prepared again until it answers ready (see _resend).
+            self._blank[src] = frame
+            return []
+        self._blank.pop(src, None)
         self._promises[src] = frame
         if len(self._promises) < self._read_quorum:
             return []
@@ -603,7 +647,7 @@ class KeyOwner:
         # the replicas' order makes the choice deterministic anyway.
         best: Promise | None = None
         for replica in self.replicas:
-            promise = self._promises.get(replica)
+            promise = self._promises.get(replica) or self._blank.get(replica)
             if promise is not None and (best is None or promise.stamp > best.stamp):
                 best = promise
         assert best is not None
@@ -614,6 +658,7 @@ class KeyOwner:
         self.version = best.stamp.version + 1
         self.phase = "writing_back"
         self._promises = {}
+        self._blank = {}
         frame_out = Write(self.entity, self.epoch, self.version, dict(self.pages))
         return [Send(replica, frame_out) for replica in self.replicas]
 

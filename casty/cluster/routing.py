@@ -35,6 +35,7 @@ from typing import Final
 
 from ..ports import Transport
 from .driver import Dispatcher
+from .handoff import FRAMES as HANDOFF_FRAMES
 from .membership import FRAMES as MEMBERSHIP_FRAMES
 from .replication import FRAMES as REPLICATION_FRAMES
 from .wire import Wire
@@ -89,7 +90,7 @@ class WrongOwner:
 
 FRAMES: Final[tuple[type, ...]] = (Deliver, Reply, WrongOwner)
 
-CLUSTER_WIRE: Final = Wire((*MEMBERSHIP_FRAMES, *FRAMES, *REPLICATION_FRAMES))
+CLUSTER_WIRE: Final = Wire((*MEMBERSHIP_FRAMES, *FRAMES, *REPLICATION_FRAMES, *HANDOFF_FRAMES))
 """The Wire of a cluster node: membership, routing and replication frames (one per process, shared by its nodes)."""
 
 

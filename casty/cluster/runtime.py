@@ -6,8 +6,14 @@ the keys it runs) on the node's transport, and the placement policy over the mem
 view. An activation acquires its key over the key's replicas at the type's write level and
 confirms every write on a quorum (see ``casty.activation``). On every membership change the
 node sweeps its replica store: keys marked ``@active`` that it now owns and does not run are
-activated (a crashed owner's scheduled keys resume without a message). NOT DONE YET: moving
-replicas when the ring changes (a node back with no memory is an empty replica).
+activated (a crashed owner's scheduled keys resume without a message).
+
+Handoff: the node's replica joins the protocol (``ReplicationService.join``) once it has
+heard from a peer, or after ``Cluster.rejoin_grace`` when a peer spoke of a previous life of
+this node (or nobody answered); then, and at every ring change, it pulls the other nodes'
+replicas (``casty.cluster.handoff``), answering blank for keys it is not yet ready for.
+Each sync round that ends sweeps again, so the ``@active`` keys a restarted node pulled
+back, and now owns, resume there.
 
 Placement: the ring is built over ``membership.ring_nodes()`` (members alive, suspect or
 dead; rebuilt only when that set changes); a key's replicas are the first ``REPLICAS``
@@ -30,7 +36,9 @@ from .driver import Dispatcher, MembershipService
 from .membership import MemberChanged
 from .placement import Placement as RingPlacement
 from .placement import Ring
+from .handoff import RoundEnded, RoundStarted
 from .replicas import ReplicationService
+from .replication import Entity, quorum_sizes
 from .routing import CLUSTER_WIRE, Deliver, Reply, Router
 
 if TYPE_CHECKING:
@@ -56,6 +64,9 @@ class ClusterNode:
         self.config: Final = config
         reported = system._observer or _ignore
         self._sweep_armed = False
+        self._started_at = system.loop.time()
+        self._grace = config.rejoin_grace if config.rejoin_grace is not None else system.write_timeout + 1.0
+        self._grace_timer: Any = None
 
         def observer(event: Event) -> None:
             reported(event)
@@ -86,10 +97,12 @@ class ClusterNode:
             write_timeout=system.write_timeout,
         )
         self.replication: Final = ReplicationService(
-            system.node, self.membership.incarnation, transport, CLUSTER_WIRE, self.dispatcher, system.loop
+            system.node, self.membership.incarnation, transport, CLUSTER_WIRE, self.dispatcher, system.loop,
+            replica_set=self._replica_set, on_handoff=self._handoff_report,
         )
         self._ring_nodes: tuple[str, ...] | None = None
         self._ring = RingPlacement(Ring((), vnodes=config.vnodes))
+        self._grace_timer = system.loop.call_at(self._started_at + self._grace, self._membership_changed)
 
     # --- placement -----------------------------------------------------------------------
 
@@ -117,7 +130,40 @@ class ClusterNode:
             return None
         return self._current().owner(actor, key, replicas=REPLICAS, alive=membership.serving)
 
-    # --- handoff: resume @active keys ---------------------------------------------------
+    # --- handoff: open the replica, pull on ring changes, resume @active keys -------------
+
+    def _replica_set(self, entity: Entity) -> tuple[tuple[str, ...], int]:
+        """The key's replicas under the current ring, and how many synced peers make this node's copy ready."""
+        actor_name, key = entity
+        try:
+            actor = self.system._type_named(actor_name)
+            count, level = actor.replicas, actor.write
+        except Exception:
+            count, level = 3, "majority"  # a type this node does not host: the defaults
+        _read, write = quorum_sizes(level, count)
+        return self.replicas_of(actor_name, key, count), count - write + 1
+
+    def _handoff_report(self, event: RoundStarted | RoundEnded, reason: str) -> None:
+        if isinstance(event, RoundStarted):
+            self.system._emit_event(ev.HandoffStarted, event.round, event.peers, reason)
+            return
+        self.system._emit_event(ev.HandoffEnded, event.round, event.peers, event.synced, len(self.replication.store.entities()))
+        self._membership_changed()  # keys pulled back with @active may be ours to resume
+
+    def _peers(self) -> tuple[str, ...]:
+        node = self.system.node
+        return tuple(other for other in self.membership.ring_nodes() if other != node)
+
+    def _open_or_resync(self) -> None:
+        """Open the replica once it is safe (see the module docstring); after that, pull again when the ring changes."""
+        replication = self.replication
+        if replication.opened:
+            replication.ring_changed(self._peers())
+            return
+        core = self.membership.core
+        heard = any(member.node != self.system.node for member in core.members())
+        if (heard and core.previous_life is None) or self.system.loop.time() >= self._started_at + self._grace:
+            replication.join(self._peers())
 
     def _membership_changed(self) -> None:
         """A member changed status: sweep the replicas for ``@active`` keys this node now owns (on the next loop turn)."""
@@ -126,13 +172,16 @@ class ClusterNode:
             self.system.loop.call_soon(self._sweep)
 
     def _sweep(self) -> None:
-        """Activate every key this node's replica holds with ``@active`` that it now owns and does not run.
+        """Open or re-sync the replica, then activate every key it holds with ``@active`` that this node now owns and does not run.
 
         A key whose owner crashed with it running (a schedule, or a body at work) resumes on
         its next owner without waiting for a message; the activation acquires the key as
         usual, so it runs from the newest confirmed state of a quorum, not from this replica's.
         """
         self._sweep_armed = False
+        if self.replication.closed:
+            return
+        self._open_or_resync()
         system = self.system
         if not system.running or not self.membership.has_quorum():
             return
@@ -214,6 +263,8 @@ class ClusterNode:
 
     def close(self, *, crashed: bool = False) -> None:
         """Leave the membership (in order, telling everyone; silently if ``crashed``) and stop routing."""
+        if self._grace_timer is not None:
+            self._grace_timer.cancel()
         if crashed:
             self.membership.close()
         else:

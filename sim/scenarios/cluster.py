@@ -293,6 +293,7 @@ RANDOM_COUNTERS = ("c0", "c1", "c2")
 RANDOM_LOAD_END = 40.0  # faults and client increments happen in [CONVERGED, RANDOM_LOAD_END)
 RANDOM_READ_AT = 52.0  # everything healed, restarted and resumed by RANDOM_LOAD_END: 12 s of quiet to converge
 RANDOM_UNTIL = 58.0
+RANDOM_CRASH_GAP = 4.0  # s between a restart and the next crash: the rejoin grace (write_timeout + 1 s) and a handoff
 
 
 @dataclass(frozen=True)
@@ -320,25 +321,26 @@ async def cl_counter(ctx: Context[int, Incr | Settle | Get]) -> None:
 def _random_plan(world: World) -> list[tuple[float, str, dict[str, Any]]]:
     """The fault plan of one seed, drawn from ``world.rng("plan", "faults")``: (time, action, args), sorted.
 
-    At most one crash, and if there is one it is the first fault of the run (no partition, pause
-    or loss before it), its node restarted 1-8 s later: before it every write reached all three
-    replicas of its key, so the crash leaves every confirmed write on the two others (the claim of
-    ``_cluster_random_counts`` needs that). Then main faults one at a time, each healed before the
-    next: partitions of a minority (1 or 2 nodes) from the rest, pauses of one node (1-8 s each).
-    Clock steps (±0.5-3 s) are drawn anywhere; link-loss bursts (5-30 % on every link, 0.5-3 s)
-    anywhere after the restart, and may overlap a main fault. Everything is over by
-    RANDOM_LOAD_END, 12 s before the final reads.
+    Up to two crashes, anywhere in the load, each restarted 1-8 s later; a second crash comes
+    at least ``RANDOM_CRASH_GAP`` s after the first node restarted (time for its rejoin grace
+    and its handoff: two overlapping losses of memory can take every copy of a write, which
+    no protocol can bring back). Main faults run on their own timeline, one at a time and
+    overlapping the crashes freely: partitions of a minority (1 or 2 nodes) from the rest,
+    pauses of one node (1-8 s each). Clock steps (±0.5-3 s) and link-loss bursts (5-30 % on
+    every link, 0.5-3 s) anywhere. Everything is over by RANDOM_LOAD_END, 12 s before the
+    final reads.
     """
     rng = world.rng("plan", "faults")
     plan: list[tuple[float, str, dict[str, Any]]] = []
-    t = CONVERGED + rng.uniform(1.0, 4.0)
-    loss_from = CONVERGED
-    if rng.random() < 0.6:
-        node = rng.choice(RANDOM_NODES)
+    t = CONVERGED + rng.uniform(0.5, 10.0)
+    for _ in range(rng.choice((0, 1, 1, 2, 2))):
         length = rng.uniform(1.0, 8.0)
+        if t + length > RANDOM_LOAD_END - 2.0:
+            break
+        node = rng.choice(RANDOM_NODES)
         plan += [(t, "crash", {"node": node}), (t + length, "restart", {"node": node})]
-        t = loss_from = t + length
-        t += rng.uniform(0.5, 4.0)
+        t += length + RANDOM_CRASH_GAP + rng.uniform(0.0, 8.0)
+    t = CONVERGED + rng.uniform(0.5, 4.0)
     while True:
         kind = rng.choice(("partition", "pause"))
         length = rng.uniform(1.0, 8.0)
@@ -356,7 +358,7 @@ def _random_plan(world: World) -> list[tuple[float, str, dict[str, Any]]]:
         at = rng.uniform(CONVERGED, RANDOM_LOAD_END - 1.0)
         plan.append((at, "step", {"node": rng.choice(RANDOM_NODES), "seconds": rng.choice((-1, 1)) * rng.uniform(0.5, 3.0)}))
     for _ in range(rng.randint(0, 2)):
-        at = rng.uniform(loss_from, RANDOM_LOAD_END - 4.0)
+        at = rng.uniform(CONVERGED, RANDOM_LOAD_END - 4.0)
         length = rng.uniform(0.5, 3.0)
         plan += [(at, "loss", {"p": rng.uniform(0.05, 0.3)}), (at + length, "loss", {"p": 0.0})]
     plan.sort(key=lambda e: e[0])
@@ -372,6 +374,12 @@ def _set_loss(world: World, p: float) -> None:
 
 
 def _apply(world: World, action: str, args: dict[str, Any]) -> None:
+    """Carry out one planned fault; one that no longer fits the node (a pause of a crashed node) is noted and skipped."""
+    status = world.node(args["node"]).status if "node" in args else None
+    fits = {"pause": "up", "resume": "paused", "step": None, "crash": None}
+    if action in fits and (status == "down" or (fits[action] is not None and status != fits[action])):
+        world.note(args["node"], f"planned {action} skipped: the node is {status}", action=action)
+        return
     if action == "crash":
         world.crash(args["node"])
     elif action == "restart":

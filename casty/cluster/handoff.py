@@ -1,0 +1,237 @@
+"""Handoff: a replica pulls what the other nodes hold, so that it can count again.
+
+A sans-I/O core (see ``casty.cluster.sansio``): no loop, no clock, no transport.
+
+Why: replicas keep pages in memory. A node that comes back as a new process holds nothing,
+and a node that the ring makes a new replica of a key (a member was removed or joined)
+holds nothing of that key. Until it has the other replicas' copies, its answers must not
+count toward a read quorum (``Promise.blank``; ``ReplicaStore`` readiness). ``Handoff``
+fetches those copies.
+
+How: a *sync round* starts when the node opens its replica (after its start-up grace) and
+again at every change of the ring. The node sends ``SyncRequest(round)`` to every other
+node on the ring; each answers with ``SyncDump`` frames: everything its replica store holds
+(promise, stamp and pages per key), in parts of at most ``part_size`` keys, each part
+saying how many parts there are and whether the sender's own last round is complete
+(``synced``). Every part is imported as it arrives (``Imported``: a merge where the newest
+stamp and the greatest promise win, so importing is always safe, early or late, twice or
+out of order). A node that has received all the parts of a peer for the current round
+*has an answer* from it; the driver decides per key from those answers whether the
+replica is ready (see ``answered``/``synced_peers``). Requests are sent again every
+``resend_every`` seconds to peers that have not answered (frames get lost; a peer may be
+down for a while), until the round ends or a newer one replaces it.
+
+Everyone always answers, whatever its own state (a node still in its grace period answers
+with ``synced=False``): answering is a read, and the asker decides what it is worth.
+
+Dumps of whole stores are the simple choice for the tens of nodes and thousands of keys of
+a lab; a ring-aware, key-range transfer is the change to make for bigger stores.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Final
+
+from .replication import Snapshot
+from .sansio import CancelTimer, Output, Report, Send, SetTimer
+
+__all__ = [
+    "SyncRequest",
+    "SyncDump",
+    "FRAMES",
+    "Imported",
+    "RoundStarted",
+    "RoundEnded",
+    "Handoff",
+    "SYNC_TIMER",
+]
+
+SYNC_TIMER: Final = "sync"
+"""The core's one timer: send the current round's request again to peers that have not answered."""
+
+
+# ====================================================================== frames ======
+
+
+@dataclass(frozen=True, slots=True)
+class SyncRequest:
+    """Asker -> peer: send me everything you hold (the asker's round number, echoed back)."""
+
+    round: int
+
+
+@dataclass(frozen=True, slots=True)
+class SyncDump:
+    """Peer -> asker: part ``part`` of ``parts`` of the peer's replica store, for ``round``.
+
+    ``dump`` numbers the peer's answers: the parts of one answer are one consistent
+    picture, so an answer is complete only when every part of one ``dump`` arrived.
+
+    ``synced``: the peer's own latest sync round is complete (it had answers from every
+    other node on its ring), so what it holds is as good as a replica's gets.
+    """
+
+    round: int
+    dump: int
+    part: int
+    parts: int
+    synced: bool
+    snapshots: tuple[Snapshot, ...]
+
+
+FRAMES: tuple[type, ...] = (SyncRequest, SyncDump)
+"""Every frame class of this protocol (for the transport codec's tag table)."""
+
+
+# ===================================================================== reports ======
+
+
+@dataclass(frozen=True, slots=True)
+class Imported:
+    """Merge these snapshots from ``source`` into the replica store (any time: merging is monotone)."""
+
+    source: str
+    snapshots: tuple[Snapshot, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class RoundStarted:
+    """A sync round began: requests went to ``peers``."""
+
+    round: int
+    peers: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class RoundEnded:
+    """Every peer of ``round`` answered in full: ``synced`` names those whose own round was complete."""
+
+    round: int
+    peers: tuple[str, ...]
+    synced: tuple[str, ...]
+
+
+# ======================================================================== core ======
+
+
+class Handoff:
+    """The sync rounds of one node: asks its peers for their stores, answers theirs."""
+
+    __slots__ = ("node", "resend_every", "part_size", "round", "peers", "_dumps", "_parts", "_answers", "_resend_armed", "_ended")
+
+    def __init__(self, node: str, *, resend_every: float = 1.0, part_size: int = 128) -> None:
+        if not resend_every > 0:
+            raise ValueError(f"resend_every must be positive, got {resend_every}")
+        if part_size < 1:
+            raise ValueError(f"part_size must be at least 1, got {part_size}")
+        self.node: Final = node
+        self.resend_every = resend_every
+        self.part_size = part_size
+        self.round = 0
+        self.peers: tuple[str, ...] = ()
+        self._dumps = 0  # answers sent so far (numbers them)
+        self._parts: dict[tuple[str, int], set[int]] = {}  # (peer, dump) -> parts received in this round
+        self._answers: dict[str, bool] = {}  # peer -> its synced flag, once all its parts came
+        self._resend_armed = False
+        self._ended = False
+
+    # ------------------------------------------------------------------ queries ----
+
+    @property
+    def complete(self) -> bool:
+        """The current round has an answer from every peer (vacuously true before any round with peers)."""
+        return len(self._answers) == len(self.peers)
+
+    def answered(self, peer: str) -> bool:
+        """Whether ``peer`` answered the current round in full."""
+        return peer in self._answers
+
+    def synced_peer(self, peer: str) -> bool:
+        """Whether ``peer`` answered the current round in full and was synced itself when it did."""
+        return self._answers.get(peer, False)
+
+    # ------------------------------------------------------------------- inputs ----
+
+    def begin(self, now: float, peers: Sequence[str]) -> list[Output]:
+        """Start a new round over ``peers`` (the other nodes on the ring); earlier rounds' answers stop counting."""
+        self.round += 1
+        self.peers = tuple(sorted(set(peers) - {self.node}))
+        self._parts = {}
+        self._answers = {}
+        self._ended = False
+        out: list[Output] = [Report(RoundStarted(self.round, self.peers))]
+        request = SyncRequest(self.round)
+        out.extend(Send(peer, request) for peer in self.peers)
+        out.extend(self._arm(now))
+        out.extend(self._maybe_end())
+        return out
+
+    def receive(self, src: str, frame: object, export: Callable[[], list[Snapshot]]) -> list[Output]:
+        """A frame from ``src``: answer a request with ``export()`` in parts, or take a part of an answer."""
+        if isinstance(frame, SyncRequest):
+            return self._answer(src, frame, export())
+        if isinstance(frame, SyncDump):
+            return self._take(src, frame)
+        return []
+
+    def timer(self, name: str, now: float) -> list[Output]:
+        """The resend timer fired: ask the peers that have not answered again."""
+        if name != SYNC_TIMER or not self._resend_armed:
+            return []
+        self._resend_armed = False
+        if self.complete:
+            return []
+        request = SyncRequest(self.round)
+        out: list[Output] = [Send(peer, request) for peer in self.peers if peer not in self._answers]
+        out.extend(self._arm(now))
+        return out
+
+    # ---------------------------------------------------------------- internals ----
+
+    def _answer(self, src: str, frame: SyncRequest, snapshots: list[Snapshot]) -> list[Output]:
+        size = self.part_size
+        parts = max(1, -(-len(snapshots) // size))
+        synced = self.round > 0 and self.complete
+        self._dumps += 1
+        dump = self._dumps
+        return [
+            Send(src, SyncDump(frame.round, dump, part, parts, synced, tuple(snapshots[part * size:(part + 1) * size])))
+            for part in range(parts)
+        ]
+
+    def _take(self, src: str, frame: SyncDump) -> list[Output]:
+        out: list[Output] = []
+        if frame.snapshots:
+            out.append(Report(Imported(src, frame.snapshots)))  # a late or stray part is still good data
+        if frame.round != self.round or src not in self.peers or src in self._answers:
+            return out
+        if not 0 <= frame.part < frame.parts:
+            return out
+        got = self._parts.setdefault((src, frame.dump), set())
+        got.add(frame.part)
+        if len(got) == frame.parts:
+            self._answers[src] = frame.synced
+            for stale in [k for k in self._parts if k[0] == src]:
+                del self._parts[stale]
+            out.extend(self._maybe_end())
+        return out
+
+    def _maybe_end(self) -> list[Output]:
+        if self._ended or not self.complete:
+            return []
+        self._ended = True
+        out: list[Output] = []
+        if self._resend_armed:
+            self._resend_armed = False
+            out.append(CancelTimer(SYNC_TIMER))
+        synced = tuple(peer for peer in self.peers if self._answers[peer])
+        out.append(Report(RoundEnded(self.round, self.peers, synced)))
+        return out
+
+    def _arm(self, now: float) -> list[Output]:
+        if self._resend_armed or self.complete:
+            return []
+        self._resend_armed = True
+        return [SetTimer(SYNC_TIMER, now + self.resend_every)]
