@@ -776,10 +776,11 @@ class Activation:
         )
         if ask is None:
             cluster = self.system._cluster
-            if cluster is not None and isinstance(error, Unavailable):
+            if cluster is not None:
                 reply_to = getattr(env.message, "reply_to", None)
                 if isinstance(reply_to, ReplyRef) and reply_to.node != self.system.node:
-                    cluster.fail(reply_to, error)  # an ask of another node: it fails with Unavailable there too
+                    # An ask of another node: it fails there as it would here (Unavailable, or ActorFailed).
+                    cluster.fail(reply_to, error, self.type.name, self.key, env.message)
             return
         if not ask.future.done():
             if isinstance(error, Unavailable):
