@@ -216,6 +216,23 @@ def test_a_forwarded_ask_fails_at_the_asker_naming_the_key_that_raised(world: Wo
     assert isinstance(result.message, Forward)  # what the asker sent
 
 
+def test_a_forwarded_ask_fails_the_same_way_on_one_node() -> None:
+    """On one node too, an ask forwarded (reply_to passed on) to a key whose body raises fails with that ActorFailed, not TimeoutError."""
+    from tests.conftest import LoopClock, run_virtual
+
+    async def main(clock: LoopClock) -> Any:
+        async with ActorSystem(clock=clock, ask_timeout=2.0) as system:
+            try:
+                return await system.ref(forwarder, "w").ask(Forward("value"))
+            except Exception as exc:
+                return exc
+
+    result = run_virtual(main)
+    assert isinstance(result, ActorFailed), result
+    assert str(result) == f"{answers.name}['w-target'] failed on Explode: ValueError('boom w-target')"
+    assert isinstance(result.message, Forward) and isinstance(result.error, ValueError)
+
+
 def test_a_reply_that_cannot_be_encoded_fails_the_remote_ask_with_schema_error(world: World) -> None:
     """A body replying an unencodable value fails the remote ask with SchemaError at once, not after ask_timeout."""
     key, _home, away = remote_key(world, "u")
