@@ -13,8 +13,9 @@ Frames (they cross the transport as bytes, see ``casty.cluster.wire``):
   with ``codec.encode_value``; the asker decodes it into the ask's reply type ``R`` (read
   from its ``Askable[R]`` message, see ``casty.ref.reply_type``), so a cross-node ask returns
   what a local one does, and a reply that does not fit ``R`` fails that ask with ``SchemaError``.
-- ``Failed(request, kind, text, actor, key, error_type, error_repr, message_type)``: the ask failed on the
-  answering node, and ``kind`` says how, so that the asker raises what a local ask raises:
+- ``Failed(request, kind, text, actor, key, error_type, error_repr, message_type)``: the ask
+  failed on the answering node, and ``kind`` says how, so that the asker raises what a local
+  ask raises:
   ``"failed"`` (the body raised: ``ActorFailed`` for ``actor[key]``, carrying a
   ``RemoteError`` with the original type name, text and repr), ``"unavailable"`` and
   ``"fenced"`` (``Unavailable`` / ``Fenced`` with ``text``), ``"schema"`` (the reply could not
@@ -30,8 +31,9 @@ on ``WrongOwner`` (or while no owner is known), retries after 10 ms, doubling to
 ask with ``Unavailable``, or drops the tell with a ``MessageDropped`` event). A ``Deliver`` is
 accepted (``on_deliver``) only by the node its own view names owner; anyone else answers
 ``WrongOwner``; a ``Deliver`` for an actor type the receiver cannot look up goes to
-``on_refused`` (the node fails the ask with ``Failed(kind="unknown")``). A ``Deliver`` lost on the way (the owner crashed) is not retried: delivery is
-at most once, and the ask times out (``TimeoutError``).
+``on_refused`` (the node fails the ask with ``Failed(kind="unknown")``). A ``Deliver`` lost
+on the way (the owner crashed) is not retried: delivery is at most once, and the ask times
+out (``TimeoutError``).
 """
 
 from __future__ import annotations
