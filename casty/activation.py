@@ -27,7 +27,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from . import observer as ev
-from .actor import ActorType, lookup_actor
+from .actor import ActorType, known_actor, lookup_actor
 from .context import EMPTY, Context, Inbox
 from .errors import ActorFailed, CastyError, Fenced, MailboxFull, NotStarted, SchemaError, Unavailable
 from .ref import EntityRef, ReplyRef
@@ -394,7 +394,7 @@ class Activation:
         )
         behavior_page = pages.get(BEHAVIOR_PAGE)
         if behavior_page is not None:
-            self.behavior = lookup_actor(codec.decode_value(behavior_page, str, "@behavior"))
+            self.behavior = known_actor(codec.decode_value(behavior_page, str, "@behavior"))  # pages come from the network
         if had_state[0]:
             self.state_value = codec.decode_value(pages[STATE_PAGE], self.behavior.state_type, f"state of {self.type.name}")
         return had_state[0]
@@ -775,17 +775,39 @@ class Activation:
             ev.MessageDropped, self.type.name, self.key, type(env.message).__qualname__, f"failed: {error!r}"
         )
         if ask is None:
-            cluster = self.system._cluster
-            if cluster is not None and isinstance(error, Unavailable):
-                reply_to = getattr(env.message, "reply_to", None)
-                if isinstance(reply_to, ReplyRef) and reply_to.node != self.system.node:
-                    cluster.fail(reply_to, error)  # an ask of another node: it fails with Unavailable there too
+            reply_to = getattr(env.message, "reply_to", None)
+            if isinstance(reply_to, ReplyRef):
+                self._fail_reply_slot(reply_to, env.message, error)
             return
         if not ask.future.done():
             if isinstance(error, Unavailable):
                 ask.future.set_exception(error)  # the key could not confirm a write: not the body's fault
             else:
                 ask.future.set_exception(ActorFailed(self.type.name, self.key, error, env.message))
+
+    def _fail_reply_slot(self, reply_to: ReplyRef[Any], message: Any, error: BaseException) -> None:
+        """Fail the ask behind the ``reply_to`` of a message that came without its pending ask.
+
+        Such a message is an ask of another node (routed here), an ask routed back to this
+        node after the owner moved under the router, or an ask forwarded by another key with
+        its ``reply_to`` passed on. Its asker fails as a direct ask would (``Unavailable`` as
+        such, anything else as ``ActorFailed`` naming this key), not after ``ask_timeout``.
+        """
+        system = self.system
+        if reply_to.node != system.node:
+            if system._cluster is not None:
+                system._cluster.fail(reply_to, error, self.type.name, self.key, message)
+            return
+        home = reply_to._system if reply_to._system is not None else system
+        pending = home._pending.get(reply_to.request)
+        if pending is None or pending.future.done():
+            return
+        if isinstance(error, Unavailable):
+            pending.future.set_exception(error)
+        else:
+            asked = pending.message
+            failed_on = type(message).__name__ if type(message) is not type(asked) else None
+            pending.future.set_exception(ActorFailed(self.type.name, self.key, error, asked, failed_on=failed_on))
 
     # ================================================================== writes =======
 

@@ -18,7 +18,7 @@ from typing import Any, Generic, Literal, TypeVar, get_args, get_origin, overloa
 from .codec import MessageSchema, resolve_hints, union_members
 from .errors import SchemaError, UnknownActor
 
-__all__ = ["actor", "ActorType", "Backoff", "lookup_actor", "seconds"]
+__all__ = ["actor", "ActorType", "Backoff", "known_actor", "lookup_actor", "seconds"]
 
 S = TypeVar("S")
 M = TypeVar("M")
@@ -170,6 +170,18 @@ def actor(body: Callable[[Any], Awaitable[None]] | None = None, /, **options: An
         return ActorType(fn, **options)
 
     return decorate
+
+
+def known_actor(name: str) -> ActorType[Any, Any]:
+    """The actor type called ``name`` if this process has already defined it; never imports anything.
+
+    For names that arrive from the network (a routed message, a replica's key, a page): a
+    peer must not be able to make this process import a module of its choosing.
+    """
+    found = _REGISTRY.get(name)
+    if found is None:
+        raise UnknownActor(f"actor type {name!r} is not hosted here (no such @actor was defined in this process)")
+    return found
 
 
 def lookup_actor(name: str) -> ActorType[Any, Any]:

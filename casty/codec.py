@@ -170,9 +170,14 @@ class Codec:
             raise SchemaError(f"cannot encode {label} {type(value).__qualname__}: {exc}") from exc
 
     def decode_value(self, data: bytes, annotation: Any, what: str = "value") -> Any:
+        """``data`` decoded into ``annotation``; ``SchemaError`` naming ``what`` if it does not fit, or if
+        ``annotation`` is a type msgspec cannot decode into (a union of two dataclasses, a plain class)."""
         dec = self._value_decoders.get(annotation)
         if dec is None:
-            dec = msgspec.msgpack.Decoder(annotation, dec_hook=self._dec_hook)
+            try:
+                dec = msgspec.msgpack.Decoder(annotation, dec_hook=self._dec_hook)
+            except TypeError as exc:
+                raise SchemaError(f"cannot decode {what} as {annotation!r}: not a type the codec can build: {exc}") from exc
             self._value_decoders[annotation] = dec
         try:
             return dec.decode(data)

@@ -59,15 +59,37 @@ class ActorFailed(CastyError):
     """The body raised while handling the message an ask was waiting for.
 
     The message is dropped, the body restarts after backoff from the last saved state,
-    and the asker gets this error carrying what happened.
+    and the asker gets this error carrying what happened. ``message`` is the message the
+    ask sent; ``failed_on`` names the class of the one the body failed on when that is
+    another (an ask forwarded, ``reply_to`` passed on, to a key on another node).
     """
 
-    def __init__(self, actor: str, key: str, error: BaseException, message: Any) -> None:
-        super().__init__(f"{actor}[{key!r}] failed on {type(message).__name__}: {error!r}")
+    def __init__(self, actor: str, key: str, error: BaseException, message: Any, *, failed_on: str | None = None) -> None:
+        super().__init__(f"{actor}[{key!r}] failed on {failed_on or type(message).__name__}: {error!r}")
         self.actor = actor
         self.key = key
         self.error = error
         self.message = message
+
+
+class RemoteError(CastyError):
+    """An exception raised on another node, as it crossed the network: its type name and its text.
+
+    The exception object itself cannot travel (its class may not even exist here, and
+    nothing is ever unpickled), so the node that saw it sends ``type(error).__name__``,
+    ``str(error)`` and ``repr(error)``; this class carries them. Its ``repr`` is the
+    original one, so an ``ActorFailed`` wrapping it words the failure exactly as it would
+    have on one node.
+    """
+
+    def __init__(self, type_name: str, text: str, shown: str | None = None) -> None:
+        super().__init__(text)
+        self.type_name = type_name
+        self.text = text
+        self.shown = shown if shown else f"{type_name}({text!r})"
+
+    def __repr__(self) -> str:
+        return self.shown
 
 
 # --- node schedules (seed: grain scheduling) ---------------------------------------------

@@ -9,14 +9,16 @@ same thing. A ref is bound to the system that made or decoded it; that system ro
 from __future__ import annotations
 
 import dataclasses
+import sys
+import typing
 from collections.abc import Coroutine
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, ForwardRef, Generic, TypeVar, get_args, get_origin
 
 if TYPE_CHECKING:
     from .system import ActorSystem
 
-__all__ = ["Ref", "EntityRef", "ReplyRef", "NobodyRef", "NOBODY", "Askable", "with_reply_to"]
+__all__ = ["Ref", "EntityRef", "ReplyRef", "NobodyRef", "NOBODY", "Askable", "reply_type", "with_reply_to"]
 
 M = TypeVar("M")
 R = TypeVar("R")
@@ -148,6 +150,87 @@ class Askable(Generic[R]):
 
 
 A = TypeVar("A", bound=Askable[Any])
+
+
+_REPLY_TYPES: dict[type, Any] = {}
+"""``reply_type`` per message class (keyed by the class object: looked up, never iterated)."""
+
+
+def reply_type(cls: type) -> Any:
+    """The ``R`` of a message class that is an ``Askable[R]``, or ``Any`` where the class names none.
+
+    An ask that crosses nodes gets its reply as bytes; the asker decodes them into ``R`` so
+    that a remote ask returns what a local one does (a dataclass, not a dict). ``R`` is read
+    from the class's generic bases, through generic subclasses in between
+    (``class Get(Query[Item])`` with ``class Query(Askable[T], Generic[T])`` gives ``Item``)
+    and plain subclasses (``class Sub(Get)``). ``Any`` is the explicit fallback, and the
+    reply then arrives as plain msgpack values (dicts, lists): for a bare ``Askable``
+    subclass, ``Askable[Any]``, a type variable left unbound, or a string annotation that
+    does not resolve in the module that wrote it.
+    """
+    found = _REPLY_TYPES.get(cls, _UNSET)
+    if found is _UNSET:
+        found = _REPLY_TYPES[cls] = _closed(_reply_of(cls, {}))
+    return found
+
+
+_UNSET: Any = object()
+
+
+def _reply_of(cls: type, bindings: dict[Any, Any]) -> Any:
+    """``R`` as declared by ``cls`` or its bases, with ``bindings`` for ``cls``'s own type parameters."""
+    for base in cls.__dict__.get("__orig_bases__", cls.__bases__):
+        origin = get_origin(base)
+        if origin is None:
+            if base is Askable:
+                return Any  # a bare Askable: no R named
+            if isinstance(base, type) and issubclass(base, Askable):
+                return _reply_of(base, {})
+            continue
+        if not (isinstance(origin, type) and issubclass(origin, Askable)):
+            continue
+        args = tuple(_resolve(_substitute(arg, bindings), cls) for arg in get_args(base))
+        if origin is Askable:
+            return args[0] if args else Any
+        params = getattr(origin, "__parameters__", ())
+        return _reply_of(origin, dict(zip(params, args)))
+    return Any
+
+
+def _substitute(arg: Any, bindings: dict[Any, Any]) -> Any:
+    if isinstance(arg, TypeVar):
+        return bindings.get(arg, arg)
+    params = getattr(arg, "__parameters__", None) if get_origin(arg) is not None else None  # list[T], not a bare class
+    if params and bindings:
+        try:
+            return arg[tuple(bindings.get(p, p) for p in params)]
+        except TypeError:
+            return arg
+    return arg
+
+
+def _resolve(arg: Any, owner: type) -> Any:
+    """A string (or ``ForwardRef``) argument evaluated in the module of the class that wrote it; ``Any`` if it does not resolve."""
+    if isinstance(arg, str):
+        arg = ForwardRef(arg)
+    if not isinstance(arg, ForwardRef):
+        return arg
+    module = sys.modules.get(owner.__module__)
+
+    def probe() -> None: ...
+
+    probe.__annotations__ = {"return": arg}
+    try:
+        return typing.get_type_hints(probe, globalns=vars(module) if module is not None else {})["return"]
+    except Exception:  # NameError, SyntaxError: an annotation that names nothing here
+        return Any
+
+
+def _closed(annotation: Any) -> Any:
+    """``annotation``, or ``Any`` if a type variable is still open in it (nothing can decode into ``T``)."""
+    if isinstance(annotation, TypeVar) or (get_origin(annotation) is not None and getattr(annotation, "__parameters__", None)):
+        return Any
+    return annotation
 
 
 def with_reply_to(message: A, reply_to: Ref[Any]) -> A:

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from . import observer as ev
 from .activation import ASK_CHAIN, Activation, Envelope, KeyRecords, PendingAsk
-from .actor import ActorType, Backoff, lookup_actor, seconds
+from .actor import ActorType, Backoff, known_actor, lookup_actor, seconds
 from .clock import SystemClock
 from .codec import Codec
 from .errors import ConfigurationError, InvalidIdentity, MailboxFull, NotStarted, ReentrancyError, SchemaError, Unavailable
@@ -242,6 +242,14 @@ class ActorSystem:
         found = self._types.get(name)
         if found is None:
             found = lookup_actor(name)
+            self._types[name] = found
+        return found
+
+    def _type_hosted(self, name: str) -> ActorType[Any, Any]:
+        """``_type_named`` for a name from the network: only types this process defined, no import (see ``known_actor``)."""
+        found = self._types.get(name)
+        if found is None:
+            found = known_actor(name)
             self._types[name] = found
         return found
 

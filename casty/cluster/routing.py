@@ -9,10 +9,18 @@ Frames (they cross the transport as bytes, see ``casty.cluster.wire``):
   is the codec's bytes of the message (an ask's ``reply_to`` inside names the asking node
   and its request, which ``reply_node``/``reply_request`` repeat); ``request`` is the
   sender's routing id, echoed by a ``WrongOwner``.
-- ``Reply(request, value, unavailable=None)``: the value a body replied to an ask of another
-  node, encoded with ``codec.encode_value`` (decoded there as ``Any``: plain msgpack values);
-  or, with ``unavailable`` set, the owner failed the message with ``Unavailable`` (a write not
-  confirmed by a quorum, a lost owner epoch): the asker raises ``Unavailable`` with that text.
+- ``Reply(request, value)``: the value a body replied to an ask of another node, encoded
+  with ``codec.encode_value``; the asker decodes it into the ask's reply type ``R`` (read
+  from its ``Askable[R]`` message, see ``casty.ref.reply_type``), so a cross-node ask returns
+  what a local one does, and a reply that does not fit ``R`` fails that ask with ``SchemaError``.
+- ``Failed(request, kind, text, actor, key, error_type, error_repr, message_type)``: the ask
+  failed on the answering node, and ``kind`` says how, so that the asker raises what a local
+  ask raises:
+  ``"failed"`` (the body raised: ``ActorFailed`` for ``actor[key]``, carrying a
+  ``RemoteError`` with the original type name, text and repr), ``"unavailable"`` and
+  ``"fenced"`` (``Unavailable`` / ``Fenced`` with ``text``), ``"schema"`` (the reply could not
+  be encoded, or the message not decoded, there: ``SchemaError``) and ``"unknown"`` (that node
+  has no such actor type: ``UnknownActor``). Texts are cut at ``MAX_TEXT`` characters.
 - ``WrongOwner(request, owner)``: "I do not own that key" and whom the answerer thinks owns it.
 
 ``Router`` is a thin asyncio component (not a sans-I/O core: the decisions are few and all
@@ -22,8 +30,10 @@ on ``WrongOwner`` (or while no owner is known), retries after 10 ms, doubling to
 ``write_timeout`` has passed since the first attempt: then ``on_failed`` (the system fails the
 ask with ``Unavailable``, or drops the tell with a ``MessageDropped`` event). A ``Deliver`` is
 accepted (``on_deliver``) only by the node its own view names owner; anyone else answers
-``WrongOwner``. A ``Deliver`` lost on the way (the owner crashed) is not retried: delivery is
-at most once, and the ask times out (``TimeoutError``).
+``WrongOwner``; a ``Deliver`` for an actor type the receiver cannot look up goes to
+``on_refused`` (the node fails the ask with ``Failed(kind="unknown")``). A ``Deliver`` lost
+on the way (the owner crashed) is not retried: delivery is at most once, and the ask times
+out (``TimeoutError``).
 """
 
 from __future__ import annotations
@@ -31,8 +41,9 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Final
+from typing import Final, Literal
 
+from ..errors import CastyError
 from ..ports import Transport
 from .driver import Dispatcher
 from .handoff import FRAMES as HANDOFF_FRAMES
@@ -44,6 +55,10 @@ __all__ = [
     "ROUTING_CHANNEL",
     "Deliver",
     "Reply",
+    "Failed",
+    "FailKind",
+    "MAX_TEXT",
+    "clip",
     "WrongOwner",
     "FRAMES",
     "CLUSTER_WIRE",
@@ -56,6 +71,8 @@ __all__ = [
 ROUTING_CHANNEL: Final = "d"
 FIRST_RETRY: Final = 0.010
 MAX_RETRY: Final = 1.0
+MAX_TEXT: Final = 4096
+"""The longest error text a ``Failed`` frame carries (a body may raise with a huge message; the frame stays small)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,11 +90,43 @@ class Deliver:
 
 @dataclass(frozen=True, slots=True)
 class Reply:
-    """The reply to ask ``request`` of the receiving node: ``value`` as codec bytes, or ``unavailable`` (why) instead."""
+    """The reply to ask ``request`` of the receiving node: ``value`` as codec bytes."""
 
     request: int
     value: bytes
-    unavailable: str | None = None
+
+
+FailKind = Literal["failed", "unavailable", "fenced", "schema", "unknown"]
+"""How an ask failed on the answering node; the wire refuses any other kind (msgspec checks the Literal)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Failed:
+    """Ask ``request`` of the receiving node failed on the answering node (``kind``: how; ``text``: the error's message).
+
+    For ``kind="failed"`` (the body raised), ``actor``/``key`` name the key whose body raised,
+    ``message_type`` the class name of the message it raised on, and
+    ``error_type``/``error_repr`` the exception (``text`` is its ``str``).
+    """
+
+    request: int
+    kind: FailKind
+    text: str
+    actor: str = ""
+    key: str = ""
+    error_type: str = ""
+    error_repr: str = ""
+    message_type: str = ""
+
+
+_CUT: Final = "... (truncated)"
+
+
+def clip(text: str) -> str:
+    """``text`` cut to ``MAX_TEXT`` characters, saying so."""
+    if len(text) <= MAX_TEXT:
+        return text
+    return text[: MAX_TEXT - len(_CUT)] + _CUT
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,7 +137,7 @@ class WrongOwner:
     owner: str | None
 
 
-FRAMES: Final[tuple[type, ...]] = (Deliver, Reply, WrongOwner)
+FRAMES: Final[tuple[type, ...]] = (Deliver, Reply, Failed, WrongOwner)
 
 CLUSTER_WIRE: Final = Wire((*MEMBERSHIP_FRAMES, *FRAMES, *REPLICATION_FRAMES, *HANDOFF_FRAMES))
 """The Wire of a cluster node: membership, routing and replication frames (one per process, shared by its nodes)."""
@@ -126,9 +175,10 @@ class Router:
         *,
         owner_of: OwnerOf,
         on_deliver: Callable[[Deliver], None],
-        on_reply: Callable[[str, Reply], None],
+        on_reply: Callable[[str, Reply | Failed], None],
         on_failed: Callable[[Deliver, str], None],
         write_timeout: float,
+        on_refused: Callable[[str, Deliver, CastyError], None] | None = None,
     ) -> None:
         wire.require(FRAMES, who="routing")
         self.node: Final = node
@@ -140,6 +190,7 @@ class Router:
         self.on_deliver = on_deliver
         self.on_reply = on_reply
         self.on_failed = on_failed
+        self.on_refused = on_refused
         self.write_timeout = write_timeout
         self._routes: dict[int, _Route] = {}
         self._closed = False
@@ -155,8 +206,9 @@ class Router:
         self._routes[frame.request] = entry
         self._attempt(entry)
 
-    def reply(self, node: str, request: int, value: bytes, unavailable: str | None = None) -> None:
-        self._send(node, Reply(request, value, unavailable))
+    def reply(self, node: str, frame: Reply | Failed) -> None:
+        """Answer ask ``frame.request`` of ``node`` (at most once: a lost answer leaves the ask to time out)."""
+        self._send(node, frame)
 
     def forget(self, request: int) -> None:
         """Stop caring about ``request`` (its ask completed or was given up)."""
@@ -214,12 +266,17 @@ class Router:
         if self._closed:
             return
         if isinstance(frame, Deliver):
-            owner = self.owner_of(frame.actor, frame.key)
+            try:
+                owner = self.owner_of(frame.actor, frame.key)
+            except CastyError as exc:  # an actor type this node cannot look up (UnknownActor)
+                if self.on_refused is not None:
+                    self.on_refused(src, frame, exc)
+                return
             if owner == self.node:
                 self.on_deliver(frame)
             else:
                 self._send(src, WrongOwner(frame.request, owner))
-        elif isinstance(frame, Reply):
+        elif isinstance(frame, Reply | Failed):
             self.on_reply(src, frame)
         elif isinstance(frame, WrongOwner):
             entry = self._routes.get(frame.request)

@@ -16,9 +16,12 @@ Each sync round that ends sweeps again, so the ``@active`` keys a restarted node
 back, and now owns, resume there.
 
 Placement: the ring is built over ``membership.ring_nodes()`` (members alive, suspect or
-dead; rebuilt only when that set changes); a key's replicas are the first ``REPLICAS``
-distinct nodes clockwise; its owner is the first replica the membership says is
-``serving`` (alive or suspect); a node without a quorum names no owner at all.
+dead; rebuilt only when that set changes); a key's replicas are the first ``replicas``
+distinct nodes clockwise, ``replicas`` being its actor type's ``@actor(replicas=)`` (looked
+up by name; a name no module defines raises ``UnknownActor``); its owner is the first of
+those replicas the membership says is ``serving`` (alive or suspect), so a type with one
+replica has one candidate owner and a key of it is unavailable while that node is down; a
+node without a quorum names no owner at all.
 """
 
 from __future__ import annotations
@@ -28,9 +31,9 @@ from typing import TYPE_CHECKING, Any, Final
 from .. import observer as ev
 from ..activation import Envelope
 from ..state import ACTIVE_PAGE
-from ..errors import SchemaError, Unavailable
+from ..errors import ActorFailed, CastyError, Fenced, RemoteError, SchemaError, Unavailable, UnknownActor
 from ..observer import Event
-from ..ref import ReplyRef
+from ..ref import ReplyRef, reply_type
 from .config import Cluster
 from .driver import Dispatcher, MembershipService
 from .membership import MemberChanged
@@ -39,15 +42,12 @@ from .placement import Ring
 from .handoff import RoundEnded, RoundStarted
 from .replicas import ReplicationService
 from .replication import Entity, quorum_sizes
-from .routing import CLUSTER_WIRE, Deliver, Reply, Router
+from .routing import CLUSTER_WIRE, Deliver, Failed, Reply, Router, clip
 
 if TYPE_CHECKING:
     from ..system import ActorSystem, Placement
 
-__all__ = ["ClusterNode", "REPLICAS"]
-
-REPLICAS: Final = 3
-"""How many replicas the owner is chosen among (the first serving one). A type's ``replicas=`` sets how many hold its state."""
+__all__ = ["ClusterNode"]
 
 
 def _ignore(_event: Event) -> None:
@@ -95,6 +95,7 @@ class ClusterNode:
             on_reply=self._reply_arrived,
             on_failed=self._failed,
             write_timeout=system.write_timeout,
+            on_refused=self._refused,
         )
         self.replication: Final = ReplicationService(
             system.node, self.membership.incarnation, transport, CLUSTER_WIRE, self.dispatcher, system.loop,
@@ -113,11 +114,23 @@ class ClusterNode:
             self._ring = RingPlacement(Ring(nodes, vnodes=self.config.vnodes))
         return self._ring
 
+    def _replicas(self, actor: str) -> int:
+        """How many replicas hold a key of type ``actor`` (its ``replicas=``), which are also its candidate owners.
+
+        Looked up by name (``UnknownActor`` if no module defines it): the router asks about
+        names that arrived in frames, and a name this node cannot resolve must fail clearly.
+        """
+        found = self.system._types.get(actor)
+        return (found if found is not None else self.system._type_hosted(actor)).replicas
+
     def placement(self, actor: str, key: str) -> Placement:
+        """Owner and replicas of ``actor[key]`` in this node's view; the type's ``replicas=`` sets how many."""
         from ..system import Placement
 
         membership = self.membership
-        placed = self._current().place(actor, key, replicas=REPLICAS, alive=membership.serving, quorum=membership.has_quorum())
+        placed = self._current().place(
+            actor, key, replicas=self._replicas(actor), alive=membership.serving, quorum=membership.has_quorum()
+        )
         return Placement(owner=placed.owner, replicas=placed.replicas)
 
     def replicas_of(self, actor: str, key: str, n: int) -> tuple[str, ...]:
@@ -128,7 +141,7 @@ class ClusterNode:
         membership = self.membership
         if not membership.has_quorum():
             return None
-        return self._current().owner(actor, key, replicas=REPLICAS, alive=membership.serving)
+        return self._current().owner(actor, key, replicas=self._replicas(actor), alive=membership.serving)
 
     # --- handoff: open the replica, pull on ring changes, resume @active keys -------------
 
@@ -136,7 +149,7 @@ class ClusterNode:
         """The key's replicas under the current ring, and how many synced peers make this node's copy ready."""
         actor_name, key = entity
         try:
-            actor = self.system._type_named(actor_name)
+            actor = self.system._type_hosted(actor_name)
             count, level = actor.replicas, actor.write
         except Exception:
             count, level = 3, "majority"  # a type this node does not host: the defaults
@@ -190,10 +203,10 @@ class ClusterNode:
             actor_name, key = entity
             if entity in system._activations or ACTIVE_PAGE not in store.pages(entity):
                 continue
-            if self.owner_of(actor_name, key) != system.node:
-                continue
             try:
-                actor = system._type_named(actor_name)
+                if self.owner_of(actor_name, key) != system.node:
+                    continue
+                actor = system._type_hosted(actor_name)
                 system._activation_for(actor, key, actor.initial)
             except Exception as exc:
                 system._emit_event(ev.ActivationFailed, actor_name, key, 0, f"not resumed: {exc!r}", None, 0.0)
@@ -209,17 +222,49 @@ class ClusterNode:
         self.router.forget(request)
 
     def reply(self, ref: ReplyRef[Any], value: Any) -> None:
-        """Answer an ask of another node with a ``Reply`` frame."""
+        """Answer an ask of another node with a ``Reply`` frame (``Failed(kind="schema")`` if the value cannot travel)."""
         try:
             data = self.system.codec.encode_value(value, "reply")
         except SchemaError as exc:
             self.system._emit_event(ev.MessageDropped, "reply", f"{ref.node}#{ref.request}", type(value).__qualname__, str(exc))
+            self.router.reply(ref.node, Failed(ref.request, "schema", clip(f"{self.system.node}: {exc}")))
             return
-        self.router.reply(ref.node, ref.request, data)
+        self.router.reply(ref.node, Reply(ref.request, data))
 
-    def fail(self, ref: ReplyRef[Any], error: Unavailable) -> None:
-        """Fail an ask of another node with ``Unavailable`` (its message could not be handled here)."""
-        self.router.reply(ref.node, ref.request, b"", str(error) or type(error).__name__)
+    def fail(self, ref: ReplyRef[Any], error: BaseException, actor: str, key: str, message: Any) -> None:
+        """Fail an ask of another node as the same ask would fail on one node.
+
+        ``Unavailable`` and ``Fenced`` (the key could not confirm a write, or lost its epoch:
+        not the body's fault) arrive as those classes; anything else the body of ``actor[key]``
+        raised on ``message`` arrives as ``ActorFailed`` around a ``RemoteError`` with the
+        exception's type name, text and repr (the exception object cannot travel).
+        """
+        if isinstance(error, Unavailable):
+            text = clip(str(error) or type(error).__name__)
+            self.router.reply(ref.node, Failed(ref.request, "fenced" if isinstance(error, Fenced) else "unavailable", text))
+            return
+        self.router.reply(
+            ref.node,
+            Failed(
+                ref.request, "failed", clip(str(error)), actor, key,
+                type(error).__name__, clip(repr(error)), type(message).__name__,
+            ),
+        )
+
+    def _refuse(self, frame: Deliver, error: BaseException) -> None:
+        """Fail the ask behind ``frame`` (if any) because this node could not take its message at all."""
+        if frame.reply_node is None or frame.reply_request is None:
+            return
+        text = clip(f"{self.system.node} could not take the message for {frame.actor}[{frame.key!r}]: {error}")
+        if isinstance(error, SchemaError):
+            refusal = Failed(frame.reply_request, "schema", text)
+        elif isinstance(error, UnknownActor):
+            refusal = Failed(frame.reply_request, "unknown", text)
+        elif isinstance(error, Fenced):
+            refusal = Failed(frame.reply_request, "fenced", text)
+        else:
+            refusal = Failed(frame.reply_request, "unavailable", text)
+        self.router.reply(frame.reply_node, refusal)
 
     # --- receiving -----------------------------------------------------------------------
 
@@ -229,22 +274,31 @@ class ClusterNode:
         if not system.running:
             return
         try:
-            actor = system._type_named(frame.actor)
+            actor = system._type_hosted(frame.actor)
             message = system.codec.decode_message(frame.message, actor.schema)
             activation = system._activations.get((actor.name, frame.key)) or system._activation_for(actor, frame.key, actor.initial)
             activation.deliver(Envelope(message, origin=frame.origin) if frame.origin is not None else Envelope(message))
         except Exception as exc:
             system._emit_event(ev.MessageDropped, frame.actor, frame.key, "message", f"routed message not delivered: {exc!r}")
+            self._refuse(frame, exc)
 
-    def _reply_arrived(self, src: str, frame: Reply) -> None:
+    def _refused(self, src: str, frame: Deliver, error: CastyError) -> None:
+        """The router could not place a ``Deliver`` (no such actor type here): drop it, fail its ask at the asker."""
+        self.system._emit_event(ev.MessageDropped, frame.actor, frame.key, "message", f"routed message from {src} refused: {error}")
+        self._refuse(frame, error)
+
+    def _reply_arrived(self, src: str, frame: Reply | Failed) -> None:
+        """The answer to one of this node's asks: its value decoded into the ask's ``R``, or the error it failed with."""
         pending = self.system._pending.get(frame.request)
         if pending is None or pending.future.done():
             return
-        if frame.unavailable is not None:
-            pending.future.set_exception(Unavailable(frame.unavailable))
+        message = pending.message
+        if isinstance(frame, Failed):
+            pending.future.set_exception(_error_of(frame, message))
             return
+        annotation = reply_type(type(message))
         try:
-            value = self.system.codec.decode_value(frame.value, Any, "reply")
+            value = self.system.codec.decode_value(frame.value, annotation, f"the reply to {type(message).__qualname__} from {src}")
         except SchemaError as exc:
             pending.future.set_exception(exc)
             return
@@ -271,3 +325,19 @@ class ClusterNode:
             self.membership.leave()
         self.router.close()
         self.replication.close()
+
+
+def _error_of(frame: Failed, message: Any) -> BaseException:
+    """The exception a local ask of ``message`` would have raised, rebuilt from a ``Failed`` frame."""
+    kind = frame.kind
+    if kind == "failed":
+        error = RemoteError(frame.error_type, frame.text, frame.error_repr)
+        failed_on = frame.message_type if frame.message_type not in ("", type(message).__name__) else None
+        return ActorFailed(frame.actor, frame.key, error, message, failed_on=failed_on)
+    if kind == "fenced":
+        return Fenced(frame.text)
+    if kind == "schema":
+        return SchemaError(frame.text)
+    if kind == "unknown":
+        return UnknownActor(frame.text)
+    return Unavailable(frame.text)
