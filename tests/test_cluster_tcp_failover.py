@@ -1,0 +1,246 @@
+"""Failover over real TCP with real processes: kill -9 the owner of a key; its confirmed writes and its schedule live on.
+
+Three ``python -m casty node`` processes on 127.0.0.1 (free ports) host ``tests.cluster_app``
+in cluster mode, with short membership timings (heartbeat 0.2 s, suspect after 1 s, dead
+after 1 s more). A ``ClusterClient`` in the test's own loop talks to them through their
+gateways. The key ``tally[k]`` has three replicas and writes at majority; a persisted
+schedule on it fires every 0.5 s. The test confirms N increments (asks that returned),
+finds the owner from the facts the nodes print (the node that printed ``epoch.acquired``
+for the key, cross-checked with the gateways' placement), kills it with SIGKILL, and then
+reads, from the survivors only: the count (every confirmed increment is there), the node
+that acquired the key next and the schedule firing there, in that node's stdout.
+
+Every wait polls with a deadline (no fixed sleep decides anything), the whole body runs
+under an ``asyncio.timeout`` guard, and every process is killed in a ``finally``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pytest
+
+from casty.cluster.client import ClusterClient
+from casty.errors import CastyError
+
+T = TypeVar("T")
+ROOT = Path(__file__).resolve().parent.parent
+TYPE = "tests.cluster_app:tally"
+KEY = "k"
+N = 20
+EVERY_MS = 500
+NODE_ARGS = [
+    "--heartbeat", "0.2", "--suspect-after", "1", "--dead-after", "1",
+    "--ask-timeout", "2", "--write-timeout", "2", "--module", "tests.cluster_app",
+]
+GUARD = 40.0
+
+
+def run(body: Callable[[], Awaitable[T]], timeout: float = GUARD) -> T:
+    """Run ``body()`` on a fresh loop; fail (never hang) if it takes longer than ``timeout``."""
+
+    async def guarded() -> T:
+        async with asyncio.timeout(timeout):
+            return await body()
+
+    return asyncio.run(guarded())
+
+
+def free_ports(count: int) -> list[int]:
+    """``count`` distinct loopback ports free right now (bound to port 0 together, then released)."""
+    sockets = [socket.socket(socket.AF_INET, socket.SOCK_STREAM) for _ in range(count)]
+    try:
+        for s in sockets:
+            s.bind(("127.0.0.1", 0))
+        return [s.getsockname()[1] for s in sockets]
+    finally:
+        for s in sockets:
+            s.close()
+
+
+def child_env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH", "")) if p)
+    return env
+
+
+@dataclass
+class Node:
+    """A running node process and the facts it printed, each stamped with the test's loop time on arrival."""
+
+    name: str
+    proc: asyncio.subprocess.Process
+    facts: list[tuple[float, dict[str, Any]]] = field(default_factory=list)
+    stderr: list[str] = field(default_factory=list)
+    readers: list[asyncio.Task[None]] = field(default_factory=list)
+
+    def of(self, event: str, since: float = float("-inf"), **match: Any) -> list[dict[str, Any]]:
+        """The facts of kind ``event`` (arrived from ``since`` on) whose fields equal ``match``."""
+        return [
+            f for at, f in self.facts
+            if f["event"] == event and at >= since and all(f.get(k) == v for k, v in match.items())
+        ]
+
+    def status(self, of: str) -> str | None:
+        seen = self.of("member.changed", node=of)
+        return seen[-1]["status"] if seen else None
+
+    def describe(self) -> str:
+        lines = [json.dumps(f) for _, f in self.facts if f["event"] != "schedule.fired"]
+        fired = len(self.of("schedule.fired"))
+        return f"--- {self.name} rc={self.proc.returncode} ({fired} schedule.fired not shown)\n" + "\n".join(
+            lines[-40:] + self.stderr[-20:]
+        )
+
+
+async def _read_facts(node: Node, stream: asyncio.StreamReader) -> None:
+    loop = asyncio.get_running_loop()
+    async for line in stream:
+        node.facts.append((loop.time(), json.loads(line)))
+
+
+async def _read_lines(sink: list[str], stream: asyncio.StreamReader) -> None:
+    async for line in stream:
+        sink.append(line.decode(errors="replace").rstrip())
+
+
+async def spawn(port: int, seeds: list[int]) -> Node:
+    args = ["node", "--bind", f"127.0.0.1:{port}", "--seeds", ",".join(f"127.0.0.1:{p}" for p in seeds), *NODE_ARGS]
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "casty", *args,
+        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT, env=child_env(),
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    node = Node(f"127.0.0.1:{port}", proc)
+    node.readers = [
+        asyncio.create_task(_read_facts(node, proc.stdout)),
+        asyncio.create_task(_read_lines(node.stderr, proc.stderr)),
+    ]
+    return node
+
+
+async def reap(nodes: list[Node]) -> None:
+    """Kill every node still running (by its own pid) and wait for it and its pipes to end."""
+    for node in nodes:
+        if node.proc.returncode is None:
+            node.proc.kill()
+    for node in nodes:
+        await node.proc.wait()
+        await asyncio.gather(*node.readers, return_exceptions=True)
+
+
+async def until(condition: Callable[[], bool], what: str, nodes: list[Node], timeout: float) -> float:
+    """Wait for ``condition`` at most ``timeout`` seconds; the loop time it held, or fail with every node's output."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not condition():
+        if loop.time() > deadline:
+            pytest.fail(f"not within {timeout}s: {what}\n" + "\n".join(n.describe() for n in nodes))
+        await asyncio.sleep(0.02)
+    return loop.time()
+
+
+async def read_until_answered(client: ClusterClient, nodes: list[Node], timeout: float) -> tuple[dict[str, Any], int]:
+    """Ask ``Get`` (1 s each) until one is answered; the state and how many attempts failed on the way."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    failed: list[str] = []
+    while True:
+        try:
+            return await client.ask(TYPE, KEY, "Get", timeout=1.0), len(failed)
+        except (CastyError, TimeoutError) as exc:  # the owner is gone and not yet declared dead: no answer
+            failed.append(f"{type(exc).__name__}: {exc}")
+        if loop.time() > deadline:
+            pytest.fail(f"no Get answered within {timeout}s; last errors: {failed[-3:]}\n" + "\n".join(n.describe() for n in nodes))
+        await asyncio.sleep(0.05)
+
+
+async def placement_from(gateway: str) -> dict[str, Any]:
+    """Gateway ``gateway``'s view of the key's owner and replicas."""
+    async with ClusterClient([gateway], timeout=2.0) as one:
+        return await one.placement(TYPE, KEY)
+
+
+def test_kill_9_of_the_owner_loses_no_confirmed_increment_and_the_schedule_fires_on_a_survivor() -> None:
+    """kill -9 of a key's owner: a survivor acquires the key with all N confirmed increments and its schedule keeps firing there."""
+
+    async def body() -> None:
+        ports = free_ports(3)
+        nodes = list(await asyncio.gather(*(spawn(p, [ports[0]]) for p in ports)))
+        ids = [n.name for n in nodes]
+        loop = asyncio.get_running_loop()
+        try:
+            started = loop.time()
+            await until(lambda: all(n.of("ready") for n in nodes), "every node ready", nodes, 10.0)
+            await until(lambda: all(n.status(i) == "alive" for n in nodes for i in ids), "all see three alive", nodes, 5.0)
+            joined = loop.time() - started
+
+            async with ClusterClient(ids, timeout=3.0) as client:
+                # Arm the schedule; the node that acquires the key says so on its stdout.
+                state = await client.ask(TYPE, KEY, "Start", {"every_ms": EVERY_MS})
+                assert state == {"count": 0, "ticks": 0}
+                await until(lambda: any(n.of("epoch.acquired", key=KEY) for n in nodes), "an owner acquired k", nodes, 5.0)
+                owners = [n for n in nodes if n.of("epoch.acquired", key=KEY)]
+                assert len(owners) == 1, [n.describe() for n in owners]
+                owner = owners[0]
+                survivors = [n for n in nodes if n is not owner]
+                for n in nodes:  # every gateway names that node owner, and all three nodes replicas
+                    where = await placement_from(n.name)
+                    assert where["owner"] == owner.name and sorted(where["replicas"]) == sorted(ids), (n.name, where)
+
+                # N confirmed increments: each ask returned, with the count the write made.
+                confirmed = [await client.ask(TYPE, KEY, "Inc") for _ in range(N)]
+                assert confirmed == list(range(1, N + 1))
+                await until(lambda: len(owner.of("schedule.fired", key=KEY)) >= 2, "the schedule fired twice on the owner", nodes, 5.0)
+                assert all(not n.of("schedule.fired", key=KEY) for n in survivors), "only the owner fires"
+
+                # kill -9 the owner.
+                owner.proc.send_signal(signal.SIGKILL)
+                killed = loop.time()
+                assert await owner.proc.wait() == -signal.SIGKILL
+
+                # The value: read through the survivors until the next owner answers.
+                state, unanswered = await read_until_answered(client, nodes, 12.0)
+                answered = loop.time() - killed
+                assert state["count"] == N, (state, [n.describe() for n in survivors])
+
+                # The next owner: a survivor acquired the key after the kill, found the replicated state...
+                await until(lambda: any(n.of("epoch.acquired", killed, key=KEY) for n in survivors),
+                            "a survivor acquired k", nodes, 5.0)
+                (successor,) = [n for n in survivors if n.of("epoch.acquired", killed, key=KEY)]
+                acquired = successor.of("epoch.acquired", killed, key=KEY)[-1]
+                first = owner.of("epoch.acquired", key=KEY)[0]
+                assert acquired["found"] > 0, acquired  # it read the replicated state, not a new key
+                assert (acquired["epoch_round"], acquired["epoch_node"]) > (first["epoch_round"], first["epoch_node"])
+                # ...and the schedule keeps firing there, and only there.
+                fired_at = await until(lambda: len(successor.of("schedule.fired", killed, key=KEY)) >= 3,
+                                       "the schedule fired three times on the successor", nodes, 6.0)
+                others = [n for n in survivors if n is not successor]
+                assert all(not n.of("schedule.fired", killed, key=KEY) for n in others), "only the new owner fires"
+                ticks_before = state["ticks"]
+                later, _ = await read_until_answered(client, nodes, 5.0)
+                assert later["count"] == N and later["ticks"] > ticks_before, (state, later)
+                for n in survivors:
+                    where = await placement_from(n.name)
+                    assert where["owner"] == successor.name, (n.name, where)
+                print(
+                    f"\njoined in {joined:.2f}s; kill -9 -> first answered read in {answered:.2f}s "
+                    f"({unanswered} reads unanswered before), count {state['count']} of {N} confirmed; "
+                    f"successor {successor.name} fired 3 times {fired_at - killed:.2f}s after the kill"
+                )
+        finally:
+            await reap(nodes)
+
+    run(body)
+
+
