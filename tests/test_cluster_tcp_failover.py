@@ -36,7 +36,6 @@ from casty.errors import CastyError
 T = TypeVar("T")
 ROOT = Path(__file__).resolve().parent.parent
 TYPE = "tests.cluster_app:tally"
-KEY = "k"
 N = 20
 EVERY_MS = 500
 NODE_ARGS = [
@@ -150,97 +149,125 @@ async def until(condition: Callable[[], bool], what: str, nodes: list[Node], tim
     return loop.time()
 
 
-async def read_until_answered(client: ClusterClient, nodes: list[Node], timeout: float) -> tuple[dict[str, Any], int]:
-    """Ask ``Get`` (1 s each) until one is answered; the state and how many attempts failed on the way."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    failed: list[str] = []
-    while True:
-        try:
-            return await client.ask(TYPE, KEY, "Get", timeout=1.0), len(failed)
-        except (CastyError, TimeoutError) as exc:  # the owner is gone and not yet declared dead: no answer
-            failed.append(f"{type(exc).__name__}: {exc}")
-        if loop.time() > deadline:
-            pytest.fail(f"no Get answered within {timeout}s; last errors: {failed[-3:]}\n" + "\n".join(n.describe() for n in nodes))
-        await asyncio.sleep(0.05)
+@dataclass
+class Writer:
+    """Sends ``Inc`` asks one after the other until stopped; what each one came to."""
+
+    key: str
+    confirmed: list[tuple[float, int]] = field(default_factory=list)  # (loop time, the count it made)
+    unconfirmed: list[str] = field(default_factory=list)  # why each ask got no reply
+    stop: bool = False
+
+    async def run(self, client: ClusterClient) -> None:
+        loop = asyncio.get_running_loop()
+        while not self.stop:
+            try:
+                count = await client.ask(TYPE, self.key, "Inc", timeout=1.0)
+            except (CastyError, TimeoutError) as exc:  # applied or not: at most once, unknown
+                self.unconfirmed.append(f"{type(exc).__name__}: {exc}")
+                await asyncio.sleep(0.05)
+            else:
+                self.confirmed.append((loop.time(), count))
+
+    def since(self, at: float) -> list[int]:
+        return [count for when, count in self.confirmed if when >= at]
 
 
-async def placement_from(gateway: str) -> dict[str, Any]:
-    """Gateway ``gateway``'s view of the key's owner and replicas."""
+async def placement_from(gateway: str, key: str) -> dict[str, Any]:
+    """Gateway ``gateway``'s view of ``tally[key]``'s owner and replicas."""
     async with ClusterClient([gateway], timeout=2.0) as one:
-        return await one.placement(TYPE, KEY)
+        return await one.placement(TYPE, key)
 
 
 def test_kill_9_of_the_owner_loses_no_confirmed_increment_and_the_schedule_fires_on_a_survivor() -> None:
-    """kill -9 of a key's owner: a survivor acquires the key with all N confirmed increments and its schedule keeps firing there."""
+    """kill -9 of a key's owner (also the client's gateway) mid-writes: no confirmed increment is lost, a survivor takes the key and its schedule fires there."""
 
     async def body() -> None:
         ports = free_ports(3)
         nodes = list(await asyncio.gather(*(spawn(p, [ports[0]]) for p in ports)))
         ids = [n.name for n in nodes]
         loop = asyncio.get_running_loop()
+        writer: Writer | None = None
+        writing: asyncio.Task[None] | None = None
         try:
             started = loop.time()
             await until(lambda: all(n.of("ready") for n in nodes), "every node ready", nodes, 10.0)
             await until(lambda: all(n.status(i) == "alive" for n in nodes for i in ids), "all see three alive", nodes, 5.0)
             joined = loop.time() - started
 
+            # The key: one whose owner is the first node, the gateway the client talks to first, so
+            # that the kill takes the client's gateway too (the client must move on by itself).
+            owner = nodes[0]
+            async with ClusterClient([owner.name], timeout=2.0) as probe:
+                owned = [k for k in (f"k{i}" for i in range(50)) if (await probe.placement(TYPE, k))["owner"] == owner.name]
+            assert owned, "no key of 50 is owned by the first node"
+            key = owned[0]
+            survivors = nodes[1:]
+            for n in nodes:  # every gateway names that owner, and all three nodes replicas
+                where = await placement_from(n.name, key)
+                assert where["owner"] == owner.name and sorted(where["replicas"]) == sorted(ids), (n.name, where)
+
             async with ClusterClient(ids, timeout=3.0) as client:
                 # Arm the schedule; the node that acquires the key says so on its stdout.
-                state = await client.ask(TYPE, KEY, "Start", {"every_ms": EVERY_MS})
-                assert state == {"count": 0, "ticks": 0}
-                await until(lambda: any(n.of("epoch.acquired", key=KEY) for n in nodes), "an owner acquired k", nodes, 5.0)
-                owners = [n for n in nodes if n.of("epoch.acquired", key=KEY)]
-                assert len(owners) == 1, [n.describe() for n in owners]
-                owner = owners[0]
-                survivors = [n for n in nodes if n is not owner]
-                for n in nodes:  # every gateway names that node owner, and all three nodes replicas
-                    where = await placement_from(n.name)
-                    assert where["owner"] == owner.name and sorted(where["replicas"]) == sorted(ids), (n.name, where)
+                assert await client.ask(TYPE, key, "Start", {"every_ms": EVERY_MS}) == {"count": 0, "ticks": 0}
+                await until(lambda: any(n.of("epoch.acquired", key=key) for n in nodes), "an owner acquired the key", nodes, 5.0)
+                assert [n for n in nodes if n.of("epoch.acquired", key=key)] == [owner], "the owner runs it"
 
-                # N confirmed increments: each ask returned, with the count the write made.
-                confirmed = [await client.ask(TYPE, KEY, "Inc") for _ in range(N)]
+                # N confirmed increments: each ask returned, with the count its write made.
+                confirmed = [await client.ask(TYPE, key, "Inc") for _ in range(N)]
                 assert confirmed == list(range(1, N + 1))
-                await until(lambda: len(owner.of("schedule.fired", key=KEY)) >= 2, "the schedule fired twice on the owner", nodes, 5.0)
-                assert all(not n.of("schedule.fired", key=KEY) for n in survivors), "only the owner fires"
+                await until(lambda: len(owner.of("schedule.fired", key=key)) >= 2, "the schedule fired twice on the owner", nodes, 5.0)
+                assert all(not n.of("schedule.fired", key=key) for n in survivors), "only the owner fires"
 
-                # kill -9 the owner.
+                # Keep writing, and kill -9 the owner while writes are in flight.
+                writer = Writer(key)
+                writing = asyncio.create_task(writer.run(client))
+                assert writer is not None
+                await until(lambda: len(writer.confirmed) >= 3, "writes go on before the kill", nodes, 5.0)
                 owner.proc.send_signal(signal.SIGKILL)
                 killed = loop.time()
                 assert await owner.proc.wait() == -signal.SIGKILL
+                written = await until(lambda: len(writer.since(killed)) >= 5, "five confirmed writes after the kill", nodes, 12.0)
+                writer.stop = True
+                await writing
 
-                # The value: read through the survivors until the next owner answers.
-                state, unanswered = await read_until_answered(client, nodes, 12.0)
-                answered = loop.time() - killed
-                assert state["count"] == N, (state, [n.describe() for n in survivors])
+                # No confirmed write lost: the counts the confirmed asks returned only grow, and the
+                # final count holds every confirmed increment (and no more than were sent).
+                counts = confirmed + [count for _, count in writer.confirmed]
+                assert counts == sorted(set(counts)), f"a confirmed count was returned twice or went back: {counts}"
+                state = await client.ask(TYPE, key, "Get", timeout=2.0)
+                sent = N + len(writer.confirmed) + len(writer.unconfirmed)
+                assert counts[-1] <= state["count"] <= sent, (state, counts, writer.unconfirmed)
+                assert state["count"] >= N + len(writer.confirmed)
 
-                # The next owner: a survivor acquired the key after the kill, found the replicated state...
-                await until(lambda: any(n.of("epoch.acquired", killed, key=KEY) for n in survivors),
-                            "a survivor acquired k", nodes, 5.0)
-                (successor,) = [n for n in survivors if n.of("epoch.acquired", killed, key=KEY)]
-                acquired = successor.of("epoch.acquired", killed, key=KEY)[-1]
-                first = owner.of("epoch.acquired", key=KEY)[0]
+                # The next owner: a survivor acquired the key after the kill, from the replicated state...
+                (successor,) = [n for n in survivors if n.of("epoch.acquired", killed, key=key)]
+                acquired = successor.of("epoch.acquired", killed, key=key)[-1]
+                first = owner.of("epoch.acquired", key=key)[0]
                 assert acquired["found"] > 0, acquired  # it read the replicated state, not a new key
-                assert (acquired["epoch_round"], acquired["epoch_node"]) > (first["epoch_round"], first["epoch_node"])
+                assert acquired["epoch_round"] > first["epoch_round"], (first, acquired)
                 # ...and the schedule keeps firing there, and only there.
-                fired_at = await until(lambda: len(successor.of("schedule.fired", killed, key=KEY)) >= 3,
+                fired_at = await until(lambda: len(successor.of("schedule.fired", killed, key=key)) >= 3,
                                        "the schedule fired three times on the successor", nodes, 6.0)
                 others = [n for n in survivors if n is not successor]
-                assert all(not n.of("schedule.fired", killed, key=KEY) for n in others), "only the new owner fires"
-                ticks_before = state["ticks"]
-                later, _ = await read_until_answered(client, nodes, 5.0)
-                assert later["count"] == N and later["ticks"] > ticks_before, (state, later)
+                assert all(not n.of("schedule.fired", killed, key=key) for n in others), "only the new owner fires"
+                later = await client.ask(TYPE, key, "Get", timeout=2.0)
+                assert later["count"] == state["count"] and later["ticks"] > state["ticks"], (state, later)
                 for n in survivors:
-                    where = await placement_from(n.name)
+                    where = await placement_from(n.name, key)
                     assert where["owner"] == successor.name, (n.name, where)
                 print(
-                    f"\njoined in {joined:.2f}s; kill -9 -> first answered read in {answered:.2f}s "
-                    f"({unanswered} reads unanswered before), count {state['count']} of {N} confirmed; "
-                    f"successor {successor.name} fired 3 times {fired_at - killed:.2f}s after the kill"
+                    f"\njoined in {joined:.2f}s; kill -9 of owner+gateway {owner.name} -> 5 confirmed writes on "
+                    f"{successor.name} {written - killed:.2f}s later ({len(writer.unconfirmed)} unconfirmed on the way); "
+                    f"count {state['count']} >= {N + len(writer.confirmed)} confirmed, <= {sent} sent; "
+                    f"schedule fired 3 times there {fired_at - killed:.2f}s after the kill"
                 )
         finally:
+            if writer is not None:
+                writer.stop = True
+            if writing is not None:
+                writing.cancel()
+                await asyncio.gather(writing, return_exceptions=True)
             await reap(nodes)
 
     run(body)
-
-
