@@ -1,17 +1,22 @@
-"""Failover over real TCP with real processes: kill -9 the owner of a key; its confirmed writes and its schedule live on.
+"""Failover over real TCP with real processes: the owner of a key goes; its confirmed writes and its schedule live on.
 
 Three ``python -m casty node`` processes on 127.0.0.1 (free ports) host ``tests.cluster_app``
 in cluster mode, with short membership timings (heartbeat 0.2 s, suspect after 1 s, dead
 after 1 s more). A ``ClusterClient`` in the test's own loop talks to them through their
-gateways. The key ``tally[k]`` has three replicas and writes at majority; a persisted
-schedule on it fires every 0.5 s. The test confirms N increments (asks that returned),
-finds the owner from the facts the nodes print (the node that printed ``epoch.acquired``
-for the key, cross-checked with the gateways' placement), kills it with SIGKILL, and then
-reads, from the survivors only: the count (every confirmed increment is there), the node
-that acquired the key next and the schedule firing there, in that node's stdout.
+gateways. ``tally[key]`` has three replicas and writes at majority; a persisted schedule on
+it fires every 0.5 s.
 
-Every wait polls with a deadline (no fixed sleep decides anything), the whole body runs
-under an ``asyncio.timeout`` guard, and every process is killed in a ``finally``.
+- kill -9: the key is chosen so that its owner is also the client's first gateway. The
+  client confirms N increments, keeps writing, and the owner is killed with SIGKILL
+  mid-writes. Then, from the survivors only: every confirmed increment is in the count
+  (the counts the confirmed asks returned only grow; the final count is between the
+  confirmed and the sent increments), one survivor printed ``epoch.acquired`` for the key
+  with the replicated state (``found > 0``, a greater epoch round), and the schedule fires
+  there and nowhere else, in that node's stdout facts.
+- SIGTERM: an orderly leave hands the key over at once (no wait for a death verdict).
+
+Every wait polls with a deadline (no fixed sleep decides anything), each body runs under an
+``asyncio.timeout`` guard, and every process is killed (by its own pid) in a ``finally``.
 """
 
 from __future__ import annotations
@@ -268,6 +273,43 @@ def test_kill_9_of_the_owner_loses_no_confirmed_increment_and_the_schedule_fires
             if writing is not None:
                 writing.cancel()
                 await asyncio.gather(writing, return_exceptions=True)
+            await reap(nodes)
+
+    run(body)
+
+
+def test_sigterm_of_the_owner_hands_the_key_over_at_once() -> None:
+    """An orderly leave (SIGTERM) of a key's owner: a survivor takes the key with its count, and the schedule fires there, without waiting for a death verdict."""
+
+    async def body() -> None:
+        ports = free_ports(3)
+        nodes = list(await asyncio.gather(*(spawn(p, [ports[0]]) for p in ports)))
+        ids = [n.name for n in nodes]
+        loop = asyncio.get_running_loop()
+        try:
+            await until(lambda: all(n.of("ready") for n in nodes), "every node ready", nodes, 10.0)
+            await until(lambda: all(n.status(i) == "alive" for n in nodes for i in ids), "all see three alive", nodes, 5.0)
+            async with ClusterClient(ids[1:], timeout=3.0) as client:
+                key = "s"
+                await client.ask(TYPE, key, "Start", {"every_ms": EVERY_MS})
+                confirmed = [await client.ask(TYPE, key, "Inc") for _ in range(5)]
+                assert confirmed == [1, 2, 3, 4, 5]
+                await until(lambda: any(n.of("schedule.fired", key=key) for n in nodes), "the schedule fired", nodes, 5.0)
+                (owner,) = [n for n in nodes if n.of("epoch.acquired", key=key)]
+                survivors = [n for n in nodes if n is not owner]
+                owner.proc.send_signal(signal.SIGTERM)
+                termed = loop.time()
+                assert await asyncio.wait_for(owner.proc.wait(), 5.0) == 0, owner.describe()
+                fired = await until(lambda: any(n.of("schedule.fired", termed, key=key) for n in survivors),
+                                    "the schedule fired on a survivor", nodes, 5.0)
+                (successor,) = [n for n in survivors if n.of("epoch.acquired", termed, key=key)]
+                assert all(n.status(owner.name) == "left" for n in survivors)
+                assert not any(n.of("member.changed", termed, node=owner.name, status="dead") for n in survivors)
+                state = await client.ask(TYPE, key, "Get", timeout=2.0)
+                assert state["count"] == 5, state
+                assert fired - termed < 1.9, f"the handover waited {fired - termed:.2f}s, as long as a death verdict"
+                print(f"\nSIGTERM of {owner.name} -> schedule fired on {successor.name} {fired - termed:.2f}s later")
+        finally:
             await reap(nodes)
 
     run(body)
