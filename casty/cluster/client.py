@@ -517,7 +517,7 @@ class ClusterClient:
         timeout: float = 10.0,
         connect_timeout: float = 2.0,
     ) -> None:
-        from .node import format_address, node_id, parse_address
+        from .node import format_address, node_id, parse_address  # node.py imports this module: import it late
 
         ids = [node_id(s) if isinstance(s, str) else format_address(parse_address(format_address(s))) for s in seeds]
         self.core: Final = ClientCore(ids)
@@ -535,7 +535,7 @@ class ClusterClient:
 
     async def start(self) -> None:
         """Listen on a free port of ``host`` (its address is this client's id)."""
-        from .node import format_address
+        from .node import format_address, parse_address  # node.py imports this module: import it late
 
         if self.tcp is not None:
             raise RuntimeError("the client is already started")
@@ -550,8 +550,6 @@ class ClusterClient:
                 await tcp.close()
                 last = exc
                 continue
-            from .node import parse_address
-
             for gateway in self.core.gateways:
                 tcp.add_peer(gateway, parse_address(gateway))
             tcp.set_handler(self._frame)
