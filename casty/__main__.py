@@ -1,18 +1,35 @@
-"""``python -m casty``: run a real casty node.
+"""``python -m casty``: run a real casty cluster node, or talk to a running cluster.
 
     python -m casty node --bind HOST:PORT [--seeds HOST:PORT,...] [--module MODULE ...]
                          [--cluster NAME] [--heartbeat S] [--suspect-after S] [--dead-after S]
-                         [--remove-after S] [--leave-timeout S] [--log-level LEVEL]
+                         [--remove-after S] [--leave-timeout S] [--ask-timeout S]
+                         [--write-timeout S] [--facts KIND,...|all] [--log-level LEVEL]
 
-The node listens on ``--bind`` (its node id is that address), joins through the seeds,
+    python -m casty ask  --seeds HOST:PORT,... --type MODULE:TYPE --key KEY --message JSON [--timeout S]
+    python -m casty tell --seeds HOST:PORT,... --type MODULE:TYPE --key KEY --message JSON
+    python -m casty placement --seeds HOST:PORT,... --type MODULE:TYPE --key KEY
+    python -m casty members --seeds HOST:PORT,...
+
+``node``: the node listens on ``--bind`` (its node id is that address), joins through the
+seeds as a cluster member (an ``ActorSystem`` in cluster mode, see ``casty.cluster.node``),
 hosts the actor types of each ``--module`` and prints one JSON object per line on stdout:
 ``{"event": "ready", "node", "address", ...}`` once it listens, ``{"event": "member.changed",
 "node", "status", "incarnation", "by"}`` for every membership change it sees (itself
-included), and ``{"event": "stopped", "node", "orderly"}`` at the end. Logs go to stderr.
-
+included), the runtime events chosen by ``--facts`` (``activation.started``,
+``epoch.acquired``, ``schedule.fired``, ... with their fields and ``by``, the node that saw
+them), and ``{"event": "stopped", "node", "orderly"}`` at the end. Logs go to stderr.
 SIGTERM or SIGINT make it leave in order (the others see it ``left``, not dead), then exit
 0. A bad argument exits 2 with a message naming the bad value; an address already in use
 or not local exits 1.
+
+``ask``/``tell``/``placement``/``members``: a client outside the cluster
+(``casty.cluster.client.ClusterClient``) sends the request to the first seed it can reach,
+which runs it as its own code would (routed to the key's owner). ``--message`` is JSON:
+``"Get"``, ``["Get"]`` or ``["Add", {"amount": 5}]`` (the message class's name, then its
+fields; refs as ``["@e", "module:type", "key"]``). The answer is one JSON line on stdout:
+``{"event": "reply", "value": ..., "gateway": ...}`` (exit 0), or ``{"event": "error",
+"error": "Unavailable", "reason": ...}`` (exit 1). A ``tell`` is answered once a gateway
+has queued it, not when it is handled.
 
 Signal handling lives here, in the program, and nowhere in the runtime.
 """
@@ -27,10 +44,11 @@ import signal
 import sys
 from typing import Any
 
+from .cluster.client import ClusterClient, RemoteError
 from .cluster.membership import MembershipConfig
-from .cluster.node import NodeConfig, NodeProcess, parse_address
+from .cluster.node import FACTS, NodeConfig, NodeProcess, parse_address
 from .cluster.tcp import Address
-from .errors import ConfigurationError
+from .errors import CastyError, ConfigurationError
 
 PROG = "python -m casty"
 _DEFAULTS = MembershipConfig()
@@ -57,10 +75,33 @@ def _seconds(text: str) -> float:
     return value
 
 
+def _facts(text: str) -> frozenset[str]:
+    kinds = frozenset(part.strip() for part in text.split(",") if part.strip())
+    if not kinds:
+        raise argparse.ArgumentTypeError(f"name at least one event kind (or 'all'), got {text!r}")
+    return kinds
+
+
+def _message(text: str) -> tuple[str, dict[str, Any]]:
+    """``--message`` JSON: ``"Name"``, ``["Name"]`` or ``["Name", {fields}]`` -> (name, fields)."""
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"not JSON: {text!r} ({exc})") from None
+    if isinstance(value, str):
+        value = [value]
+    if not (isinstance(value, list) and 1 <= len(value) <= 2 and isinstance(value[0], str) and value[0]):
+        raise argparse.ArgumentTypeError(f'expected "Name", ["Name"] or ["Name", {{fields}}], got {text!r}')
+    fields = value[1] if len(value) == 2 else {}
+    if not isinstance(fields, dict):
+        raise argparse.ArgumentTypeError(f"the fields of {value[0]!r} must be a JSON object, got {json.dumps(fields)}")
+    return value[0], fields
+
+
 def _emit(fact: dict[str, Any]) -> None:
     """One fact as one JSON line on stdout, flushed at once (a reader waits for it)."""
     try:
-        sys.stdout.write(json.dumps(fact) + "\n")
+        sys.stdout.write(json.dumps(fact, default=repr) + "\n")
         sys.stdout.flush()
     except (BrokenPipeError, ValueError):  # nobody reads any more (or stdout is closed): keep running
         pass
@@ -92,9 +133,68 @@ def build_parser() -> argparse.ArgumentParser:
                       help=f"dead or left before a member is forgotten (default {_DEFAULTS.remove_after:g})")
     node.add_argument("--leave-timeout", type=_seconds, default=2.0, metavar="S",
                       help="on SIGTERM/SIGINT, at most this long to hand the leave frames to the network (default 2)")
-    node.add_argument("--log-level", default="WARNING", type=str.upper,
-                      choices=["DEBUG", "INFO", "WARNING", "ERROR"], help="stderr log level (default WARNING)")
+    node.add_argument("--ask-timeout", type=_seconds, default=10.0, metavar="S",
+                      help="an ask with no reply by then raises TimeoutError (default 10)")
+    node.add_argument("--write-timeout", type=_seconds, default=5.0, metavar="S",
+                      help="routing retries and quorum writes give up after this long (default 5)")
+    node.add_argument("--facts", type=_facts, default=FACTS, metavar="KIND,...",
+                      help="runtime events printed as JSON facts, or 'all' (default: " + ",".join(sorted(FACTS)) + ")")
+    _log_level(node)
+    for name, text in (
+        ("ask", "ask an actor through a node of the cluster; print its reply"),
+        ("tell", "tell an actor through a node of the cluster (at most once)"),
+        ("placement", "print a node's view of a key's owner and replicas"),
+        ("members", "print a node's view of the membership"),
+    ):
+        client = sub.add_parser(name, help=text, description=text.capitalize() + "; one JSON line on stdout.")
+        client.add_argument("--seeds", type=_addresses, required=True, metavar="HOST:PORT,...",
+                            help="nodes to send the request through, first reachable first")
+        client.add_argument("--cluster", default="casty", metavar="NAME", help="cluster name (default: casty)")
+        client.add_argument("--timeout", type=_seconds, default=10.0, metavar="S",
+                            help="how long to wait for the answer (default 10)")
+        if name != "members":
+            client.add_argument("--type", required=True, metavar="MODULE:TYPE", help="the actor type, e.g. app:counter")
+            client.add_argument("--key", required=True, metavar="KEY", help="the actor key")
+        if name in ("ask", "tell"):
+            client.add_argument("--message", type=_message, required=True, metavar="JSON",
+                                help='the message: "Name", ["Name"] or ["Name", {"field": value}]')
+        _log_level(client)
     return parser
+
+
+def _log_level(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--log-level", default="WARNING", type=str.upper,
+                        choices=["DEBUG", "INFO", "WARNING", "ERROR"], help="stderr log level (default WARNING)")
+
+
+async def _client(args: argparse.Namespace) -> int:
+    """Run one client request; its answer (or error) as one JSON line; the exit status."""
+    try:
+        async with ClusterClient(args.seeds, cluster=args.cluster, timeout=args.timeout) as client:
+            gateway = client.gateway
+            try:
+                if args.command == "ask":
+                    name, fields = args.message
+                    value: Any = await client.ask(args.type, args.key, name, fields)
+                elif args.command == "tell":
+                    name, fields = args.message
+                    await client.tell(args.type, args.key, name, fields)
+                    value = None
+                elif args.command == "placement":
+                    value = await client.placement(args.type, args.key)
+                else:
+                    value = await client.members()
+                gateway = client.gateway
+            except (CastyError, TimeoutError, ValueError, TypeError) as exc:
+                error = exc.error if isinstance(exc, RemoteError) else type(exc).__name__
+                reason = exc.reason if isinstance(exc, RemoteError) else str(exc)
+                _emit({"event": "error", "error": error, "reason": reason, "gateway": client.gateway})
+                return 1
+    except OSError as exc:
+        _emit({"event": "error", "error": "OSError", "reason": f"cannot listen for answers: {exc}"})
+        return 1
+    _emit({"event": "reply", "value": value, "gateway": gateway})
+    return 0
 
 
 async def _serve(config: NodeConfig) -> int:
@@ -138,8 +238,10 @@ async def _serve(config: NodeConfig) -> int:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    if args.command != "node":  # pragma: no cover - argparse allows only the subcommands above
-        parser.error(f"unknown command {args.command!r}")
+    if args.command != "node":
+        logging.basicConfig(stream=sys.stderr, level=getattr(logging, args.log_level),
+                            format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+        return asyncio.run(_client(args))
     try:
         membership = MembershipConfig(
             heartbeat=args.heartbeat,
@@ -154,6 +256,10 @@ def main(argv: list[str] | None = None) -> int:
             cluster=args.cluster,
             membership=membership,
             leave_timeout=args.leave_timeout,
+            ask_timeout=args.ask_timeout,
+            write_timeout=args.write_timeout,
+            facts=frozenset() if "all" in args.facts else args.facts,
+            all_facts="all" in args.facts,
         )
     except ValueError as exc:
         parser.error(str(exc))

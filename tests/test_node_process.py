@@ -232,6 +232,52 @@ def test_sigint_leaves_in_order_and_exits_zero() -> None:
     run(body)
 
 
+async def client_cli(*args: str) -> tuple[int, dict[str, Any], str]:
+    """Run ``python -m casty <args>``; its exit status, its one JSON line, its stderr."""
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "casty", *args,
+        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT, env=child_env(),
+    )
+    out, err = await proc.communicate()
+    lines = out.decode().splitlines()
+    assert proc.returncode is not None
+    assert len(lines) <= 1, lines
+    return proc.returncode, json.loads(lines[0]) if lines else {}, err.decode()
+
+
+def test_cli_client_asks_tells_and_reads_placement_through_a_node() -> None:
+    """``python -m casty ask|tell|placement|members`` reach a node's actors (exit 0) and name a bad message (exit 1 or 2)."""
+
+    async def body() -> None:
+        (port,) = free_ports(1)
+        node = await spawn(port, [], "--module", "tests.cluster_app")
+        seeds = ["--seeds", node.name]
+        target = ["--type", "tests.cluster_app:tally", "--key", "c1"]
+        try:
+            await until(lambda: node.fact("ready") is not None, "ready", [node], 8.0)
+            ready = node.fact("ready")
+            assert ready is not None and ready["actors"] == ["tests.cluster_app:tally"]
+            assert await client_cli("ask", *seeds, *target, "--message", '"Inc"') == (
+                0, {"event": "reply", "value": 1, "gateway": node.name}, "")
+            code, told, _ = await client_cli("tell", *seeds, *target, "--message", '["Inc", {}]')
+            assert (code, told["value"]) == (0, None)
+            await until(lambda: any(f["event"] == "activation.started" and f["key"] == "c1" for _, f in node.facts),
+                        "activation.started for c1", [node], 5.0)
+            code, where, _ = await client_cli("placement", *seeds, *target)
+            assert (code, where["value"]) == (0, {"owner": node.name, "replicas": [node.name]})
+            code, members, _ = await client_cli("members", *seeds)
+            assert code == 0 and [m["node"] for m in members["value"]] == [node.name]
+            code, error, _ = await client_cli("ask", *seeds, *target, "--message", '["Inc", {"by": 2}]')
+            assert code == 1 and error["error"] == "SchemaError" and "'by'" in error["reason"], error
+            code, _, err = await client_cli("ask", *seeds, *target, "--message", "[Inc]")
+            assert code == 2 and "not JSON" in err
+            assert node.proc.returncode is None
+        finally:
+            await reap([node])
+
+    run(body)
+
+
 # --- the command line ----------------------------------------------------------------------
 
 
@@ -256,6 +302,8 @@ def test_cli_bad_bind_exits_2_naming_the_value() -> None:
         (["--bind", "::1:7001"], "'::1:7001'"),
         (["--bind", "127.0.0.1:7001", "--seeds", "127.0.0.1:7002,10.0.0.x:7003"], "'10.0.0.x'"),
         (["--bind", "127.0.0.1:7001", "--heartbeat", "0"], "'0'"),
+        (["--bind", "127.0.0.1:7001", "--ask-timeout", "-1"], "'-1'"),
+        (["--bind", "127.0.0.1:7001", "--facts", ","], "','"),
     ],
 )
 def test_cli_bad_arguments_exit_2(argv: list[str], named: str, capsys: pytest.CaptureFixture[str]) -> None:

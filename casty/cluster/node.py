@@ -1,12 +1,16 @@
-"""A real casty node in one asyncio program: an ActorSystem, a TCP transport and membership.
+"""A real casty node in one asyncio program: a cluster-mode ActorSystem over TCP, and a gateway.
 
 ``NodeProcess`` is what ``python -m casty node`` runs (see ``casty.__main__``). Inside one
 asyncio program it holds:
 
-- an ``ActorSystem`` (single-node, as the runtime is today) named after the node, hosting
-  the actor types of the modules it was told to import;
-- a ``TcpTransport`` listening on the node's address, for the cluster name it was given;
-- a ``MembershipService`` over that transport (``Wire(membership.FRAMES)``).
+- a ``TcpTransport`` listening on the node's address, for the cluster name it was given,
+  wrapped in an ``AddressedTransport`` (below);
+- an ``ActorSystem`` in cluster mode on that transport (``ActorSystem(cluster=Cluster(...),
+  transport=...)``, see ``casty.cluster.runtime``): membership, routing to owners,
+  epoch-fenced quorum replication and the resumption of ``@active`` keys on a membership
+  change, hosting the actor types of the modules it was told to import;
+- a ``Gateway`` (``casty.cluster.client``) that serves clients outside the cluster
+  (``ClusterClient``, ``python -m casty ask|tell|placement|members``) on the same listener.
 
 Node ids are addresses. A node's id is its canonical ``HOST:PORT`` (``127.0.0.1:7001``,
 ``[::1]:7001`` for IPv6), so a seed given as ``HOST:PORT`` is at once a node id and a place
@@ -20,20 +24,30 @@ before listening, and seeds must name it.
 Incarnation. Membership needs a greater incarnation in every life of a node (a restarted
 node must not be taken for its previous life, whose suspect or dead verdicts would stick
 to it). A node process keeps nothing on disk, so the incarnation is the wall clock at
-start, ``Clock.now_us()`` (``SystemClock``, the real adapter): microseconds since the epoch
-grow from one start to the next however fast a restart is, with no file to keep. A clock
-stepped back by more than the downtime would give a smaller number; membership then
-heals it itself: the restarted node hears its previous life's greater incarnation in a
-digest, takes it as a claim about itself, and refutes it with ``max(claimed, own) + 1``.
+start, ``Clock.now_us()`` (``SystemClock``, the real adapter; the cluster runtime reads it
+when the system starts): microseconds since the epoch grow from one start to the next
+however fast a restart is, with no file to keep. A clock stepped back by more than the
+downtime would give a smaller number; membership then heals it itself: the restarted node
+hears its previous life's greater incarnation in a digest, takes it as a claim about
+itself, and refutes it with ``max(claimed, own) + 1``.
 
-Output. Every ``member.changed`` event, and a ``ready`` fact once the node listens, are
-handed to ``emit`` as plain dicts (the CLI writes each as one JSON line on stdout, for
-scripts and tests to read); every other event goes to the ``casty`` logger.
+State. A node keeps no store: a key's state lives in the replicas of the cluster (in
+memory), so it survives a node as long as a quorum of its replicas does. Durable types
+(``durable=``) need a store and fail to activate here, with a ``ConfigurationError``.
 
-Stopping. ``stop()`` leaves in order: membership's ``leave()`` tells every member, then the
-node waits (at most ``leave_timeout``) for the transport to hand those frames to the
-sockets, closes the transport and stops the actor system. ``crash()`` stops without a
-word. Signals are the CLI's business, not this module's.
+Output. Facts go to ``emit`` as plain dicts (the CLI writes each as one JSON line on stdout,
+for scripts and tests to read): ``ready`` once the node listens and serves,
+``member.changed`` for every membership change it sees (``node`` is the member), the
+runtime events whose kind is in ``NodeConfig.facts`` (``FACTS`` by default: activations,
+owner epochs, schedule firings, refused writes, dropped messages; each event's fields plus
+``by``, the reporting node), and ``stopped`` at the end. Every other event goes to the
+``casty`` logger.
+
+Stopping. ``stop()`` leaves in order: the actor system stops (membership's ``leave()``
+tells every member, routing stops, activations end), gateway calls still waiting get
+their error, then the node waits (at most ``leave_timeout``) for the transport to hand
+the queued frames to the sockets, and closes it. ``crash()`` stops without a word.
+Signals are the CLI's business, not this module's.
 """
 
 from __future__ import annotations
@@ -50,14 +64,14 @@ from typing import Any, Final
 from ..actor import ActorType
 from ..clock import SystemClock
 from ..errors import ConfigurationError
-from ..observer import Event, LoggingObserver
+from ..observer import Event, LoggingObserver, event_fields
 from ..ports import Clock, FrameHandler
 from ..system import ActorSystem
-from . import membership
+from .client import Gateway, is_client_frame
+from .config import Cluster
 from .driver import MembershipService
 from .membership import MemberChanged, MembershipConfig
 from .tcp import Address, TcpTransport
-from .wire import Wire
 
 __all__ = [
     "parse_address",
@@ -65,7 +79,9 @@ __all__ = [
     "node_id",
     "address_of",
     "load_modules",
+    "load_actor_types",
     "AddressedTransport",
+    "FACTS",
     "NodeConfig",
     "NodeProcess",
 ]
@@ -130,12 +146,12 @@ def address_of(node: str) -> Address | None:
         return None
 
 
-def load_modules(names: Sequence[str]) -> list[str]:
-    """Import each module (which registers its ``@actor`` types); the names of the types they define, sorted.
+def load_actor_types(names: Sequence[str]) -> dict[str, ActorType[Any, Any]]:
+    """Import each module (which registers its ``@actor`` types); the types they define, by name, sorted.
 
     Raises ``ConfigurationError`` naming the module that cannot be imported.
     """
-    found: set[str] = set()
+    found: dict[str, ActorType[Any, Any]] = {}
     for name in names:
         try:
             module: ModuleType = importlib.import_module(name)
@@ -143,8 +159,13 @@ def load_modules(names: Sequence[str]) -> list[str]:
             raise ConfigurationError(f"cannot import module {name!r}: {type(exc).__name__}: {exc}") from exc
         for value in vars(module).values():
             if isinstance(value, ActorType) and value.name.partition(":")[0] == module.__name__:
-                found.add(value.name)
-    return sorted(found)
+                found[value.name] = value
+    return {name: found[name] for name in sorted(found)}
+
+
+def load_modules(names: Sequence[str]) -> list[str]:
+    """Import each module; the names of the actor types they define, sorted (see ``load_actor_types``)."""
+    return list(load_actor_types(names))
 
 
 class AddressedTransport:
@@ -153,6 +174,10 @@ class AddressedTransport:
 
     It also counts the frames it hands over (``handed``), so that ``in_flight`` says how
     many outgoing frames the TCP transport has neither written nor dropped yet.
+
+    And it splits what arrives: client frames (first byte ``0xC1``, see
+    ``casty.cluster.client``) go to ``set_client_handler``'s handler, every other frame to the
+    handler the cluster set (its dispatcher), which so never sees a client frame.
     """
 
     def __init__(self, tcp: TcpTransport) -> None:
@@ -160,6 +185,16 @@ class AddressedTransport:
         self._known: set[str] = set(tcp.peers())
         self.handed = 0
         self.unaddressable = 0
+        self._handler: FrameHandler | None = None
+        self._client_handler: FrameHandler | None = None
+        tcp.set_handler(self._receive)
+
+    def _receive(self, source: str, frame: bytes) -> None:
+        if is_client_frame(frame):
+            if self._client_handler is not None:
+                self._client_handler(source, frame)
+        elif self._handler is not None:
+            self._handler(source, frame)
 
     @property
     def node(self) -> str:
@@ -188,7 +223,12 @@ class AddressedTransport:
         return sorted(self._known)
 
     def set_handler(self, handler: FrameHandler) -> None:
-        self.tcp.set_handler(handler)
+        """The handler of cluster frames (the cluster's dispatcher sets it)."""
+        self._handler = handler
+
+    def set_client_handler(self, handler: FrameHandler | None) -> None:
+        """The handler of client frames (the node's gateway)."""
+        self._client_handler = handler
 
     async def close(self) -> None:
         await self.tcp.close()
@@ -204,6 +244,24 @@ class AddressedTransport:
 # --- the node ------------------------------------------------------------------------------
 
 
+FACTS: Final = frozenset(
+    {
+        "activation.started",
+        "activation.ended",
+        "activation.failed",
+        "epoch.acquired",
+        "schedule.fired",
+        "schedule.caught_up",
+        "write.failed",
+        "message.dropped",
+        "dead_letter",
+    }
+)
+"""The runtime events a node emits as facts by default (``member.changed`` always is): enough to
+tell which node runs a key under which owner epoch and where its schedules fire, without
+a line per confirmed write."""
+
+
 @dataclass(frozen=True, slots=True)
 class NodeConfig:
     """What a node process is told: where it listens, whom it asks first, what it hosts, its timings."""
@@ -215,14 +273,27 @@ class NodeConfig:
     membership: MembershipConfig = field(default_factory=MembershipConfig)
     leave_timeout: float = 2.0
     """At most this long (seconds) to hand the leave frames to the sockets before closing."""
+    ask_timeout: float = 10.0
+    """The system's ask timeout (seconds): an ask with no reply by then raises ``TimeoutError``."""
+    write_timeout: float = 5.0
+    """The system's write timeout (seconds): routing retries and quorum writes give up after it."""
+    facts: frozenset[str] = FACTS
+    """The kinds of runtime events emitted as facts (``"all"`` in the CLI: every kind)."""
+    all_facts: bool = False
+    """Emit every runtime event as a fact, whatever ``facts`` says."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "bind", parse_address(format_address(self.bind)))
         object.__setattr__(self, "seeds", tuple(parse_address(format_address(s)) for s in self.seeds))
+        object.__setattr__(self, "facts", frozenset(self.facts))
         if not self.cluster:
             raise ValueError("the cluster name must not be empty")
         if self.leave_timeout < 0:
             raise ValueError(f"leave_timeout cannot be negative, got {self.leave_timeout!r}")
+        for name in ("ask_timeout", "write_timeout"):
+            value = getattr(self, name)
+            if not value > 0:
+                raise ValueError(f"{name} must be positive, got {value!r}")
 
     @property
     def node(self) -> str:
@@ -231,6 +302,18 @@ class NodeConfig:
     @property
     def seed_ids(self) -> tuple[str, ...]:
         return tuple(format_address(s) for s in self.seeds)
+
+    def cluster_options(self) -> Cluster:
+        """The ``Cluster(...)`` of the node's actor system: its seeds, timings and cluster name."""
+        m = self.membership
+        return Cluster(
+            self.seed_ids,
+            heartbeat=m.heartbeat,
+            suspect_after=m.suspect_after,
+            dead_after=m.dead_after,
+            remove_after=m.remove_after,
+            name=self.cluster,
+        )
 
 
 Emit = Callable[[dict[str, Any]], None]
@@ -260,13 +343,20 @@ class NodeProcess:
         self.system: ActorSystem | None = None
         self.tcp: TcpTransport | None = None
         self.transport: AddressedTransport | None = None
-        self.membership: MembershipService | None = None
+        self.gateway: Gateway | None = None
         self._stopped = False
+
+    @property
+    def membership(self) -> MembershipService | None:
+        """The membership service of the node's cluster runtime (None before ``start``)."""
+        system = self.system
+        cluster = system._cluster if system is not None else None  # the runtime of the system's cluster mode
+        return cluster.membership if cluster is not None else None
 
     # --- observer ------------------------------------------------------------------------
 
     def _observe(self, event: Event) -> None:
-        """Membership changes out as facts; everything else to the log. Never raises."""
+        """Membership changes and the chosen runtime events out as facts; everything to the log. Never raises."""
         try:
             if isinstance(event, MemberChanged):
                 self.emit(
@@ -280,6 +370,8 @@ class NodeProcess:
                 )
                 if event.status == "removed" and self.transport is not None:
                     self.transport.forget(event.node)  # a frame to it later adds it again from its id
+            elif self.config.all_facts or event.kind in self.config.facts:
+                self.emit({"event": event.kind, **event_fields(event), "by": self.node})
             self._log(event)
         except Exception:
             log.exception("%s: the node's observer failed on %s", self.node, event.kind)
@@ -287,53 +379,66 @@ class NodeProcess:
     # --- lifecycle -----------------------------------------------------------------------
 
     async def start(self) -> None:
-        """Import the modules, start the actor system, listen, join; then emit ``ready``.
+        """Import the modules, listen, start the actor system in cluster mode (it joins), serve clients; then emit ``ready``.
 
         ``ConfigurationError`` for a module that cannot be imported; ``OSError`` if the address
         cannot be bound (nothing is left running in either case).
         """
-        if self.system is not None:
+        if self.tcp is not None:
             raise RuntimeError(f"node {self.node} already started")
         cfg = self.config
-        self.actors = load_modules(cfg.modules)
-        incarnation = self.clock.now_us()  # wall clock: grows from one life to the next (see the module docstring)
-        system = ActorSystem(node=self.node, observer=self._observe, clock=self.clock)
-        await system.__aenter__()
-        self.system = system
+        hosted = load_actor_types(cfg.modules)
+        self.actors = list(hosted)
         tcp = TcpTransport(self.node, cfg.bind, cluster=cfg.cluster, observer=self._observe)
         try:
             await tcp.start()
         except BaseException:
             await tcp.close()
-            await system.stop()
             raise
         for seed in cfg.seeds:
             tcp.add_peer(format_address(seed), seed)
         self.tcp = tcp
-        self.transport = AddressedTransport(tcp)
-        self.membership = MembershipService(
-            self.node,
-            incarnation,
-            cfg.seed_ids,
-            cfg.membership,
-            self.transport,
-            Wire(membership.FRAMES),
-            self._observe,
+        transport = self.transport = AddressedTransport(tcp)
+        # The system reads its clock for the incarnation as it starts (see the module docstring).
+        system = ActorSystem(
+            node=self.node,
+            cluster=cfg.cluster_options(),
+            transport=transport,
+            observer=self._observe,
+            clock=self.clock,
+            ask_timeout=cfg.ask_timeout,
+            write_timeout=cfg.write_timeout,
         )
+        try:
+            await system.__aenter__()
+        except BaseException:
+            await tcp.close()
+            raise
+        self.system = system
+        service = self.membership
+        assert service is not None  # the system runs in cluster mode
+        self.gateway = Gateway(
+            system,
+            transport.send,
+            hosted,
+            forget=transport.forget,
+            is_member=lambda node: any(m.node == node for m in service.members()),
+        )
+        transport.set_client_handler(self.gateway.handle)
         self.emit(
             {
                 "event": "ready",
                 "node": self.node,
                 "address": format_address(tcp.address),
                 "cluster": cfg.cluster,
-                "incarnation": incarnation,
+                "incarnation": service.incarnation,
                 "seeds": list(cfg.seed_ids),
                 "actors": list(self.actors),
             }
         )
 
     async def stop(self) -> None:
-        """Leave in order: tell every member, let those frames reach the sockets (bounded), then close. Idempotent."""
+        """Leave in order: the system stops (telling every member), then its frames reach the sockets (bounded). Idempotent."""
         if self._stopped:
             return
         self._stopped = True
@@ -341,9 +446,12 @@ class NodeProcess:
         if service is not None and transport is not None:
             # Frames queued for members given up on would only hold the flush back: drop them.
             for peer in transport.known:
-                if not service.serving(peer):
+                if not service.serving(peer) and any(m.node == peer for m in service.members()):
                     transport.forget(peer)
-            service.leave()
+        if self.system is not None:
+            await self.system.stop()  # leaves the membership first, then ends the activations
+        if transport is not None:
+            await asyncio.sleep(0)  # gateway calls failed by the stop answer their clients now
             await self._flush(transport, self.config.leave_timeout)
         await self._close()
         self.emit({"event": "stopped", "node": self.node, "orderly": True})
@@ -353,9 +461,9 @@ class NodeProcess:
         if self._stopped:
             return
         self._stopped = True
-        if self.membership is not None:
-            self.membership.close()
-        await self._close(crashed=True)
+        if self.system is not None:
+            await self.system.stop(crashed=True)
+        await self._close()
         self.emit({"event": "stopped", "node": self.node, "orderly": False})
 
     async def _flush(self, transport: AddressedTransport, timeout: float) -> None:
@@ -366,13 +474,13 @@ class NodeProcess:
         if transport.in_flight:
             log.info("%s: left with %d frames not yet written", self.node, transport.in_flight)
 
-    async def _close(self, *, crashed: bool = False) -> None:
-        if self.membership is not None:
-            self.membership.close()
+    async def _close(self) -> None:
+        if self.gateway is not None:
+            await self.gateway.close()
+        if self.transport is not None:
+            self.transport.set_client_handler(None)
         if self.tcp is not None:
             await self.tcp.close()
-        if self.system is not None:
-            await self.system.stop(crashed=crashed)
 
     async def __aenter__(self) -> NodeProcess:
         await self.start()
