@@ -25,6 +25,7 @@ from casty import (
     SchedulerNotStarted,
     ScheduleStateError,
     SchemaError,
+    Unavailable,
     actor,
 )
 from casty.clock import to_datetime
@@ -855,3 +856,52 @@ def test_cluster_interval_and_once_are_node_local_and_never_claimed(recorder: Re
     claims = (NodeScheduleClaimWon, NodeScheduleClaimLost, NodeScheduleClaimSkipped)
     assert [e for e in recorder.events if isinstance(e, claims)] == []
     assert not any(e.actor == schedule_fire.name for e in recorder.of(ActivationStarted))
+
+
+def test_cluster_cron_claim_that_fails_is_skipped_and_not_told(recorder: Recorder) -> None:
+    """A claim ask that fails (Unavailable: no owner took it) is recorded as claim_skipped with that reason; the tick is not told, the next is claimed again."""
+
+    async def main(clock: LoopClock) -> None:
+        async with ActorSystem(clock=clock, observer=recorder) as system:
+            asked: list[str] = []
+
+            async def unavailable(ref: EntityRef[Any], message: Any) -> Any:
+                asked.append(ref.key)
+                raise Unavailable("no owner took it")
+
+            system.ask = unavailable  # type: ignore[method-assign]
+            scheduler = started(system, cluster_mode=True)
+            await scheduler.schedule_cron(Tick("c"), system.ref(target, "unclaimed"), "0 * * * * ?", reference="r")
+            await asyncio.sleep(2 * 60 + 1)
+            assert asked == [claim_key("r", START_US + MINUTE), claim_key("r", START_US + 2 * MINUTE)]
+
+    run_virtual(main)
+    skipped = recorder.of(NodeScheduleClaimSkipped)
+    assert [(s.tick_us, s.reason) for s in skipped] == [
+        (START_US + n * MINUTE, "claim failed: Unavailable: no owner took it") for n in (1, 2)
+    ]
+    assert recorder.of(NodeScheduleFired) == [] and HANDLED["unclaimed"] == []
+
+
+def test_stopping_the_scheduler_drops_its_claims_in_flight(recorder: Recorder) -> None:
+    """A claim still waiting for its answer when the node stops is cancelled: the stop does not wait for it, and nothing is told."""
+
+    async def main(clock: LoopClock) -> float:
+        async with ActorSystem(clock=clock, observer=recorder) as system:
+            never: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+
+            async def hanging(ref: EntityRef[Any], message: Any) -> Any:
+                return await never
+
+            system.ask = hanging  # type: ignore[method-assign]
+            system.scheduler.cluster_mode = True  # the system's own scheduler, as a cluster node would have it
+            await system.schedule_cron(Tick("c"), system.ref(target, "pending"), "0 * * * * ?", reference="r")
+            await asyncio.sleep(61)
+            assert len(system.scheduler._claims) == 1
+            stopping = asyncio.get_running_loop().time()
+            await system.stop()
+            assert system.scheduler._claims == {}
+            return asyncio.get_running_loop().time() - stopping
+
+    assert run_virtual(main) == 0.0
+    assert recorder.of(NodeScheduleFired) == [] and recorder.of(NodeScheduleClaimWon) == []

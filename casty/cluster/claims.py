@@ -22,6 +22,13 @@ of the internal actor type :data:`schedule_fire`, named ``schedule-fire::<refere
   refused as expired by the same age test; only an owner whose clock is behind the
   deleting owner's by more than the remaining slack could accept it (see ``decide``).
 
+No node registers anything for this: the type is named ``casty.cluster.claims:schedule_fire``,
+every node imports this module with ``casty.scheduler``, and a node that receives a claim
+for a key it owns finds the type by name like any other.
+
+Nothing deletes a claim on delivery or on cancel (a claim is never withdrawn); only its TTL
+ends it, as an entry put with a TTL in GoAkt's cluster store expires.
+
 The TTL is the cron's period at that tick (the gap to its next fire time) clamped to
 [1 min, 24 h]: long enough that a skewed or slow node's claim still finds the record,
 short enough that records do not pile up.
