@@ -38,6 +38,9 @@ __all__ = [
     "NodeSchedulePaused",
     "NodeScheduleResumed",
     "NodeScheduleCancelled",
+    "NodeScheduleClaimWon",
+    "NodeScheduleClaimLost",
+    "NodeScheduleClaimSkipped",
     "LoggingObserver",
     "event_fields",
 ]
@@ -386,6 +389,51 @@ class NodeScheduleCancelled(Event):
     reason: str
 
 
+@dataclass(frozen=True, slots=True)
+class NodeScheduleClaimWon(Event):
+    """This node won the cluster-wide claim ``claim`` of a cron tick (confirmed by a quorum): it alone tells it."""
+
+    kind: ClassVar[str] = "node_schedule.claim_won"
+    reference: str
+    actor: str
+    key: str
+    schedule_kind: str
+    tick_us: int
+    now_us: int
+    claim: str
+    ttl_us: int
+
+
+@dataclass(frozen=True, slots=True)
+class NodeScheduleClaimLost(Event):
+    """Another node (``winner``) had claimed this cron tick first: this node does not tell it."""
+
+    kind: ClassVar[str] = "node_schedule.claim_lost"
+    reference: str
+    actor: str
+    key: str
+    schedule_kind: str
+    tick_us: int
+    now_us: int
+    claim: str
+    winner: str
+
+
+@dataclass(frozen=True, slots=True)
+class NodeScheduleClaimSkipped(Event):
+    """This node did not claim (or could not claim) a cron tick, so does not tell it: ``reason`` says why."""
+
+    kind: ClassVar[str] = "node_schedule.claim_skipped"
+    reference: str
+    actor: str
+    key: str
+    schedule_kind: str
+    tick_us: int
+    now_us: int
+    claim: str
+    reason: str
+
+
 # --------------------------------------------------------------------------------------------------
 # Cheaper construction. A frozen dataclass's __init__ sets each field through
 # ``object.__setattr__(self, name, value)``: a global lookup, an attribute lookup and a
@@ -419,7 +467,7 @@ for _cls in (
     ActivationStarted, ActivationEnded, ActivationFailed, WriteConfirmed, WriteFailed, ScheduleArmed, ScheduleFired,
     ScheduleCaughtUp, ScheduleCancelled, MessageDropped, DeadLetter, TimerFired, TimerCancelled,
     NodeScheduleRegistered, NodeScheduleFired, NodeScheduleTickLost, NodeScheduleCaughtUp, NodeSchedulePaused,
-    NodeScheduleResumed, NodeScheduleCancelled,
+    NodeScheduleResumed, NodeScheduleCancelled, NodeScheduleClaimWon, NodeScheduleClaimLost, NodeScheduleClaimSkipped,
 ):
     _fast_init(_cls)
 del _cls

@@ -24,12 +24,24 @@ Rules (seed: grain scheduling; GoAkt node schedules):
   one interval after it (a new grid), a cron at its next fire time after now.
   Cancelling stops future ticks; a tick already told is not recalled.
 
-Not here: recording a handler failure as a dead letter naming the target needs a hook
-inside the activation; the cluster claim per cron tick comes with the cluster.
+Cluster mode (``ActorSystem(cluster=...)``): interval and one-shot schedules stay
+node-local (registered on three nodes, each tick is told three times); a cron is read in
+UTC, needs a reference, and each of its ticks is *claimed* before it is told, so that it is
+delivered once across the cluster however many nodes registered it (see
+``casty.cluster.claims``): the tick's TTL is the cron's period at that tick clamped to
+[1 min, 24 h]; a tick already older than its TTL is skipped without a claim; otherwise the
+node asks the tick's claim key, whose owner answers first-writer-wins once the winner is
+confirmed by a quorum. The winner tells (``node_schedule.claim_won`` then ``fired``), the
+others record ``claim_lost`` naming it; a claim that cannot be made (no owner reachable,
+a timeout, refused as expired by the claim's owner) is ``claim_skipped`` with its reason,
+and that node does not tell. The trigger does not wait for the claim: the next tick is
+armed at once. A claim won before a cancel is still told (the tick was committed to); a
+node that stops drops its claims in flight. Cancel is local to the node, as for any kind.
 """
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone, tzinfo
@@ -38,6 +50,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 from . import observer as ev
 from .actor import ActorType
 from .clock import to_datetime, to_us
+from .cluster.claims import REFUSED, Claim, claim_key, claim_ttl_us, is_expired, schedule_fire
 from .cron import Cron
 from .errors import (
     InvalidCronExpression,
@@ -136,6 +149,7 @@ class NodeScheduler:
         self.cluster_mode = bool(cluster_mode)
         self._started = False
         self._entries: dict[str, _Entry] = {}  # registration order
+        self._claims: dict[asyncio.Task[None], None] = {}  # cron claims in flight (cluster mode), in start order
 
     # ================================================================== lifecycle ====
 
@@ -161,6 +175,10 @@ class NodeScheduler:
         self._entries.clear()
         for entry in entries:
             self._drop(entry, "stopped")
+        claims = list(self._claims)
+        self._claims.clear()
+        for task in claims:
+            task.cancel()  # a stopping node tells nothing more; its pending claim asks would only delay the stop
 
     def _check_started(self) -> None:
         if not self._started:
@@ -379,12 +397,10 @@ class NodeScheduler:
             self._arm(entry, now)  # the wall clock is behind the loop (stepped back): never fire early
             return
         next_us, skipped = self._following(entry, tick, now)
-        try:
-            system.tell(entry.target, entry.message, origin=f"node-schedule:{entry.reference}")
-        except Exception as exc:  # any failure before the message is queued loses this tick
-            system._emit_event(ev.NodeScheduleTickLost, *entry.names(), tick, now, next_us, f"{type(exc).__name__}: {exc}")
+        if entry.cron is not None and self.cluster_mode:
+            self._claim_tick(entry, tick, now, next_us)
         else:
-            system._emit_event(ev.NodeScheduleFired, *entry.names(), tick, now, next_us)
+            self._tell(entry, tick, now, next_us)
         if next_us is not None and skipped:
             system._emit_event(ev.NodeScheduleCaughtUp, *entry.names(), tick, now, next_us, skipped)
         if not entry.live:
@@ -394,6 +410,58 @@ class NodeScheduler:
             return
         entry.due_us = next_us
         self._arm(entry, now)
+
+    def _tell(self, entry: _Entry, tick: int, now: int, next_us: int | None) -> None:
+        """Tell the tick's message to the target; any failure before it is queued loses the tick (reported)."""
+        system = self._system
+        try:
+            system.tell(entry.target, entry.message, origin=f"node-schedule:{entry.reference}")
+        except Exception as exc:  # any failure before the message is queued loses this tick
+            system._emit_event(ev.NodeScheduleTickLost, *entry.names(), tick, now, next_us, f"{type(exc).__name__}: {exc}")
+        else:
+            system._emit_event(ev.NodeScheduleFired, *entry.names(), tick, now, next_us)
+
+    # ================================================================== cluster claims
+
+    def _claim_tick(self, entry: _Entry, tick: int, now: int, next_us: int | None) -> None:
+        """Cluster mode, a cron tick: skip it if older than its TTL, else claim it in the background."""
+        assert entry.cron is not None
+        key = claim_key(entry.reference, tick)
+        nominal = entry.cron.next_after(to_datetime(tick))
+        ttl = claim_ttl_us(to_us(nominal) - tick if nominal is not None else None)
+        if is_expired(tick, ttl, now):
+            reason = f"the tick is {(now - tick) / 1e6:g} s old, older than its claim TTL of {ttl / 1e6:g} s"
+            self._system._emit_event(ev.NodeScheduleClaimSkipped, *entry.names(), tick, now, key, reason)
+            return
+        task = self._system.loop.create_task(self._claim(entry, tick, next_us, key, ttl), name=f"claim:{key}")
+        self._claims[task] = None
+        task.add_done_callback(self._claim_done)
+
+    def _claim_done(self, task: asyncio.Task[None]) -> None:
+        self._claims.pop(task, None)
+        if not task.cancelled() and task.exception() is not None:
+            self._system._emit_event(
+                ev.MessageDropped, "node-schedule", task.get_name(), "claim", f"claim task failed: {task.exception()!r}"
+            )
+
+    async def _claim(self, entry: _Entry, tick: int, next_us: int | None, key: str, ttl: int) -> None:
+        """Ask the tick's claim key; tell only if this node is the confirmed winner."""
+        system = self._system
+        try:
+            answer = await system.ask(system.ref(schedule_fire, key), Claim(system.node, tick, ttl))
+        except Exception as exc:  # no owner, a timeout, a fenced owner: this node does not know it won, so it does not tell
+            reason = f"claim failed: {type(exc).__name__}: {exc}"
+            system._emit_event(ev.NodeScheduleClaimSkipped, *entry.names(), tick, system.clock.now_us(), key, reason)
+            return
+        now = system.clock.now_us()
+        if answer == REFUSED:
+            reason = "refused by the claim's owner: the tick is older than its claim TTL on the owner's clock"
+            system._emit_event(ev.NodeScheduleClaimSkipped, *entry.names(), tick, now, key, reason)
+        elif answer != system.node:
+            system._emit_event(ev.NodeScheduleClaimLost, *entry.names(), tick, now, key, answer)
+        else:
+            system._emit_event(ev.NodeScheduleClaimWon, *entry.names(), tick, now, key, ttl)
+            self._tell(entry, tick, now, next_us)
 
     @staticmethod
     def _following(entry: _Entry, tick: int, now: int) -> tuple[int | None, int]:

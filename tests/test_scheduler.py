@@ -25,14 +25,19 @@ from casty import (
     SchedulerNotStarted,
     ScheduleStateError,
     SchemaError,
+    Unavailable,
     actor,
 )
 from casty.clock import to_datetime
+from casty.cluster.claims import Claim, claim_key, schedule_fire
 from casty.observer import (
     ActivationEnded,
     ActivationStarted,
     NodeScheduleCancelled,
     NodeScheduleCaughtUp,
+    NodeScheduleClaimLost,
+    NodeScheduleClaimSkipped,
+    NodeScheduleClaimWon,
     NodeScheduleFired,
     NodeSchedulePaused,
     NodeScheduleRegistered,
@@ -754,3 +759,149 @@ def test_actor_system_offers_node_schedules_and_drops_them_on_stop() -> None:
 
     run_virtual(main)
     assert [label for label, _ in HANDLED["via-system"]] == ["t", "t", "t"]
+
+
+# --- cluster mode: a claim per cron tick ------------------------------------------------
+
+
+def test_cluster_cron_claims_each_tick_and_tells_only_when_won(recorder: Recorder) -> None:
+    """Cluster mode, every minute: each tick is claimed under schedule-fire::<reference>@<tick>, won, then told once."""
+
+    async def main(clock: LoopClock) -> None:
+        async with ActorSystem(clock=clock, observer=recorder) as system:
+            scheduler = started(system, cluster_mode=True)
+            await scheduler.schedule_cron(Tick("c"), system.ref(target, "claimed"), "0 * * * * ?", reference="every-minute")
+            await asyncio.sleep(3 * 60 + 1)
+
+    run_virtual(main)
+    ticks = [START_US + n * MINUTE for n in (1, 2, 3)]
+    won = recorder.of(NodeScheduleClaimWon)
+    assert [(w.tick_us, w.claim, w.ttl_us) for w in won] == [(t, claim_key("every-minute", t), MINUTE) for t in ticks]
+    assert [f.tick_us for f in recorder.of(NodeScheduleFired)] == ticks
+    assert [label for label, _ in HANDLED["claimed"]] == ["c", "c", "c"]
+    assert recorder.of(NodeScheduleClaimLost) == [] and recorder.of(NodeScheduleClaimSkipped) == []
+    kinds = [type(e) for e in recorder.events if isinstance(e, (NodeScheduleClaimWon, NodeScheduleFired))]
+    assert kinds == [NodeScheduleClaimWon, NodeScheduleFired] * 3  # the claim is confirmed before the tell
+
+
+def test_cluster_cron_tick_claimed_by_another_node_is_not_told(recorder: Recorder) -> None:
+    """A tick whose claim key already names another node is lost here (claim_lost naming it) and not told; the next tick is won."""
+
+    async def main(clock: LoopClock) -> None:
+        async with ActorSystem(clock=clock, observer=recorder) as system:
+            first = START_US + MINUTE
+            taken = await system.ref(schedule_fire, claim_key("r", first)).ask(Claim("elsewhere", first, MINUTE))
+            assert taken == "elsewhere"
+            scheduler = started(system, cluster_mode=True)
+            await scheduler.schedule_cron(Tick("c"), system.ref(target, "contested"), "0 * * * * ?", reference="r")
+            await asyncio.sleep(2 * 60 + 1)
+
+    run_virtual(main)
+    (lost,) = recorder.of(NodeScheduleClaimLost)
+    assert (lost.tick_us, lost.winner, lost.claim) == (START_US + MINUTE, "elsewhere", claim_key("r", START_US + MINUTE))
+    assert [w.tick_us for w in recorder.of(NodeScheduleClaimWon)] == [START_US + 2 * MINUTE]
+    assert handled_at("contested") == [START_US + 2 * MINUTE]
+
+
+def test_cluster_cron_tick_older_than_its_ttl_is_skipped_without_a_claim(recorder: Recorder) -> None:
+    """The wall clock jumps 5 min ahead before a minute tick fires: that tick is older than its 1 min TTL, skipped with the reason, never claimed; the next tick is claimed and told."""
+
+    async def main(clock: LoopClock) -> None:
+        async with ActorSystem(clock=clock, observer=recorder) as system:
+            scheduler = started(system, cluster_mode=True)
+            await scheduler.schedule_cron(Tick("c"), system.ref(target, "late"), "0 * * * * ?", reference="r")
+            await asyncio.sleep(30)
+            clock.step(timedelta(minutes=5))  # wall 05:30 while the 01:00 tick is still armed
+            await asyncio.sleep(31 + 60)
+
+    run_virtual(main)
+    (skipped,) = recorder.of(NodeScheduleClaimSkipped)
+    assert skipped.tick_us == START_US + MINUTE
+    assert skipped.now_us == START_US + MINUTE + 5 * MINUTE
+    assert skipped.reason == "the tick is 300 s old, older than its claim TTL of 60 s"
+    assert not any(e.key == claim_key("r", START_US + MINUTE) for e in recorder.of(ActivationStarted))  # never asked
+    (won,) = recorder.of(NodeScheduleClaimWon)
+    assert won.tick_us == START_US + 7 * MINUTE  # the 05:00 .. 06:00 ticks were caught up (skipped), 07:00 is next
+    assert handled_at("late") == [START_US + 7 * MINUTE]
+
+
+def test_cluster_cron_ttl_follows_the_period_at_each_tick(recorder: Recorder) -> None:
+    """A cron at minute 0 and 10 of each hour: the 00:10 tick's TTL is 50 min (to 01:00), the 01:00 tick's 10 min."""
+
+    async def main(clock: LoopClock) -> None:
+        async with ActorSystem(clock=clock, observer=recorder) as system:
+            scheduler = started(system, cluster_mode=True)
+            await scheduler.schedule_cron(Tick("c"), system.ref(target, "uneven"), "0 0,10 * * * ?", reference="r")
+            await asyncio.sleep(HOUR / SECOND + 1)
+
+    run_virtual(main)
+    assert [(w.tick_us - START_US, w.ttl_us) for w in recorder.of(NodeScheduleClaimWon)] == [
+        (10 * MINUTE, 50 * MINUTE),
+        (HOUR, 10 * MINUTE),
+    ]
+
+
+def test_cluster_interval_and_once_are_node_local_and_never_claimed(recorder: Recorder) -> None:
+    """In cluster mode an interval and a one-shot are told straight away: no claim event, no claim key."""
+
+    async def main(clock: LoopClock) -> None:
+        async with ActorSystem(clock=clock, observer=recorder) as system:
+            scheduler = started(system, cluster_mode=True)
+            await scheduler.schedule(Tick("i"), system.ref(target, "local"), timedelta(seconds=10), reference="i")
+            await scheduler.schedule_once(Tick("o"), system.ref(target, "local"), timedelta(seconds=15), reference="o")
+            await asyncio.sleep(31)
+
+    run_virtual(main)
+    assert [label for label, _ in HANDLED["local"]] == ["i", "o", "i", "i"]
+    claims = (NodeScheduleClaimWon, NodeScheduleClaimLost, NodeScheduleClaimSkipped)
+    assert [e for e in recorder.events if isinstance(e, claims)] == []
+    assert not any(e.actor == schedule_fire.name for e in recorder.of(ActivationStarted))
+
+
+def test_cluster_cron_claim_that_fails_is_skipped_and_not_told(recorder: Recorder) -> None:
+    """A claim ask that fails (Unavailable: no owner took it) is recorded as claim_skipped with that reason; the tick is not told, the next is claimed again."""
+
+    async def main(clock: LoopClock) -> None:
+        async with ActorSystem(clock=clock, observer=recorder) as system:
+            asked: list[str] = []
+
+            async def unavailable(ref: EntityRef[Any], message: Any) -> Any:
+                asked.append(ref.key)
+                raise Unavailable("no owner took it")
+
+            system.ask = unavailable  # type: ignore[method-assign]
+            scheduler = started(system, cluster_mode=True)
+            await scheduler.schedule_cron(Tick("c"), system.ref(target, "unclaimed"), "0 * * * * ?", reference="r")
+            await asyncio.sleep(2 * 60 + 1)
+            assert asked == [claim_key("r", START_US + MINUTE), claim_key("r", START_US + 2 * MINUTE)]
+
+    run_virtual(main)
+    skipped = recorder.of(NodeScheduleClaimSkipped)
+    assert [(s.tick_us, s.reason) for s in skipped] == [
+        (START_US + n * MINUTE, "claim failed: Unavailable: no owner took it") for n in (1, 2)
+    ]
+    assert recorder.of(NodeScheduleFired) == [] and HANDLED["unclaimed"] == []
+
+
+def test_stopping_the_scheduler_drops_its_claims_in_flight(recorder: Recorder) -> None:
+    """A claim still waiting for its answer when the node stops is cancelled: the stop does not wait for it, and nothing is told."""
+
+    async def main(clock: LoopClock) -> float:
+        async with ActorSystem(clock=clock, observer=recorder) as system:
+            never: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+
+            async def hanging(ref: EntityRef[Any], message: Any) -> Any:
+                return await never
+
+            system.ask = hanging  # type: ignore[method-assign]
+            system.scheduler.cluster_mode = True  # the system's own scheduler, as a cluster node would have it
+            await system.schedule_cron(Tick("c"), system.ref(target, "pending"), "0 * * * * ?", reference="r")
+            await asyncio.sleep(61)
+            assert len(system.scheduler._claims) == 1
+            stopping = asyncio.get_running_loop().time()
+            await system.stop()
+            assert system.scheduler._claims == {}
+            return asyncio.get_running_loop().time() - stopping
+
+    assert run_virtual(main) == 0.0
+    assert recorder.of(NodeScheduleFired) == [] and recorder.of(NodeScheduleClaimWon) == []
