@@ -9,7 +9,7 @@ node sweeps its replica store: keys marked ``@active`` that it now owns and does
 activated (a crashed owner's scheduled keys resume without a message).
 
 Handoff: the node's replica joins the protocol (``ReplicationService.join``) once it has
-heard from a peer, or after ``Cluster.rejoin_grace`` when a peer spoke of a previous life of
+heard from a peer (at once for a node with no other seed), or after ``Cluster.rejoin_grace`` when a peer spoke of a previous life of
 this node (or nobody answered); then, and at every ring change, it pulls the other nodes'
 replicas (``casty.cluster.handoff``), answering blank for keys it is not yet ready for.
 Each sync round that ends sweeps again, so the ``@active`` keys a restarted node pulled
@@ -174,7 +174,9 @@ class ClusterNode:
             replication.ring_changed(self._peers())
             return
         core = self.membership.core
-        heard = any(member.node != self.system.node for member in core.members())
+        # A node with no other seed founds the cluster: nobody can tell it of a previous life,
+        # so it opens at once (give every node another seed for the grace to protect it).
+        heard = not core.seeds or any(member.node != self.system.node for member in core.members())
         if (heard and core.previous_life is None) or self.system.loop.time() >= self._started_at + self._grace:
             replication.join(self._peers())
 
