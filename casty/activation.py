@@ -350,7 +350,7 @@ class Activation:
         return limit if limit > 0 else 5.0
 
     async def _acquire_replicated(self) -> bool:
-        from .cluster.replication import Acquired
+        from .cluster.replication import Acquired, Stamp
 
         """Win an owner epoch over the key's replicas; adopt the newest state they hold, written back with ``@active``.
 
@@ -366,10 +366,24 @@ class Activation:
         initial = codec.encode_value(self.state_value, "initial state", of=self.type.name)
 
         had_state = [False]  # set by the write-back: whether the newest state found has a state page
+        from_store = [False]  # set by the write-back: the replicas held nothing, the store's pages came back
 
-        def write_back(_found: object, pages: Mapping[str, bytes]) -> dict[str, bytes | None]:
+        # A durable type keeps a copy in the node's store: when no replica holds anything of
+        # the key (never written, or every replica lost it), the store's pages come back.
+        stored_version, stored_pages = 0, {}
+        if self._store is not None:
+            stored = await self._store.load(self.type.name, self.key)
+            if stored is not None:
+                stored_version, stored_pages = stored[0], codec.decode_pages(stored[1])
+
+        def write_back(found: Stamp, pages: Mapping[str, bytes]) -> dict[str, bytes | None]:
+            updates: dict[str, bytes | None] = {}
+            if found.version == 0 and stored_pages:
+                updates.update(stored_pages)
+                pages = stored_pages
+                from_store[0] = True
             had_state[0] = STATE_PAGE in pages
-            updates: dict[str, bytes | None] = {ACTIVE_PAGE: active}
+            updates[ACTIVE_PAGE] = active
             if STATE_PAGE not in pages:
                 updates[STATE_PAGE] = initial
             return updates
@@ -379,7 +393,8 @@ class Activation:
         replicas = cluster.replicas_of(self.type.name, self.key, self.type.replicas)
         acquiring = slot.acquiring = self._loop.create_future()
         slot.perform(slot.owner.acquire(
-            slot.now(), replicas, self.type.write, updates=write_back, after=service.round_hint(self.entity)
+            slot.now(), replicas, self.type.write, updates=write_back, after=service.round_hint(self.entity),
+            floor=stored_version,
         ))
         acquired: Acquired = await acquiring
         slot.acquiring = None
@@ -390,7 +405,7 @@ class Activation:
         records.versions[self.entity] = acquired.version
         system._emit_event(
             ev.EpochAcquired, self.type.name, self.key, acquired.epoch.round, acquired.epoch.node, acquired.version,
-            acquired.found.version,
+            stored_version if from_store[0] else acquired.found.version,
         )
         behavior_page = pages.get(BEHAVIOR_PAGE)
         if behavior_page is not None:
@@ -485,7 +500,8 @@ class Activation:
             raise Unavailable(f"{self.type.name}[{self.key!r}]: {operation}: the key's owner epoch is not held")
         version, outputs = slot.owner.write(slot.now(), updates)
         future: asyncio.Future[None] = self._loop.create_future()
-        slot.writes[version] = (future, slot.owner.pages)
+        pages = slot.owner.pages  # this write's whole page set (each write builds a new dict)
+        slot.writes[version] = (future, pages)
         slot.perform(outputs)
         try:
             await future
@@ -495,8 +511,30 @@ class Activation:
         except Unavailable:
             self.system._emit_event(ev.WriteFailed, self.type.name, self.key, shown, operation, "unavailable")
             raise
+        if self._store is not None:
+            await self._store_replicated(pages, version, shown, operation)
         self.system._emit_event(ev.WriteConfirmed, self.type.name, self.key, shown, version, tuple(updates))
         return version
+
+    async def _store_replicated(self, pages: Mapping[str, bytes], version: int, lease: int | None, operation: str) -> None:
+        """A durable type's copy of a quorum-confirmed write: saved before the write counts (``durable="write"``), or flushed later.
+
+        Only confirmed writes reach the store, under the replicated version, so a store's
+        greatest version is the newest state some owner confirmed.
+        """
+        if self._durable != "write":
+            self._schedule_flush()
+            return
+        limit = self._write_timeout()
+        try:
+            async with asyncio.timeout(limit):
+                await self._persist(pages, version)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            self.system._emit_event(ev.WriteFailed, self.type.name, self.key, lease, operation, "unavailable")
+            why = f"no answer within write_timeout = {limit:g} s" if isinstance(exc, TimeoutError) else repr(exc)
+            raise Unavailable(f"{self.type.name}[{self.key!r}]: {operation} confirmed by the replicas but not by the store: {why}") from exc
 
     def _abandon(self, error: BaseException) -> None:
         """Activation itself failed: fail what waits, leave the table; the next message tries again."""

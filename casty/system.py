@@ -147,8 +147,8 @@ class ActorSystem:
             from .cluster.runtime import ClusterNode
 
             self._cluster = ClusterNode(self, self.cluster)
-        if self.store is not None:
-            await self._resume_active_keys()
+        if self.store is not None and self._cluster is None:
+            await self._resume_active_keys()  # in a cluster, the owner of each key resumes it (ClusterNode)
         return self
 
     async def __aexit__(

@@ -56,7 +56,7 @@ class NodeSpec:
     """How a node is built; kept so that ``restart`` builds the same node again."""
 
     name: str
-    store: str | None = "memory"  # "memory", "sqlite" (in-memory SQLite), a file path, or None
+    store: str | Store | None = "memory"  # "memory", "sqlite" (in-memory SQLite), a file path, None, or a Store object
     fsync: bool = True
     system: dict[str, Any] = field(default_factory=dict)
 
@@ -216,12 +216,16 @@ class World:
         offset: timedelta = timedelta(0),
         drift_ppm: float = 0.0,
         clock_noise_us: int = 0,
-        store: str | None = "memory",
+        store: str | Store | None = "memory",
         fsync: bool = True,
         start: bool = True,
         **system: Any,
     ) -> SimNode:
         """Add a node (and start it): its wall clock off by ``offset``, its disk a ``store``, ActorSystem options.
+
+        ``store``: ``"memory"`` (a ``MemoryStore``), ``"sqlite"`` (in-memory SQLite), a file
+        path, None (no disk), or a ``Store`` object (a database: give the same one to several
+        nodes for a store they share, as durable actors of a cluster would use).
 
         ``cluster=Cluster(seeds=[...])`` makes the node a cluster member: its transport is its
         endpoint on the simulated network, and seeds are node names.
@@ -362,9 +366,11 @@ class World:
         return f"<World seed={self.seed} t={self.now:g}s nodes={list(self.nodes)}>"
 
 
-def _make_store(kind: str | None) -> Store | None:
+def _make_store(kind: str | Store | None) -> Store | None:
     if kind is None:
         return None
+    if not isinstance(kind, str):
+        return kind  # a store object: a database the caller may give to several nodes
     if kind == "memory":
         return MemoryStore()
     if kind == "sqlite":

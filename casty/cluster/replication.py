@@ -481,7 +481,7 @@ class KeyOwner:
         "entity", "node", "write_timeout", "acquire_timeout", "resend_every",
         "phase", "epoch", "version", "pages", "replicas", "level", "newer",
         "_read_quorum", "_write_quorum", "_round_seen", "_deadline", "_updates",
-        "_promises", "_blank", "_found", "_found_deleted", "_acked", "_pending", "_resend_at",
+        "_promises", "_blank", "_floor", "_found", "_found_deleted", "_acked", "_pending", "_resend_at",
     )
 
     def __init__(
@@ -516,6 +516,7 @@ class KeyOwner:
         self._updates: WriteBackUpdates = {}
         self._promises: dict[str, Promise] = {}  # ready replicas' promises: they make the read quorum
         self._blank: dict[str, Promise] = {}  # not-ready replicas' promises: their pages count, not their number
+        self._floor = 0  # the write-back's version is above this (a durable store's version)
         self._found = ZERO_STAMP
         self._found_deleted = False
         self._acked: dict[str, int] = {}  # replica -> greatest version it acked under self.epoch
@@ -532,12 +533,15 @@ class KeyOwner:
         *,
         updates: WriteBackUpdates | None = None,
         after: Epoch = ZERO_EPOCH,
+        floor: int = 0,
     ) -> list[Output]:
         """Start acquiring under a fresh epoch: Prepare to every replica, arm the acquire timeout.
 
         ``updates`` are applied to the pages found before they are written back (the
         ``@active`` page, an initial state...); ``after`` is an epoch known to exist (the
-        local replica's promise, a ``Lost.newer``) that the new round must exceed.
+        local replica's promise, a ``Lost.newer``) that the new round must exceed; ``floor``
+        a version the write-back must exceed (a durable store's, whose pages the updates
+        may bring back when every replica lost the key), so versions keep growing.
         """
         if self.phase not in ("idle", "lost"):
             raise RuntimeError(f"{self.entity}: acquire while {self.phase}")
@@ -553,6 +557,7 @@ class KeyOwner:
         self.phase = "preparing"
         self.newer = None
         self._updates = {} if updates is None else updates
+        self._floor = floor
         self._promises = {}
         self._blank = {}
         self._acked = {}
@@ -655,7 +660,7 @@ class KeyOwner:
         self._found_deleted = best.stamp.version > 0 and not best.pages
         updates = self._updates(best.stamp, best.pages) if callable(self._updates) else self._updates
         self.pages = _apply(best.pages, updates)
-        self.version = best.stamp.version + 1
+        self.version = max(best.stamp.version, self._floor) + 1
         self.phase = "writing_back"
         self._promises = {}
         self._blank = {}

@@ -162,6 +162,34 @@ class ClusterNode:
             return
         self.system._emit_event(ev.HandoffEnded, event.round, event.peers, event.synced, len(self.replication.store.entities()))
         self._membership_changed()  # keys pulled back with @active may be ours to resume
+        if self.system.store is not None:
+            self.system._track(self.system.loop.create_task(self._sweep_store()))
+
+    async def _sweep_store(self) -> None:
+        """Activate the keys the node's durable store marks ``@active`` that this node owns and does not run.
+
+        This is how a durable key that every replica lost (all of them restarted) resumes, with
+        its schedules, on its owner; the activation adopts the store's pages only if no replica
+        holds anything of the key (see ``Activation._acquire_replicated``).
+        """
+        system = self.system
+        store = system.store
+        assert store is not None
+        for actor_name, key in sorted(await store.keys()):
+            if not system.running or not self.membership.has_quorum():
+                return
+            if (actor_name, key) in system._activations:
+                continue
+            try:
+                stored = await store.load(actor_name, key)
+                if stored is None or ACTIVE_PAGE not in system.codec.decode_pages(stored[1]):
+                    continue
+                if self.owner_of(actor_name, key) != system.node or (actor_name, key) in system._activations:
+                    continue
+                actor = system._type_hosted(actor_name)
+                system._activation_for(actor, key, actor.initial)
+            except Exception as exc:
+                system._emit_event(ev.ActivationFailed, actor_name, key, 0, f"not resumed from the store: {exc!r}", None, 0.0)
 
     def _peers(self) -> tuple[str, ...]:
         node = self.system.node

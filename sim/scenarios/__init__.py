@@ -89,3 +89,4 @@ def _load() -> None:
     from . import single  # noqa: F401
     from . import node_schedules  # noqa: F401
     from . import cluster  # noqa: F401
+    from . import replicas_lost  # noqa: F401
