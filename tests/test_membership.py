@@ -368,6 +368,36 @@ def test_restart_with_higher_incarnation_replaces_old_record() -> None:
     assert net.view("n3") == all_alive(net, ["n1", "n2", "n3"])
 
 
+def test_a_restarted_node_learns_it_had_a_previous_life() -> None:
+    """Whether its hello reaches a peer first or a peer's heartbeat reaches it first, a restarted node learns its previous incarnation; a first start and a refutation do not count."""
+    net = cluster(3)
+    net.run(10.5)
+    assert all(net.cores[n].previous_life is None for n in ("n1", "n2", "n3"))
+    net.crash("n3")
+    net.run(12.0)
+    net.add("n3", incarnation=5)
+    net.run(14.0)
+    assert net.cores["n3"].previous_life == 0
+    # a peer that already replaced the record tells it in Heartbeat.previous
+    peer = Membership("p", 0, ["q"], CONFIG)
+    peer.start(0.0)
+    peer.receive("q", Heartbeat("q", 3, 1, ()), 0.1)
+    peer.receive("q", Heartbeat("q", 7, 1, ()), 0.2)  # q restarted
+    hello = peer._heartbeat_for("q")
+    assert hello.previous == 3
+    fresh = Membership("q", 7, ["p"], CONFIG)
+    fresh.start(0.0)
+    fresh.receive("p", wire(hello), 0.3)
+    assert fresh.previous_life == 3
+    # a refutation raises the incarnation within one life: not a previous life
+    own = Membership("r", 4, ["p"], CONFIG)
+    own.start(0.0)
+    own.receive("p", Heartbeat("p", 1, 1, (("r", 4, "suspect", 9),)), 0.1)
+    assert own.incarnation == 5
+    own.receive("p", Heartbeat("p", 1, 2, (), previous=4), 0.2)
+    assert own.previous_life is None
+
+
 def test_restart_with_the_same_incarnation_bumps_it() -> None:
     """A restart that reuses its old incarnation sees its previous life in the gossip and moves past it."""
     net = cluster(3)

@@ -143,6 +143,7 @@ class Heartbeat:
     seq: int
     digest: tuple[DigestEntry, ...]
     answer: bool = False
+    previous: int | None = None  # the latest earlier incarnation of the receiver that the sender knew
 
 
 @dataclass(frozen=True, slots=True)
@@ -191,9 +192,13 @@ class Membership:
         # A founder (no other seed) is a cluster by itself; anyone else waits to hear from a peer.
         self._joined = not self.seeds
         self._check_at: float | None = None
-        # The greatest incarnation of an earlier life of this node that a peer still spoke of
-        # (None: nobody did). Such a life may have given promises this one cannot know.
+        # The greatest incarnation of an earlier life of this node that a peer spoke of (None:
+        # nobody did). Such a life may have given promises this one cannot know. Peers tell it
+        # in two ways, so that it cannot slip through: a digest entry about an older
+        # incarnation of us, or ``Heartbeat.previous`` once they have replaced that record.
         self.previous_life: int | None = None
+        self._born = incarnation  # this life's first incarnation (refutations raise it later)
+        self._prior: dict[str, int] = {}  # per node, the incarnation its record had before a restart replaced it
 
     # --- queries -----------------------------------------------------------------------
 
@@ -294,6 +299,7 @@ class Membership:
             before = self._records.get(src)
             unknown = before is None or before.status == "removed"
             incarnation = self.incarnation
+            self._saw_previous_life(frame.previous)
             self._merge((src, frame.incarnation, "alive", frame.seq), now, events)
             for entry in frame.digest:
                 self._merge(entry, now, events)
@@ -361,6 +367,8 @@ class Membership:
         record = self._records.get(node)
         if record is None or (record.status == "removed" and incarnation > record.incarnation):
             if status != "removed":
+                if record is not None:
+                    self._prior[node] = record.incarnation
                 self._records[node] = _Record(incarnation, status, seq, now, now, seq)
                 events.append(MemberChanged(node, incarnation, status))
             return
@@ -369,6 +377,7 @@ class Membership:
         if incarnation > record.incarnation:
             if status == "removed":
                 return
+            self._prior[node] = record.incarnation
             record.incarnation, record.status = incarnation, status
             record.seq, record.last_heard, record.since, record.verdict = seq, now, now, seq
             events.append(MemberChanged(node, incarnation, status))
@@ -386,14 +395,17 @@ class Membership:
         if self._left:
             return
         me = self._records[self.node]
-        if incarnation < me.incarnation and (self.previous_life is None or incarnation > self.previous_life):
-            self.previous_life = incarnation
+        self._saw_previous_life(incarnation)
         stale = incarnation < me.incarnation or (incarnation == me.incarnation and seq <= me.seq and status == "alive")
         if stale:
             return
         me.incarnation = max(incarnation, me.incarnation) + 1
         me.since = now
         events.append(MemberChanged(self.node, me.incarnation, "alive"))
+
+    def _saw_previous_life(self, incarnation: int | None) -> None:
+        if incarnation is not None and incarnation < self._born and (self.previous_life is None or incarnation > self.previous_life):
+            self.previous_life = incarnation
 
     def _check(self, now: float, events: list[MemberChanged]) -> None:
         """Apply every failure-detection deadline that has passed."""
@@ -473,7 +485,7 @@ class Membership:
         tomb = self._records.get(to)
         if tomb is not None and tomb.status == "removed":
             entries = (*entries, (to, tomb.incarnation, "removed", tomb.seq))
-        return Heartbeat(self.node, me.incarnation, me.seq, entries, answer)
+        return Heartbeat(self.node, me.incarnation, me.seq, entries, answer, self._prior.get(to))
 
     def _broadcast(self) -> list[Send]:
         digest = self._digest()
