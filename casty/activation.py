@@ -570,8 +570,8 @@ class Activation:
             if self._store is not None:
                 self._schedule_flush()
 
-    def stop(self, reason: str) -> None:
-        """End at once (the node is leaving or crashing): no writes, ``@active`` stays for recovery."""
+    def stop(self, reason: str, why: str = "the actor system stopped") -> None:
+        """End at once (the node is leaving or crashing, or the key moved): no writes, ``@active`` stays for recovery."""
         if self._closed:
             return
         self._closed = True
@@ -582,7 +582,7 @@ class Activation:
         if self._in_body:
             self.system._emit_event(ev.ActivationEnded, self.type.name, self.key, self.lease, reason)
         self._close_replica()
-        error = Unavailable(f"{self.type.name}[{self.key!r}]: the actor system stopped")
+        error = Unavailable(f"{self.type.name}[{self.key!r}]: {why}")
         if self._current is not None:
             self._fail_ask(self._current, error)
         while self._mailbox:

@@ -214,6 +214,26 @@ class ClusterNode:
             self._sweep_armed = True
             self.system.loop.call_soon(self._sweep)
 
+    def _end_moved_activations(self) -> None:
+        """End the activations of keys that another node now owns, as this node's quorum view says.
+
+        No write: ``@active`` stays on the replicas, so the new owner resumes the key (its
+        acquisition would fence this one anyway; ending now stops its timers and schedules at
+        once). Its queued asks fail with ``Unavailable``; a tell queued here is lost, as at
+        most once allows. A node without a quorum names no owner and ends nothing: it is
+        fenced at its next write instead.
+        """
+        system = self.system
+        node = system.node
+        for activation in list(system._activations.values()):
+            try:
+                owner = self.owner_of(activation.type.name, activation.key)
+            except Exception:
+                continue
+            if owner is not None and owner != node:
+                activation.stop("handoff", f"the key moved to {owner}")
+                system._forget(activation)
+
     def _sweep(self) -> None:
         """Open or re-sync the replica, then activate every key it holds with ``@active`` that this node now owns and does not run.
 
@@ -225,6 +245,7 @@ class ClusterNode:
         if self.replication.closed:
             return
         self._open_or_resync()
+        self._end_moved_activations()
         system = self.system
         if not system.running or not self.membership.has_quorum():
             return
