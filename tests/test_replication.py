@@ -926,3 +926,238 @@ def test_no_confirmed_write_is_lost_under_random_faults(schedule: dict[str, Any]
     for c in confirmed:
         by_epoch.setdefault(c.epoch, []).append(c.version)
     assert all(versions == sorted(set(versions)) for versions in by_epoch.values())
+
+
+# ================================================================ readiness ======
+# A replica that came back with no memory, or is new to a key's replica set, is not *ready*
+# for the key until it pulled the other replicas' copies (casty.cluster.handoff). Until then
+# it promises blank and accepts only writes of the epoch it blank-promised.
+
+
+class Readiness:
+    """The ``ready`` predicate of a ReplicaStore, switched per key by the test."""
+
+    def __init__(self, *ready: tuple[str, str]) -> None:
+        self.keys = set(ready)
+
+    def __call__(self, entity: tuple[str, str]) -> bool:
+        return entity in self.keys
+
+
+def not_ready(promised: Epoch = ZERO_EPOCH, stamp: Stamp = ZERO_STAMP, pages: dict[str, bytes] | None = None) -> tuple[ReplicaStore, Readiness]:
+    """A store not ready for ENTITY, holding ``pages`` under ``stamp`` with ``promised`` (as an import would leave it)."""
+    ready = Readiness()
+    store = ReplicaStore(ready=ready)
+    if promised != ZERO_EPOCH or pages:
+        store.import_(Snapshot(ENTITY, promised, stamp, pages or {}))
+    return store, ready
+
+
+def test_a_store_without_a_readiness_predicate_is_always_ready() -> None:
+    """ReplicaStore() (no ready=) counts for every key: its promises are never blank."""
+    store = ReplicaStore()
+    assert store.is_ready(ENTITY) and store.is_ready(("other", "key"))
+    promise = store.on_prepare(Prepare(ENTITY, Epoch(1, "o")))
+    assert isinstance(promise, Promise) and not promise.blank
+
+
+def test_a_store_that_is_not_ready_promises_blank_with_what_it_holds() -> None:
+    """Not ready: the Prepare is promised (the promise rises) but blank, carrying the stamp and pages it does hold."""
+    held_stamp = Stamp(Epoch(2, "x"), 5)
+    store, _ready = not_ready(Epoch(2, "x"), held_stamp, {"s": b"imported"})
+    epoch = Epoch(3, "o")
+    assert store.on_prepare(Prepare(ENTITY, epoch)) == Promise(ENTITY, epoch, held_stamp, {"s": b"imported"}, blank=True)
+    assert store.promised(ENTITY) == epoch
+
+
+def test_a_store_that_is_not_ready_still_refuses_an_older_prepare() -> None:
+    """Not ready: a Prepare below its promise is a Nack naming the promise (it did promise that, in this life)."""
+    store, _ready = not_ready()
+    store.on_prepare(Prepare(ENTITY, Epoch(5, "o")))
+    assert store.on_prepare(Prepare(ENTITY, Epoch(4, "p"))) == Nack(ENTITY, Epoch(4, "p"), None, Epoch(5, "o"))
+
+
+def test_readiness_is_per_key() -> None:
+    """A store ready for one key promises it normally and another blank."""
+    other = ("tests:counter", "bob")
+    ready = Readiness(other)
+    store = ReplicaStore(ready=ready)
+    blank = store.on_prepare(Prepare(ENTITY, Epoch(1, "o")))
+    normal = store.on_prepare(Prepare(other, Epoch(1, "o")))
+    assert isinstance(blank, Promise) and blank.blank
+    assert isinstance(normal, Promise) and not normal.blank
+
+
+def test_a_store_that_is_not_ready_accepts_a_write_of_the_epoch_it_blank_promised() -> None:
+    """Not ready: after a blank promise of E, a write of E is applied and acked (its owner won a quorum of ready replicas)."""
+    store, _ready = not_ready()
+    epoch = Epoch(1, "o")
+    store.on_prepare(Prepare(ENTITY, epoch))
+    assert store.on_write(Write(ENTITY, epoch, 1, {"s": b"1"})) == Ack(ENTITY, epoch, 1)
+    assert store.stamp(ENTITY) == Stamp(epoch, 1) and store.pages(ENTITY) == {"s": b"1"}
+    assert store.on_write(Write(ENTITY, epoch, 2, {"s": b"2"})) == Ack(ENTITY, epoch, 2)
+
+
+def test_a_store_that_is_not_ready_silently_refuses_writes_of_epochs_it_did_not_blank_promise() -> None:
+    """Not ready: a write of an epoch it never promised since it came back gets no answer at all and changes nothing, older or newer."""
+    promised = Epoch(3, "x")
+    store, _ready = not_ready(promised, Stamp(promised, 2), {"s": b"imported"})
+    for epoch in (Epoch(3, "x"), Epoch(2, "old"), Epoch(9, "new")):  # imported promise, older, newer
+        assert store.on_write(Write(ENTITY, epoch, 7, {"s": b"w"})) is None
+        assert store.receive("o", Write(ENTITY, epoch, 7, {"s": b"w"})) == []
+    assert store.stamp(ENTITY) == Stamp(promised, 2) and store.promised(ENTITY) == promised
+
+
+def test_only_the_latest_blank_promise_is_writable() -> None:
+    """Not ready: blank promises of E1 then E2; a write of E1 gets no answer, a write of E2 is acked."""
+    store, _ready = not_ready()
+    e1, e2 = Epoch(1, "a"), Epoch(2, "b")
+    store.on_prepare(Prepare(ENTITY, e1))
+    store.on_prepare(Prepare(ENTITY, e2))
+    assert store.on_write(Write(ENTITY, e1, 1, {"s": b"a"})) is None
+    assert store.on_write(Write(ENTITY, e2, 1, {"s": b"b"})) == Ack(ENTITY, e2, 1)
+
+
+def test_once_ready_the_normal_rules_apply_again() -> None:
+    """Ready after blank promises: a newer unpromised epoch's write is accepted, an older one is Nacked, promises are no longer blank."""
+    store, ready = not_ready()
+    e1 = Epoch(1, "a")
+    store.on_prepare(Prepare(ENTITY, e1))
+    ready.keys.add(ENTITY)
+    assert store.on_write(Write(ENTITY, Epoch(2, "b"), 1, {"s": b"b"})) == Ack(ENTITY, Epoch(2, "b"), 1)
+    assert store.on_write(Write(ENTITY, e1, 1, {"s": b"a"})) == Nack(ENTITY, e1, 1, Epoch(2, "b"))
+    promise = store.on_prepare(Prepare(ENTITY, Epoch(3, "c")))
+    assert isinstance(promise, Promise) and not promise.blank
+
+
+def test_a_store_that_is_not_ready_still_imports() -> None:
+    """Handoff imports go in whatever the readiness: the newest stamp and the greater promise win."""
+    store, _ready = not_ready()
+    stamp = Stamp(Epoch(4, "x"), 9)
+    assert store.import_(Snapshot(ENTITY, Epoch(5, "y"), stamp, {"s": b"pulled"}))
+    assert (store.promised(ENTITY), store.stamp(ENTITY), store.pages(ENTITY)) == (Epoch(5, "y"), stamp, {"s": b"pulled"})
+
+
+def test_blank_promises_survive_the_wire() -> None:
+    """A blank Promise crosses msgspec with its flag; a Promise without the field decodes as not blank."""
+    blank = Promise(ENTITY, Epoch(1, "o"), ZERO_STAMP, {}, blank=True)
+    assert wire(blank) == blank
+    assert wire(Promise(ENTITY, Epoch(1, "o"), ZERO_STAMP, {})) == Promise(ENTITY, Epoch(1, "o"), ZERO_STAMP, {}, blank=False)
+
+
+# ------------------------------------------------------------------- owner with blank promises
+
+
+def blank_promise(stamp: Stamp = ZERO_STAMP, pages: dict[str, bytes] | None = None, epoch: Epoch = Epoch(1, "r1")) -> Promise:
+    return Promise(ENTITY, epoch, stamp, pages or {}, blank=True)
+
+
+def test_a_blank_promise_does_not_count_toward_the_read_quorum() -> None:
+    """Majority of three: a blank promise and a ready one are not a quorum; a second ready one is."""
+    owner = KeyOwner(ENTITY, "r1")
+    owner.acquire(0.0, REPLICAS)
+    epoch = owner.epoch
+    assert owner.receive("r1", blank_promise(epoch=epoch), 0.1) == []
+    assert owner.receive("r2", Promise(ENTITY, epoch, ZERO_STAMP, {}), 0.1) == []
+    assert owner.phase == "preparing"
+    outs = owner.receive("r3", Promise(ENTITY, epoch, ZERO_STAMP, {}), 0.1)
+    assert owner.phase == "writing_back" and len(sends(outs)) == 3
+
+
+@pytest.mark.parametrize("level", ["all", "one"])
+def test_with_a_read_quorum_of_one_a_blank_promise_alone_acquires_nothing(level: Level) -> None:
+    """Levels reading one replica: three blank promises still make no quorum; one ready promise does."""
+    owner = KeyOwner(ENTITY, "r1")
+    owner.acquire(0.0, REPLICAS, level)
+    for name in REPLICAS:
+        assert owner.receive(name, blank_promise(epoch=owner.epoch), 0.1) == []
+    assert owner.phase == "preparing"
+    owner.receive("r2", Promise(ENTITY, owner.epoch, ZERO_STAMP, {}), 0.1)
+    assert owner.phase == "writing_back"
+
+
+def test_a_blank_replicas_pages_still_take_part_in_newest_wins() -> None:
+    """The newest stamp among ready and blank promises is adopted, even when only a blank replica holds it."""
+    owner = KeyOwner(ENTITY, "r1")
+    owner.acquire(0.0, REPLICAS, updates={"@active": b"r1"})
+    epoch = owner.epoch
+    newest = Stamp(Epoch(0, "z"), 9)
+    owner.receive("r3", blank_promise(newest, {"s": b"newest"}, epoch), 0.1)
+    owner.receive("r1", Promise(ENTITY, epoch, Stamp(Epoch(0, "a"), 2), {"s": b"old"}), 0.1)
+    outs = owner.receive("r2", Promise(ENTITY, epoch, ZERO_STAMP, {}), 0.1)
+    assert [s.frame for s in sends(outs)] == [Write(ENTITY, epoch, 10, {"s": b"newest", "@active": b"r1"})] * 3
+
+
+def test_a_blank_replica_is_prepared_again_until_it_answers_ready() -> None:
+    """The resend goes to the blank replica (and the silent one) but not to the ready one; its ready answer then counts."""
+    owner = KeyOwner(ENTITY, "r1", resend_every=0.5)
+    owner.acquire(0.0, REPLICAS)
+    epoch = owner.epoch
+    owner.receive("r1", Promise(ENTITY, epoch, ZERO_STAMP, {}), 0.1)
+    owner.receive("r2", blank_promise(epoch=epoch), 0.1)
+    outs = owner.timer("resend", 0.5)
+    assert sorted(s.to for s in sends(outs)) == ["r2", "r3"]
+    assert all(s.frame == Prepare(ENTITY, epoch) for s in sends(outs))
+    owner.receive("r2", blank_promise(epoch=epoch), 0.6)  # still blank: still not counted
+    assert owner.phase == "preparing"
+    assert sorted(s.to for s in sends(owner.timer("resend", 1.0))) == ["r2", "r3"]
+    owner.receive("r2", Promise(ENTITY, epoch, ZERO_STAMP, {}), 1.1)
+    assert owner.phase == "writing_back"
+
+
+def test_a_late_blank_answer_does_not_undo_a_counted_ready_one() -> None:
+    """A replica that answered ready and then (a stale frame) blank still counts once, as ready."""
+    owner = KeyOwner(ENTITY, "r1")
+    owner.acquire(0.0, REPLICAS)
+    epoch = owner.epoch
+    owner.receive("r2", Promise(ENTITY, epoch, ZERO_STAMP, {}), 0.1)
+    owner.receive("r2", blank_promise(epoch=epoch), 0.2)
+    assert owner.phase == "preparing"
+    owner.receive("r3", Promise(ENTITY, epoch, ZERO_STAMP, {}), 0.3)
+    assert owner.phase == "writing_back"
+
+
+def test_a_blank_promise_showing_our_own_epoch_still_gives_it_up() -> None:
+    """Pages under our very epoch, even in a blank promise, mean another life minted it: Lost, not a quorum wait."""
+    owner = KeyOwner(ENTITY, "r1")
+    owner.acquire(0.0, REPLICAS)
+    epoch = owner.epoch
+    got = reports(owner.receive("r2", blank_promise(Stamp(epoch, 3), {"s": b"x"}, epoch), 0.1))
+    assert got == [Lost(ENTITY, epoch, epoch)]
+
+
+def test_a_restarted_replica_takes_part_in_the_acquisition_it_blank_promised() -> None:
+    """Through real stores: r3 came back empty (not ready); the owner reads r1 and r2, and r3 acks the write-back of its blank-promised epoch."""
+    confirmed = Stamp(Epoch(1, "x"), 4)
+    stores = {
+        "r1": holding(confirmed.epoch, confirmed, {"s": b"4"}),
+        "r2": holding(confirmed.epoch, confirmed, {"s": b"4"}),
+        "r3": ReplicaStore(ready=Readiness()),
+    }
+    owner = KeyOwner(ENTITY, "r1")
+    got = pump(owner, stores, owner.acquire(0.0, REPLICAS, updates={"@active": b"r1"}, after=confirmed.epoch))
+    assert [type(event) for event in got] == [Acquired]
+    assert got[0].found == confirmed
+    assert stores["r3"].stamp(ENTITY) == Stamp(owner.epoch, 5) and stores["r3"].pages(ENTITY) == {"s": b"4", "@active": b"r1"}
+
+
+def test_an_empty_replica_that_is_not_ready_cannot_hide_a_confirmed_write() -> None:
+    """r1 lost its memory and r3 missed write 4: the owner reaches no quorum from {r1 blank, r3}, then adopts 4 once r2 answers."""
+    confirmed = Stamp(Epoch(1, "x"), 4)
+    stores = {
+        "r1": ReplicaStore(ready=Readiness()),
+        "r2": holding(confirmed.epoch, confirmed, {"s": b"4"}),
+        "r3": holding(confirmed.epoch, Stamp(confirmed.epoch, 3), {"s": b"3"}),
+    }
+    owner = KeyOwner(ENTITY, "r3")
+    outs = owner.acquire(0.0, REPLICAS, after=confirmed.epoch)
+    prepares = {s.to: s.frame for s in sends(outs)}
+    for name in ("r1", "r3"):
+        (reply,) = stores[name].receive("owner", prepares[name])
+        assert isinstance(reply, Send)
+        owner.receive(name, reply.frame, 0.1)
+    assert owner.phase == "preparing"
+    (reply,) = stores["r2"].receive("owner", prepares["r2"])
+    assert isinstance(reply, Send)
+    owner.receive("r2", reply.frame, 0.2)
+    assert owner.phase == "writing_back" and owner.version == 5

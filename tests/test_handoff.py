@@ -1,0 +1,353 @@
+"""Handoff core (``casty.cluster.handoff``), line by line, with no loop: rounds, parts, dumps, resends, late parts.
+
+Each test feeds the ``Handoff`` of one node by hand and reads its outputs. Snapshots are built
+with ``ReplicaStore.export`` where it matters that they are real replica records.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import pytest
+
+from casty.cluster.handoff import (
+    SYNC_TIMER,
+    Handoff,
+    Imported,
+    RoundEnded,
+    RoundStarted,
+    SyncDump,
+    SyncRequest,
+)
+from casty.cluster.replication import Epoch, Snapshot, Stamp
+from casty.cluster.routing import CLUSTER_WIRE
+from casty.cluster.sansio import CancelTimer, Output, Report, Send, SetTimer
+
+
+def snap(key: str, version: int = 1) -> Snapshot:
+    """A replica record of key ``key`` written as ``version`` under epoch (1, "w")."""
+    epoch = Epoch(1, "w")
+    return Snapshot(("tests:counter", key), epoch, Stamp(epoch, version), {"state": key.encode()})
+
+
+def reports(outs: Iterable[Output]) -> list[Any]:
+    return [out.event for out in outs if isinstance(out, Report)]
+
+
+def sends(outs: Iterable[Output]) -> list[Send]:
+    return [out for out in outs if isinstance(out, Send)]
+
+
+def timers(outs: Iterable[Output]) -> list[Output]:
+    return [out for out in outs if isinstance(out, SetTimer | CancelTimer)]
+
+
+def dumps_of(outs: Iterable[Output]) -> list[SyncDump]:
+    frames = [send.frame for send in sends(outs)]
+    assert all(isinstance(frame, SyncDump) for frame in frames)
+    return [frame for frame in frames if isinstance(frame, SyncDump)]
+
+
+def nothing() -> list[Snapshot]:
+    return []
+
+
+def answer(peer: Handoff, asker: str, round_: int, store: list[Snapshot]) -> list[SyncDump]:
+    """What ``peer`` sends ``asker`` for its request of ``round_``."""
+    return dumps_of(peer.receive(asker, SyncRequest(round_), lambda: store))
+
+
+def started(node: str = "a", peers: tuple[str, ...] = ("b", "c"), **options: Any) -> Handoff:
+    core = Handoff(node, **options)
+    core.begin(0.0, peers)
+    return core
+
+
+# ============================================================================ options ======
+
+
+def test_bad_options_are_refused_with_their_name() -> None:
+    """A non-positive resend period or a part size below 1 is a ValueError naming the option."""
+    with pytest.raises(ValueError, match="resend_every"):
+        Handoff("a", resend_every=0.0)
+    with pytest.raises(ValueError, match="part_size"):
+        Handoff("a", part_size=0)
+
+
+def test_frames_cross_the_cluster_wire_unchanged() -> None:
+    """SyncRequest and a SyncDump holding snapshots come back equal from the cluster wire's bytes."""
+    for frame in (SyncRequest(3), SyncDump(3, 2, 1, 4, True, (snap("k1"), snap("k2", 7)))):
+        envelope = CLUSTER_WIRE.decode(CLUSTER_WIRE.encode("r", frame))
+        assert envelope.frame == frame
+
+
+# ============================================================================= rounds ======
+
+
+def test_before_any_round_the_core_is_vacuously_complete_and_nobody_answered() -> None:
+    """A fresh core is at round 0, complete (no peers), and no peer counts as answered or synced."""
+    core = Handoff("a")
+    assert (core.round, core.peers, core.complete) == (0, (), True)
+    assert not core.answered("b") and not core.synced_peer("b")
+
+
+def test_begin_asks_every_other_peer_once_sorted_and_arms_the_resend() -> None:
+    """begin reports RoundStarted over the sorted peers without itself and duplicates, sends each a request, arms 'sync'."""
+    core = Handoff("b", resend_every=2.0)
+    outs = core.begin(10.0, ["c", "a", "b", "c"])
+    assert reports(outs) == [RoundStarted(1, ("a", "c"))]
+    assert [(s.to, s.frame) for s in sends(outs)] == [("a", SyncRequest(1)), ("c", SyncRequest(1))]
+    assert timers(outs) == [SetTimer(SYNC_TIMER, 12.0)]
+    assert core.round == 1 and not core.complete
+
+
+def test_a_round_without_peers_ends_at_once_with_no_request_and_no_timer() -> None:
+    """A node alone on the ring starts and ends its round in the same call: nothing to ask, no timer."""
+    core = Handoff("a")
+    outs = core.begin(0.0, ["a"])
+    assert reports(outs) == [RoundStarted(1, ()), RoundEnded(1, (), ())]
+    assert sends(outs) == [] and timers(outs) == []
+    assert core.complete
+
+
+def test_a_complete_answer_counts_and_the_last_one_ends_the_round_with_the_synced_peers() -> None:
+    """Each peer's one-part answer counts it answered; the last ends the round, naming those that were synced."""
+    core = started()
+    outs = core.receive("b", SyncDump(1, 1, 0, 1, True, (snap("k"),)), nothing)
+    assert reports(outs) == [Imported("b", (snap("k"),))]
+    assert core.answered("b") and core.synced_peer("b") and not core.complete
+    outs = core.receive("c", SyncDump(1, 5, 0, 1, False, ()), nothing)
+    assert reports(outs) == [RoundEnded(1, ("b", "c"), ("b",))]
+    assert core.answered("c") and not core.synced_peer("c") and core.complete
+    assert CancelTimer(SYNC_TIMER) in outs
+
+
+def test_round_ended_is_reported_once_however_many_parts_come_after() -> None:
+    """Once the round ended, duplicated and late parts of it are imported but never end it again."""
+    core = started(peers=("b",))
+    first = core.receive("b", SyncDump(1, 1, 0, 1, True, (snap("k"),)), nothing)
+    assert [type(e) for e in reports(first)] == [Imported, RoundEnded]
+    for _ in range(2):
+        again = core.receive("b", SyncDump(1, 1, 0, 1, True, (snap("k"),)), nothing)
+        assert reports(again) == [Imported("b", (snap("k"),))]
+        assert timers(again) == []
+    later = core.receive("b", SyncDump(1, 2, 0, 1, True, ()), nothing)
+    assert later == []
+
+
+# ============================================================================== parts ======
+
+
+def test_an_answer_is_split_into_numbered_parts_of_part_size_keys() -> None:
+    """Five snapshots with part_size 2 go as parts 0, 1, 2 of 3 of one dump, in order, to the asker, echoing its round."""
+    peer = Handoff("b", part_size=2)
+    store = [snap(f"k{i}") for i in range(5)]
+    parts = answer(peer, "a", 7, store)
+    assert [(p.round, p.dump, p.part, p.parts) for p in parts] == [(7, 1, 0, 3), (7, 1, 1, 3), (7, 1, 2, 3)]
+    assert [s for p in parts for s in p.snapshots] == store
+
+
+def test_an_empty_store_answers_with_one_empty_part() -> None:
+    """A peer holding nothing still answers: one part of one, with no snapshots, so the asker can count it."""
+    parts = answer(Handoff("b"), "a", 1, [])
+    assert [(p.part, p.parts, p.snapshots) for p in parts] == [(0, 1, ())]
+
+
+def test_every_answer_gets_the_next_dump_number() -> None:
+    """Two requests (from anyone, any round) get dumps 1 and 2: parts of different answers are told apart."""
+    peer = Handoff("b")
+    assert [p.dump for p in answer(peer, "a", 1, [])] == [1]
+    assert [p.dump for p in answer(peer, "c", 9, [])] == [2]
+
+
+def test_the_synced_flag_is_the_answerers_own_round_being_complete() -> None:
+    """Before any round, and while its round waits for peers, a node answers synced=False; once complete, True."""
+    peer = Handoff("b")
+    assert [p.synced for p in answer(peer, "a", 1, [])] == [False]  # round 0: never synced
+    peer.begin(0.0, ["a", "c"])
+    assert [p.synced for p in answer(peer, "a", 1, [])] == [False]
+    peer.receive("a", SyncDump(1, 1, 0, 1, False, ()), nothing)
+    peer.receive("c", SyncDump(1, 1, 0, 1, False, ()), nothing)
+    assert peer.complete
+    assert [p.synced for p in answer(peer, "a", 1, [])] == [True]
+    peer.begin(1.0, ["a", "c", "d"])  # the ring changed: not synced again until the new round completes
+    assert [p.synced for p in answer(peer, "a", 1, [])] == [False]
+
+
+def test_an_answer_counts_only_when_every_part_of_one_dump_arrived_in_any_order() -> None:
+    """Parts 2, 0, 1 of a dump count the peer answered at the third, each imported as it arrives."""
+    core = started(peers=("b",))
+    peer = Handoff("b", part_size=1)
+    parts = answer(peer, "a", 1, [snap("k0"), snap("k1"), snap("k2")])
+    for frame in (parts[2], parts[0]):
+        outs = core.receive("b", frame, nothing)
+        assert reports(outs) == [Imported("b", frame.snapshots)]
+        assert not core.answered("b")
+    outs = core.receive("b", parts[1], nothing)
+    assert reports(outs) == [Imported("b", parts[1].snapshots), RoundEnded(1, ("b",), ())]
+    assert core.answered("b")
+
+
+def test_a_duplicated_part_does_not_count_twice() -> None:
+    """Part 0 of 2 received twice is still one part: the peer has not answered until part 1 comes."""
+    core = started(peers=("b",))
+    part0 = SyncDump(1, 1, 0, 2, True, (snap("k0"),))
+    core.receive("b", part0, nothing)
+    core.receive("b", part0, nothing)
+    assert not core.answered("b")
+    core.receive("b", SyncDump(1, 1, 1, 2, True, (snap("k1"),)), nothing)
+    assert core.answered("b")
+
+
+def test_parts_of_two_different_dumps_do_not_make_one_answer() -> None:
+    """Part 0 of dump 1 and part 1 of dump 2 (two pictures of the store) are not an answer; part 1 of dump 1 completes it."""
+    core = started(peers=("b",))
+    core.receive("b", SyncDump(1, 1, 0, 2, True, (snap("k0"),)), nothing)
+    core.receive("b", SyncDump(1, 2, 1, 2, True, (snap("k1"),)), nothing)
+    assert not core.answered("b")
+    core.receive("b", SyncDump(1, 1, 1, 2, True, (snap("k1"),)), nothing)
+    assert core.answered("b") and core.complete
+
+
+def test_a_part_index_out_of_range_is_imported_but_never_counted() -> None:
+    """A part numbered -1 or >= parts is still data (imported) but makes no answer, even with parts=1."""
+    core = started(peers=("b",))
+    for bad in (SyncDump(1, 1, 1, 1, True, (snap("k"),)), SyncDump(1, 1, -1, 1, True, (snap("k"),))):
+        assert reports(core.receive("b", bad, nothing)) == [Imported("b", (snap("k"),))]
+    assert not core.answered("b")
+
+
+def test_stray_parts_are_imported_but_not_counted() -> None:
+    """A dump from a node not asked this round, or echoing another round, is imported and changes no answer."""
+    core = started(peers=("b", "c"))
+    stranger = core.receive("z", SyncDump(1, 1, 0, 1, True, (snap("k"),)), nothing)
+    assert reports(stranger) == [Imported("z", (snap("k"),))]
+    future = core.receive("b", SyncDump(2, 1, 0, 1, True, (snap("k"),)), nothing)
+    assert reports(future) == [Imported("b", (snap("k"),))]
+    assert not core.answered("z") and not core.answered("b")
+
+
+def test_an_empty_part_reports_no_import() -> None:
+    """A part with no snapshots reports nothing to import (only the answer, if it completes one)."""
+    core = started(peers=("b", "c"))
+    assert core.receive("b", SyncDump(1, 1, 0, 1, False, ()), nothing) == []
+    assert core.answered("b")
+
+
+def test_frames_of_other_protocols_are_ignored() -> None:
+    """A frame that is neither a request nor a dump gives no output and does not call export."""
+
+    def export() -> list[Snapshot]:
+        raise AssertionError("export called")
+
+    assert Handoff("a").receive("b", snap("k"), export) == []
+
+
+def test_export_is_called_only_to_answer_a_request() -> None:
+    """export() runs once per SyncRequest, and not for a dump."""
+    calls: list[int] = []
+
+    def export() -> list[Snapshot]:
+        calls.append(1)
+        return [snap("k")]
+
+    core = started(peers=("b",))
+    core.receive("b", SyncDump(1, 1, 0, 1, True, ()), export)
+    assert calls == []
+    core.receive("b", SyncRequest(4), export)
+    assert calls == [1]
+
+
+# ============================================================================ resends ======
+
+
+def test_the_resend_asks_again_only_the_peers_that_have_not_answered_and_rearms() -> None:
+    """When 'sync' fires, the peers still silent get the current round's request again and the timer is set again."""
+    core = Handoff("a", resend_every=1.0)
+    core.begin(0.0, ["b", "c", "d"])
+    core.receive("c", SyncDump(1, 1, 0, 1, True, ()), nothing)
+    outs = core.timer(SYNC_TIMER, 1.0)
+    assert [(s.to, s.frame) for s in sends(outs)] == [("b", SyncRequest(1)), ("d", SyncRequest(1))]
+    assert timers(outs) == [SetTimer(SYNC_TIMER, 2.0)]
+
+
+def test_a_timer_that_is_not_armed_or_not_ours_does_nothing() -> None:
+    """Another timer's name, a second firing without a re-arm, and a firing after completion give no output."""
+    core = Handoff("a", resend_every=1.0)
+    core.begin(0.0, ["b"])
+    assert core.timer("other", 1.0) == []
+    core.receive("b", SyncDump(1, 1, 0, 1, True, ()), nothing)  # completes: the timer is cancelled
+    assert core.timer(SYNC_TIMER, 1.0) == []
+    idle = Handoff("a")
+    assert idle.timer(SYNC_TIMER, 5.0) == []
+
+
+def test_the_timer_is_cancelled_when_the_round_ends() -> None:
+    """The answer that completes the round cancels the armed resend timer (one CancelTimer, once)."""
+    core = started(peers=("b",))
+    outs = core.receive("b", SyncDump(1, 1, 0, 1, True, ()), nothing)
+    assert timers(outs) == [CancelTimer(SYNC_TIMER)]
+
+
+# ======================================================================= ring changes ======
+
+
+def test_a_ring_change_mid_round_starts_over_and_late_parts_of_the_old_round_do_not_count() -> None:
+    """begin during a round: round+1, answers reset; a part of the old round is imported but counts nobody."""
+    core = started(peers=("b", "c"))
+    core.receive("b", SyncDump(1, 1, 0, 1, True, ()), nothing)
+    assert core.answered("b")
+    outs = core.begin(3.0, ["b", "c", "d"])
+    assert reports(outs) == [RoundStarted(2, ("b", "c", "d"))]
+    assert [(s.to, s.frame) for s in sends(outs)] == [(p, SyncRequest(2)) for p in ("b", "c", "d")]
+    assert timers(outs) == []  # the resend timer of round 1 is still armed and serves round 2
+    assert not core.answered("b") and not core.complete
+    late = core.receive("c", SyncDump(1, 2, 0, 1, True, (snap("k"),)), nothing)
+    assert reports(late) == [Imported("c", (snap("k"),))]
+    assert not core.answered("c")
+    resend = core.timer(SYNC_TIMER, 3.5)
+    assert {(s.to, s.frame) for s in sends(resend)} == {(p, SyncRequest(2)) for p in ("b", "c", "d")}
+
+
+def test_parts_begun_in_the_old_round_do_not_complete_an_answer_in_the_new_one() -> None:
+    """Part 0 of a dump taken for round 1 and part 1 of the same dump relabelled round 2 do not combine."""
+    core = started(peers=("b",))
+    core.receive("b", SyncDump(1, 1, 0, 2, True, ()), nothing)
+    core.begin(1.0, ["b"])
+    core.receive("b", SyncDump(2, 1, 1, 2, True, ()), nothing)
+    assert not core.answered("b")
+
+
+def test_a_ring_change_after_the_round_ended_starts_a_round_that_ends_again() -> None:
+    """A completed round, then begin: RoundStarted 2 with a fresh timer; its answers end it with RoundEnded 2."""
+    core = started(peers=("b",))
+    core.receive("b", SyncDump(1, 1, 0, 1, True, ()), nothing)
+    outs = core.begin(5.0, ["b", "c"])
+    assert timers(outs) == [SetTimer(SYNC_TIMER, 6.0)]
+    core.receive("b", SyncDump(2, 2, 0, 1, False, ()), nothing)
+    ended = core.receive("c", SyncDump(2, 1, 0, 1, True, ()), nothing)
+    assert RoundEnded(2, ("b", "c"), ("c",)) in reports(ended)
+
+
+def test_two_cores_sync_each_other_over_bytes() -> None:
+    """Two cores asking each other through the cluster wire: each imports the other's whole store and ends its round once."""
+    a, b = Handoff("a", part_size=2), Handoff("b", part_size=2)
+    stores = {"a": [snap("x")], "b": [snap(f"k{i}") for i in range(3)]}
+    cores = {"a": a, "b": b}
+    queue: list[tuple[str, Send]] = [("a", s) for s in sends(a.begin(0.0, ["b"]))] + [("b", s) for s in sends(b.begin(0.0, ["a"]))]
+    imported: dict[str, list[Snapshot]] = {"a": [], "b": []}
+    ended: dict[str, list[RoundEnded]] = {"a": [], "b": []}
+    while queue:
+        src, send = queue.pop(0)
+        frame = CLUSTER_WIRE.decode(CLUSTER_WIRE.encode("r", send.frame)).frame
+        to = send.to
+        outs = cores[to].receive(src, frame, stores[to].copy)
+        for event in reports(outs):
+            if isinstance(event, Imported):
+                imported[to].extend(event.snapshots)
+            elif isinstance(event, RoundEnded):
+                ended[to].append(event)
+        queue.extend((to, s) for s in sends(outs))
+    assert imported == {"a": stores["b"], "b": stores["a"]}
+    assert [e.round for e in ended["a"]] == [1] and [e.round for e in ended["b"]] == [1]
