@@ -351,3 +351,197 @@ def test_two_cores_sync_each_other_over_bytes() -> None:
         queue.extend((to, s) for s in sends(outs))
     assert imported == {"a": stores["b"], "b": stores["a"]}
     assert [e.round for e in ended["a"]] == [1] and [e.round for e in ended["b"]] == [1]
+
+
+# ===================================================================== adversarial ======
+# Interleavings that break (or bypass) the handoff's safety argument. Each demonstrated hole is
+# a strict xfail: it fails today for the reason given, and turns into an error (XPASS) once fixed,
+# so whoever fixes it flips the mark. The mechanisms and proposed fixes are in the reason strings.
+
+import asyncio  # noqa: E402
+from collections.abc import Callable  # noqa: E402
+
+from casty.cluster.config import Cluster  # noqa: E402
+from casty.cluster.driver import Dispatcher  # noqa: E402
+from casty.cluster.membership import Heartbeat, Membership  # noqa: E402
+from casty.cluster.placement import Ring  # noqa: E402
+from casty.cluster.replicas import ReplicationService  # noqa: E402
+from casty.cluster.replication import Entity, Prepare, Promise  # noqa: E402
+from sim.checks import no_confirmed_write_lost, run_checks  # noqa: E402
+from sim.network import Latency  # noqa: E402
+from sim.scenarios.cluster import CLUSTER, Arm, _ask, cl_ticker  # noqa: E402
+from sim.world import World  # noqa: E402
+
+
+def _join_key() -> tuple[str, tuple[str, ...], tuple[str, ...]]:
+    """A cl_ticker key whose replicas move from (B, A, C) on n1..n3 to (n4, B, A) when n4 joins; C is not the seed n1."""
+    old, new = Ring(("n1", "n2", "n3")), Ring(("n1", "n2", "n3", "n4"))
+    for i in range(2000):
+        key = f"join{i}"
+        s1, s2 = old.replicas(cl_ticker.name, key, 3), new.replicas(cl_ticker.name, key, 3)
+        if s2 == ("n4", s1[0], s1[1]) and s1[2] != "n1":
+            return key, s1, s2
+    raise AssertionError("no such key among join0..join1999")
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "join hole: a newcomer X is ready for a key once the key's replicas under the NEW ring answered (A, B), "
+        "but the old owner B keeps confirming writes on the OLD replica set (B + the leaving C) until C hears of X "
+        "(~a heartbeat later) or B is fenced; X's dump from B predates them, A missed them (its link from B is down), "
+        "so X's first acquisition reads {X, A} and adopts a state without them. Fix: count a peer's answer toward "
+        "readiness only if the peer already had X on its ring when it answered (ring digest in SyncRequest/SyncDump: "
+        "a leaver then refuses the old owner's writes, see _is_ready), and require answers from the key's replicas "
+        "under the previous ring (the leavers) as well, or use joint old+new quorums while the ring moves."
+    ),
+)
+def test_a_joining_node_misses_writes_the_old_replica_set_confirms_after_its_pull() -> None:
+    """n4 joins and pulls; B's writes confirmed on {B, C} just after are in n4's first acquisition (they are not today)."""
+    key, (b, a, _c), _new = _join_key()
+    world = World(0)
+    for name in ("n1", "n2", "n3"):
+        world.add_node(name, cluster=CLUSTER, ask_timeout=2.0, write_timeout=1.0)
+
+    def script(world: World) -> Any:
+        yield world.timeout(2.0)
+        _ask(world, "n1", cl_ticker, key, Arm(0.05), "armed")  # B owns the key and writes every 50 ms
+        yield world.timeout(1.0)
+        world.partition([b], [a], oneway=True)  # A misses B's writes from now on (a lossy link)
+        world.network.link(b, "n4", latency=Latency(0.2, 0.0))  # B's frames to the newcomer are slow
+        yield world.timeout(0.5)
+        world.add_node("n4", cluster=CLUSTER, ask_timeout=2.0, write_timeout=1.0)
+
+    world.process(script(world))
+    world.run(until=6.0)
+    assert [r.node for r in world.trace.of("epoch.acquired", key=key)] == [b, "n4"]
+    assert run_checks([no_confirmed_write_lost], world) == []
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "grace bypass: a restarted node heartbeats its seeds first; each seed merges the new incarnation, which "
+        "replaces its record of the old one, and its heartbeats back carry only the new one. A node whose first "
+        "contact is a seed never sets previous_life, so _open_or_resync opens the replica at once, without the grace. "
+        "Fix: a node that replaces a record by a greater incarnation answers at once with the replaced entry "
+        "(or a previous_life hint), or every node with other seeds waits the grace unconditionally."
+    ),
+)
+def test_a_restarted_node_learns_of_its_previous_life_from_its_seed() -> None:
+    """Membership cores: n3's new life heartbeats its seed n1 (which knew n3's old life); n1's heartbeat back tells it of that life."""
+    seed = Membership("n1", 1, ())
+    seed.start(0.0)
+    old = Membership("n3", 100, ("n1",))
+    for out in old.start(0.0):
+        if isinstance(out, Send):
+            seed.receive("n3", out.frame, 0.0)
+    assert seed.member("n3") is not None
+    new = Membership("n3", 200, ("n1",))
+    for out in new.start(5.0):
+        if isinstance(out, Send):
+            seed.receive("n3", out.frame, 5.0)
+    back = [out.frame for out in seed.timer("heartbeat", 5.2) if isinstance(out, Send) and out.to == "n3"]
+    assert back and isinstance(back[0], Heartbeat)
+    new.receive("n1", back[0], 5.21)
+    assert new.joined
+    assert new.previous_life == 100
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "grace bypass in the runtime: with seeds [n1, n2] on three nodes, a restarted n3 hears only from nodes that "
+        "already merged its new incarnation, so it opens its replica at their next heartbeat (0.1 s here) instead of "
+        "after rejoin_grace (cluster-random, seeds 0-11: 7 of 16 restarts opened 0.02-0.13 s after the restart)."
+    ),
+)
+def test_a_restarted_node_keeps_its_replica_closed_for_the_grace() -> None:
+    """n3 crashes and restarts between two heartbeats of its seeds: its replica opens no sooner than rejoin_grace after the restart."""
+    cluster = Cluster(seeds=["n1", "n2"], heartbeat=0.2, suspect_after=1, dead_after=1)
+    world = World(0)
+    for name in ("n1", "n2", "n3"):
+        world.add_node(name, cluster=cluster, ask_timeout=2.0, write_timeout=1.0)
+    grace = 1.0 + 1.0  # write_timeout + 1 s, the default rejoin_grace
+
+    def script(world: World) -> Any:
+        yield world.timeout(2.0)
+        world.crash("n3")
+        yield world.timeout(2.1)  # mid-period: no heartbeat of n1 or n2 about n3's old life is in flight
+        world.restart("n3")
+
+    world.process(script(world))
+    world.run(until=8.0)
+    restart = world.trace.of("fault.restart")[0]
+    opened = [r for r in world.trace.of("handoff.started", node="n3") if r.t_ns > restart.t_ns and r.get("reason") == "opened"]
+    assert opened, "n3 never opened its replica again"
+    assert opened[0].t - restart.t >= grace, f"opened {opened[0].t - restart.t:.3f} s after the restart"
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "a previous life with a GREATER incarnation (the wall clock stepped back between lives; incarnation = "
+        "clock.now_us() at start) is refuted (incarnation bumped) but _consider_claim sets previous_life only for "
+        "smaller incarnations, so the grace is skipped. Fix: any incarnation of this node that is not the current "
+        "one and was not minted by this life is a previous life (record it before refuting)."
+    ),
+)
+def test_a_previous_life_with_a_greater_incarnation_is_still_a_previous_life() -> None:
+    """A heartbeat naming this node at a greater incarnation than its own (clock stepped back) sets previous_life."""
+    node = Membership("n3", 100, ("n1",))
+    node.start(0.0)
+    node.receive("n2", Heartbeat("n2", 1, 5, (("n2", 1, "alive", 5), ("n3", 500, "alive", 40))), 0.1)
+    assert node.incarnation > 500  # refuted
+    assert node.previous_life == 500
+
+
+class _NoTransport:
+    """A transport that drops every frame (the node is cut off), for a ReplicationService alone."""
+
+    node = "a"
+
+    def send(self, destination: str, frame: bytes) -> None:
+        pass
+
+    def set_handler(self, handler: Callable[[str, bytes], None]) -> None:
+        pass
+
+    async def close(self) -> None:
+        pass
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "vacuous readiness is cached: a restarted node that heard nobody during its grace (alone in a partition) "
+        "opens with peers=() and the ring is itself only, so every key it is asked about is ready (no other "
+        "replica to wait for) and goes into _ready; after the heal a Prepare that arrives before the first "
+        "heartbeat gets a NON-blank empty promise, and ring_changed keeps the key ready because the node is still "
+        "one of its replicas. Fix: never join with an empty ring when the node has other seeds (wait to hear "
+        "someone), and/or let ring_changed drop _ready keys whose replica set grew (re-check against the new round)."
+    ),
+)
+def test_readiness_found_alone_on_the_ring_does_not_survive_the_ring_growing() -> None:
+    """ReplicationService of a node alone on its ring: after the ring grows to (a, b, c), an empty key is not ready any more."""
+    entity: Entity = ("tests:counter", "k")
+    ring: dict[str, tuple[str, ...]] = {"replicas": ("a",)}
+
+    def replica_set(_entity: Entity) -> tuple[tuple[str, ...], int]:
+        return ring["replicas"], 2
+
+    loop = asyncio.new_event_loop()
+    try:
+        transport = _NoTransport()
+        service = ReplicationService(
+            "a", 7, transport, CLUSTER_WIRE, Dispatcher(transport, CLUSTER_WIRE), loop, replica_set=replica_set
+        )
+        service.join(())  # the grace passed and nobody was heard: the ring is this node alone
+        promise = service.store.on_prepare(Prepare(entity, Epoch(3, "b#1")))  # a Prepare that beat the heartbeats
+        assert isinstance(promise, Promise) and not promise.blank  # alone, the node is the whole replica set
+        ring["replicas"] = ("a", "b", "c")
+        service.ring_changed(("b", "c"))  # the first heartbeat: b and c are back on the ring
+        later = service.store.on_prepare(Prepare(entity, Epoch(4, "c#1")))
+        assert isinstance(later, Promise) and later.blank, "an empty replica counted in a read quorum"
+    finally:
+        loop.close()
