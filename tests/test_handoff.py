@@ -418,18 +418,8 @@ def test_a_joining_node_misses_writes_the_old_replica_set_confirms_after_its_pul
     assert run_checks([no_confirmed_write_lost], world) == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "grace bypass: a restarted node heartbeats its seeds first; each seed merges the new incarnation, which "
-        "replaces its record of the old one, and its heartbeats back carry only the new one. A node whose first "
-        "contact is a seed never sets previous_life, so _open_or_resync opens the replica at once, without the grace. "
-        "Fix: a node that replaces a record by a greater incarnation answers at once with the replaced entry "
-        "(or a previous_life hint), or every node with other seeds waits the grace unconditionally."
-    ),
-)
 def test_a_restarted_node_learns_of_its_previous_life_from_its_seed() -> None:
-    """Membership cores: n3's new life heartbeats its seed n1 (which knew n3's old life); n1's heartbeat back tells it of that life."""
+    """Regression (was a grace bypass, fixed on main by Heartbeat.previous): Membership cores: n3's new life heartbeats its seed n1 (which knew n3's old life); n1's heartbeat back tells it of that life."""
     seed = Membership("n1", 1, ())
     seed.start(0.0)
     old = Membership("n3", 100, ("n1",))
@@ -448,16 +438,8 @@ def test_a_restarted_node_learns_of_its_previous_life_from_its_seed() -> None:
     assert new.previous_life == 100
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "grace bypass in the runtime: with seeds [n1, n2] on three nodes, a restarted n3 hears only from nodes that "
-        "already merged its new incarnation, so it opens its replica at their next heartbeat (0.1 s here) instead of "
-        "after rejoin_grace (cluster-random, seeds 0-11: 7 of 16 restarts opened 0.02-0.13 s after the restart)."
-    ),
-)
 def test_a_restarted_node_keeps_its_replica_closed_for_the_grace() -> None:
-    """n3 crashes and restarts between two heartbeats of its seeds: its replica opens no sooner than rejoin_grace after the restart."""
+    """Regression (opened 0.1 s after the restart before Heartbeat.previous): n3 crashes and restarts between two heartbeats of its seeds: its replica opens no sooner than rejoin_grace after the restart."""
     cluster = Cluster(seeds=["n1", "n2"], heartbeat=0.2, suspect_after=1, dead_after=1)
     world = World(0)
     for name in ("n1", "n2", "n3"):
