@@ -68,6 +68,9 @@ class SyncDump:
 
     ``dump`` numbers the peer's answers: the parts of one answer are one consistent
     picture, so an answer is complete only when every part of one ``dump`` arrived.
+    ``knows_you``: the asker was on the peer's ring when it answered. Only such an answer
+    counts: a peer that does not know the asker yet may still confirm writes on a replica
+    set without it (its owners have not re-acquired over the new ring), after this dump.
 
     ``synced``: the peer's own latest sync round is complete (it had answers from every
     other node on its ring), so what it holds is as good as a replica's gets.
@@ -79,6 +82,7 @@ class SyncDump:
     parts: int
     synced: bool
     snapshots: tuple[Snapshot, ...]
+    knows_you: bool = True
 
 
 FRAMES: tuple[type, ...] = (SyncRequest, SyncDump)
@@ -119,9 +123,9 @@ class RoundEnded:
 class Handoff:
     """The sync rounds of one node: asks its peers for their stores, answers theirs."""
 
-    __slots__ = ("node", "resend_every", "part_size", "round", "peers", "_dumps", "_parts", "_answers", "_resend_armed", "_ended")
+    __slots__ = ("node", "resend_every", "part_size", "round", "_first_round", "peers", "_dumps", "_parts", "_answers", "_resend_armed", "_ended")
 
-    def __init__(self, node: str, *, resend_every: float = 1.0, part_size: int = 128) -> None:
+    def __init__(self, node: str, *, resend_every: float = 1.0, part_size: int = 128, first_round: int = 0) -> None:
         if not resend_every > 0:
             raise ValueError(f"resend_every must be positive, got {resend_every}")
         if part_size < 1:
@@ -129,7 +133,8 @@ class Handoff:
         self.node: Final = node
         self.resend_every = resend_every
         self.part_size = part_size
-        self.round = 0
+        self._first_round = first_round
+        self.round = first_round  # a life-unique base (the driver passes the incarnation): no answer to a past life counts
         self.peers: tuple[str, ...] = ()
         self._dumps = 0  # answers sent so far (numbers them)
         self._parts: dict[tuple[str, int], set[int]] = {}  # (peer, dump) -> parts received in this round
@@ -168,10 +173,15 @@ class Handoff:
         out.extend(self._maybe_end())
         return out
 
-    def receive(self, src: str, frame: object, export: Callable[[], list[Snapshot]]) -> list[Output]:
-        """A frame from ``src``: answer a request with ``export()`` in parts, or take a part of an answer."""
+    def receive(
+        self, src: str, frame: object, export: Callable[[], list[Snapshot]], knows: Callable[[str], bool] | None = None
+    ) -> list[Output]:
+        """A frame from ``src``: answer a request with ``export()`` in parts, or take a part of an answer.
+
+        ``knows(src)``: whether ``src`` is on this node's ring (None: it is), said in the answer.
+        """
         if isinstance(frame, SyncRequest):
-            return self._answer(src, frame, export())
+            return self._answer(src, frame, export(), True if knows is None else knows(src))
         if isinstance(frame, SyncDump):
             return self._take(src, frame)
         return []
@@ -190,14 +200,14 @@ class Handoff:
 
     # ---------------------------------------------------------------- internals ----
 
-    def _answer(self, src: str, frame: SyncRequest, snapshots: list[Snapshot]) -> list[Output]:
+    def _answer(self, src: str, frame: SyncRequest, snapshots: list[Snapshot], knows_you: bool) -> list[Output]:
         size = self.part_size
         parts = max(1, -(-len(snapshots) // size))
-        synced = self.round > 0 and self.complete
+        synced = self.round > self._first_round and self.complete
         self._dumps += 1
         dump = self._dumps
         return [
-            Send(src, SyncDump(frame.round, dump, part, parts, synced, tuple(snapshots[part * size:(part + 1) * size])))
+            Send(src, SyncDump(frame.round, dump, part, parts, synced, tuple(snapshots[part * size:(part + 1) * size]), knows_you))
             for part in range(parts)
         ]
 
@@ -212,6 +222,9 @@ class Handoff:
         got = self._parts.setdefault((src, frame.dump), set())
         got.add(frame.part)
         if len(got) == frame.parts:
+            if not frame.knows_you:
+                del self._parts[(src, frame.dump)]  # good data, imported; not an answer yet: asked again
+                return out
             self._answers[src] = frame.synced
             for stale in [k for k in self._parts if k[0] == src]:
                 del self._parts[stale]

@@ -404,7 +404,11 @@ class Membership:
         events.append(MemberChanged(self.node, me.incarnation, "alive"))
 
     def _saw_previous_life(self, incarnation: int | None) -> None:
-        if incarnation is not None and incarnation < self._born and (self.previous_life is None or incarnation > self.previous_life):
+        """``incarnation`` is ours but was not minted by this life (below its first one, or above its current one:
+        a previous life's, under a wall clock that stepped back since): that life existed."""
+        if incarnation is None or self._born <= incarnation <= self._records[self.node].incarnation:
+            return
+        if self.previous_life is None or incarnation > self.previous_life:
             self.previous_life = incarnation
 
     def _check(self, now: float, events: list[MemberChanged]) -> None:

@@ -18,11 +18,24 @@ promises that life gave to acquisitions still in flight are gone, and those acqu
 must be over before this replica promises anything). Opening starts the first sync round
 of the ``Handoff`` core (``casty.cluster.handoff``); every ring change starts another.
 
-**Readiness** (``ReplicaStore``'s ``ready``): the replica is ready for a key once it is one
-of the key's replicas and, in the current sync round, either every other replica of the key
-answered in full, or at least ``R - W + 1`` of them did while being synced themselves (``W``
-the write quorum: any confirmed write is then held by one of them). A key found ready stays
-ready while this node remains one of its replicas, across later ring changes.
+**Readiness** (``ReplicaStore``'s ``ready``): in the current sync round (answers count only
+from peers that already had this node on their ring, ``SyncDump.knows_you``),
+
+* a node that was a replica of the key under the ring before, a ring its sync round had
+  settled (ended), is ready once every other replica under the current ring answered: it
+  is back with no memory, or lost nothing, and every write confirmed meanwhile went to a
+  quorum among those others;
+* otherwise (new to the key's replica set, or just joined with views still partial) it is
+  ready once the key's replicas under the current ring, the ring before and the current
+  ring without this node all answered: a peer that knows this node has ended the
+  activations whose replica set moved (``ClusterNode``), so no owner among them confirms a
+  write on the old set after its dump.
+
+A replica is also ready once its store took a write of the epoch it promised while not
+ready (``filled``): an owner won a read quorum of ready replicas, which intersects every old
+write quorum, and fenced the older owners there. A key found ready stays ready while its
+replica set does not change. Alone on its ring, a node is ready only if it founds the
+cluster (no other seed).
 
 This is a driver, not a core: it decides nothing (see ``casty.cluster.replication``).
 """
@@ -39,8 +52,8 @@ from .handoff import SYNC_TIMER, Handoff, Imported, RoundEnded, RoundStarted, Sy
 from .replication import ZERO_EPOCH, Ack, Acquired, Entity, Epoch, KeyOwner, Lost, Nack, Prepare, Promise, ReplicaStore, Snapshot, Write
 from .sansio import CancelTimer, Output, Report, Send, SetTimer
 
-ReplicaSet = Callable[[Entity], tuple[tuple[str, ...], int]]
-"""Where a key lives: ``(its replicas, how many synced peers make this node ready)`` under the current ring."""
+ReplicaSet = Callable[[Entity], tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]]
+"""Where a key lives: its replicas under the current ring, under the ring before, and under the current ring without this node."""
 from .wire import Wire
 
 __all__ = ["ReplicationService", "OwnerSlot"]
@@ -118,6 +131,7 @@ class ReplicationService:
         *,
         replica_set: ReplicaSet | None = None,
         on_handoff: Callable[[RoundStarted | RoundEnded, str], None] | None = None,
+        alone_is_ready: bool = True,
     ) -> None:
         self.node: Final = node
         self.epoch_node: Final = f"{node}#{incarnation}"
@@ -128,10 +142,16 @@ class ReplicationService:
         # Without a placement to ask (unit tests of the driver) every key is ready at once.
         self._replica_set = replica_set
         self._on_handoff = on_handoff
-        self.store: Final = ReplicaStore(ready=self._is_ready if replica_set is not None else None)
-        self.handoff: Final = Handoff(node)
+        self._alone_is_ready = alone_is_ready  # a founder with no other seed: alone, it is the whole cluster
+        self.store: Final = ReplicaStore(
+            ready=self._is_ready if replica_set is not None else None,
+            filled=self._filled if replica_set is not None else None,
+        )
+        self.handoff: Final = Handoff(node, first_round=incarnation)
         self.opened = replica_set is None
-        self._ready: set[Entity] = set()  # keys found ready (kept while this node stays a replica)
+        self._settled = False  # the current sync round ended: this node's view of the ring is a settled one
+        self._prev_settled = False  # ... and so was the one before the last ring change
+        self._ready: dict[Entity, tuple[str, ...]] = {}  # keys found ready, with their replicas then (kept while those stay)
         self._peers: tuple[str, ...] = ()
         self._sync_timer: asyncio.TimerHandle | None = None
         self._round_reason = "opened"
@@ -173,13 +193,14 @@ class ReplicationService:
         self._perform_handoff(self.handoff.begin(self.loop.time(), peers))
 
     def ring_changed(self, peers: tuple[str, ...]) -> None:
-        """The ring now holds ``peers`` besides this node: keep the ready keys still ours, pull again from everyone."""
+        """The ring now holds ``peers`` besides this node: keep the ready keys whose replicas did not move, pull again."""
         if peers == self._peers:
             return
         self._peers = peers
+        self._prev_settled, self._settled = self._settled, False
         replica_set = self._replica_set
         if replica_set is not None:
-            self._ready = {entity for entity in self._ready if self.node in replica_set(entity)[0]}
+            self._ready = {entity: was for entity, was in self._ready.items() if replica_set(entity)[0] == was}
         if self.opened and not self._closed and replica_set is not None:
             self._round_reason = "ring"
             self._perform_handoff(self.handoff.begin(self.loop.time(), peers))
@@ -190,15 +211,33 @@ class ReplicationService:
         replica_set = self._replica_set
         if not self.opened or replica_set is None:
             return False
-        replicas, need = replica_set(entity)
+        replicas, before, without = replica_set(entity)
         if self.node not in replicas:
             return False
-        handoff = self.handoff
-        others = [replica for replica in replicas if replica != self.node]
-        if all(handoff.answered(peer) for peer in others) or sum(handoff.synced_peer(peer) for peer in others) >= need:
-            self._ready.add(entity)
+        if not self._peers and not self._alone_is_ready:
+            return False  # alone on its ring, but it has other seeds: it does not know the cluster yet
+        if self._prev_settled and self.node in before:
+            others = sorted(set(replicas) - {self.node})  # a replica already: back with no memory, or nothing lost
+        else:
+            # New to the key (or its view of the ring before was not settled): the data is on
+            # the key's replicas of the ring before and of the ring without this node, and
+            # their owners must have ended the activations over the old set (they know this
+            # node) first. A gone one never answers: then only an acquisition's write fills it.
+            others = sorted((set(replicas) | set(before) | set(without)) - {self.node})
+        answered = self.handoff.answered
+        if all(answered(peer) for peer in others):
+            self._ready[entity] = replicas
             return True
         return False
+
+    def _filled(self, entity: Entity) -> None:
+        """The store took the write of an epoch it promised while not ready: the key is ready (see ``ReplicaStore``)."""
+        replica_set = self._replica_set
+        if replica_set is not None:
+            self._ready[entity] = replica_set(entity)[0]
+
+    def _knows(self, node: str) -> bool:
+        return node in self._peers
 
     def _export(self) -> list[Snapshot]:
         store = self.store
@@ -226,8 +265,11 @@ class ReplicationService:
                 if isinstance(event, Imported):
                     for snapshot in event.snapshots:
                         self.store.import_(snapshot)
-                elif isinstance(event, RoundStarted | RoundEnded) and self._on_handoff is not None:
-                    self._on_handoff(event, self._round_reason)
+                elif isinstance(event, RoundStarted | RoundEnded):
+                    if isinstance(event, RoundEnded) and event.round == self.handoff.round:
+                        self._settled = True
+                    if self._on_handoff is not None:
+                        self._on_handoff(event, self._round_reason)
 
     def _sync_fired(self) -> None:
         self._sync_timer = None
@@ -262,7 +304,7 @@ class ReplicationService:
                 if isinstance(output, Send):
                     self.send(output.to, output.frame)
         elif isinstance(frame, SyncRequest | SyncDump):
-            self._perform_handoff(self.handoff.receive(src, frame, self._export))
+            self._perform_handoff(self.handoff.receive(src, frame, self._export, self._knows))
         elif isinstance(frame, Promise | Ack | Nack):
             slot = self._owners.get(frame.entity)
             if slot is not None:

@@ -324,13 +324,16 @@ class ReplicaStore:
       won a read quorum of ready replicas after this replica came back); a write of any
       other epoch gets no answer at all, not a ``Nack``: an owner whose epoch predates the
       loss of memory must find its quorum among replicas that remember their promises.
+      Accepting that write fills the replica with the owner's whole state under an epoch it
+      promised: ``filled(entity)`` tells the driver, which counts the key ready from then on.
     """
 
-    __slots__ = ("_records", "_ready", "_blank_promises")
+    __slots__ = ("_records", "_ready", "_filled", "_blank_promises")
 
-    def __init__(self, ready: Callable[[Entity], bool] | None = None) -> None:
+    def __init__(self, ready: Callable[[Entity], bool] | None = None, filled: Callable[[Entity], None] | None = None) -> None:
         self._records: dict[Entity, _Record] = {}
         self._ready = ready
+        self._filled = filled
         self._blank_promises: dict[Entity, Epoch] = {}  # epochs promised while not ready, per key
 
     def is_ready(self, entity: Entity) -> bool:
@@ -372,14 +375,19 @@ class ReplicaStore:
         epoch E never takes one of an older epoch again. None (no answer): this replica is
         not ready for the key and did not promise this epoch while not ready.
         """
-        if not self.is_ready(frame.entity):
-            if self._blank_promises.get(frame.entity) != frame.epoch:
-                return None
-        else:
-            self._blank_promises.pop(frame.entity, None)
+        filling = not self.is_ready(frame.entity)
+        if filling and self._blank_promises.get(frame.entity) != frame.epoch:
+            return None
         record = self._record(frame.entity)
         if frame.epoch < record.promised:
             return Nack(frame.entity, frame.epoch, frame.version, record.promised)
+        if not filling:
+            self._blank_promises.pop(frame.entity, None)
+        elif self._filled is not None:
+            # The write of an owner that won a read quorum of ready replicas after this one
+            # came back: it carries the whole newest state, and this replica promised its
+            # epoch, so from here on it is a replica like the others.
+            self._filled(frame.entity)
         record.promised = frame.epoch
         stamp = Stamp(frame.epoch, frame.version)
         if stamp > record.stamp:
@@ -403,6 +411,11 @@ class ReplicaStore:
         """A copy of the pages held for ``entity`` (empty if none, or deleted)."""
         record = self._records.get(entity)
         return dict(record.pages) if record is not None else {}
+
+    def has_page(self, entity: Entity, name: str) -> bool:
+        """Whether the pages held for ``entity`` include ``name`` (no copy made)."""
+        record = self._records.get(entity)
+        return record is not None and name in record.pages
 
     def entities(self) -> list[Entity]:
         """Every key this store has a record of, sorted (no hash order leaks out)."""

@@ -41,7 +41,7 @@ from .placement import Placement as RingPlacement
 from .placement import Ring
 from .handoff import RoundEnded, RoundStarted
 from .replicas import ReplicationService
-from .replication import Entity, quorum_sizes
+from .replication import Entity
 from .routing import CLUSTER_WIRE, Deliver, Failed, Reply, Router, clip
 
 if TYPE_CHECKING:
@@ -65,12 +65,18 @@ class ClusterNode:
         reported = system._observer or _ignore
         self._sweep_armed = False
         self._started_at = system.loop.time()
+        # Only the node's own options decide the grace (not which modules happen to be imported):
+        # a type whose write_timeout exceeds the system's needs Cluster(rejoin_grace=...) to match.
         self._grace = config.rejoin_grace if config.rejoin_grace is not None else system.write_timeout + 1.0
         self._grace_timer: Any = None
+        self._resweep: Any = None
+        self._built = False
 
         def observer(event: Event) -> None:
             reported(event)
             if isinstance(event, MemberChanged):
+                if self._built:
+                    self._ring_check()  # at once: no write may be confirmed on a moved replica set after this
                 self._membership_changed()
 
         self.dispatcher: Final = Dispatcher.of(transport, CLUSTER_WIRE, observer=system._observer)
@@ -99,11 +105,15 @@ class ClusterNode:
         )
         self.replication: Final = ReplicationService(
             system.node, self.membership.incarnation, transport, CLUSTER_WIRE, self.dispatcher, system.loop,
-            replica_set=self._replica_set, on_handoff=self._handoff_report,
+            replica_set=self._replica_set, on_handoff=self._handoff_report, alone_is_ready=not self.membership.core.seeds,
         )
         self._ring_nodes: tuple[str, ...] | None = None
         self._ring = RingPlacement(Ring((), vnodes=config.vnodes))
+        self._previous_ring = self._ring  # the ring before the last change: where moved keys' data still is
+        self._without_for: tuple[str, ...] | None = None
+        self._without = self._ring  # the current ring without this node: where a newcomer's keys' data is
         self._grace_timer = system.loop.call_at(self._started_at + self._grace, self._membership_changed)
+        self._built = True
 
     # --- placement -----------------------------------------------------------------------
 
@@ -111,8 +121,19 @@ class ClusterNode:
         nodes = self.membership.ring_nodes()
         if nodes != self._ring_nodes:
             self._ring_nodes = nodes
+            self._previous_ring = self._ring
             self._ring = RingPlacement(Ring(nodes, vnodes=self.config.vnodes))
         return self._ring
+
+    def _ring_check(self) -> None:
+        """The ring may have changed: tell the replica (new sync round) and end the activations it moved."""
+        before = self._ring_nodes
+        self._current()
+        if self._ring_nodes == before:
+            return
+        if self.replication.opened:
+            self.replication.ring_changed(self._peers())
+        self._end_moved_activations()
 
     def _replicas(self, actor: str) -> int:
         """How many replicas hold a key of type ``actor`` (its ``replicas=``), which are also its candidate owners.
@@ -145,16 +166,23 @@ class ClusterNode:
 
     # --- handoff: open the replica, pull on ring changes, resume @active keys -------------
 
-    def _replica_set(self, entity: Entity) -> tuple[tuple[str, ...], int]:
-        """The key's replicas under the current ring, and how many synced peers make this node's copy ready."""
+    def _replica_set(self, entity: Entity) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
+        """The key's replicas under the current ring, under the ring before the last change, and without this node."""
         actor_name, key = entity
         try:
-            actor = self.system._type_hosted(actor_name)
-            count, level = actor.replicas, actor.write
+            count = self.system._type_hosted(actor_name).replicas
         except Exception:
-            count, level = 3, "majority"  # a type this node does not host: the defaults
-        _read, write = quorum_sizes(level, count)
-        return self.replicas_of(actor_name, key, count), count - write + 1
+            count = 3  # a type this node does not host: the default
+        current = self._current()
+        nodes = self._ring_nodes or ()
+        if nodes != self._without_for:
+            self._without_for = nodes
+            self._without = RingPlacement(Ring(tuple(n for n in nodes if n != self.system.node), vnodes=self.config.vnodes))
+        return (
+            current.replicas(actor_name, key, count),
+            self._previous_ring.replicas(actor_name, key, count),
+            self._without.replicas(actor_name, key, count),
+        )
 
     def _handoff_report(self, event: RoundStarted | RoundEnded, reason: str) -> None:
         if isinstance(event, RoundStarted):
@@ -199,7 +227,7 @@ class ClusterNode:
         """Open the replica once it is safe (see the module docstring); after that, pull again when the ring changes."""
         replication = self.replication
         if replication.opened:
-            replication.ring_changed(self._peers())
+            self._ring_check()
             return
         core = self.membership.core
         # A node with no other seed founds the cluster: nobody can tell it of a previous life,
@@ -226,12 +254,20 @@ class ClusterNode:
         system = self.system
         node = system.node
         for activation in list(system._activations.values()):
+            name, key = activation.type.name, activation.key
             try:
-                owner = self.owner_of(activation.type.name, activation.key)
+                owner = self.owner_of(name, key)
+                replicas = self.replicas_of(name, key, activation.type.replicas)
             except Exception:
                 continue
+            slot = activation._replica
             if owner is not None and owner != node:
                 activation.stop("handoff", f"the key moved to {owner}")
+                system._forget(activation)
+            elif slot is not None and slot.owner.replicas and slot.owner.replicas != replicas:
+                # Still ours, but over other replicas: no write may be confirmed on the old set
+                # from now on (a new replica counts on that); the sweep acquires it again.
+                activation.stop("handoff", "the key's replicas moved")
                 system._forget(activation)
 
     def _sweep(self) -> None:
@@ -250,17 +286,27 @@ class ClusterNode:
         if not system.running or not self.membership.has_quorum():
             return
         store = self.replication.store
+        resumed = 0
         for entity in store.entities():
             actor_name, key = entity
-            if entity in system._activations or ACTIVE_PAGE not in store.pages(entity):
+            if entity in system._activations or not store.has_page(entity, ACTIVE_PAGE):
                 continue
             try:
                 if self.owner_of(actor_name, key) != system.node:
                     continue
                 actor = system._type_hosted(actor_name)
                 system._activation_for(actor, key, actor.initial)
+                resumed += 1
             except Exception as exc:
                 system._emit_event(ev.ActivationFailed, actor_name, key, 0, f"not resumed: {exc!r}", None, 0.0)
+        if resumed and self._resweep is None:
+            # An acquisition may fail (replicas not ready yet, no quorum in time) and a resumed
+            # key has no message to try again: look again once those acquisitions are over.
+            self._resweep = system.loop.call_later(self._grace, self._resweep_now)
+
+    def _resweep_now(self) -> None:
+        self._resweep = None
+        self._membership_changed()
 
     # --- sending -------------------------------------------------------------------------
 
@@ -368,8 +414,9 @@ class ClusterNode:
 
     def close(self, *, crashed: bool = False) -> None:
         """Leave the membership (in order, telling everyone; silently if ``crashed``) and stop routing."""
-        if self._grace_timer is not None:
-            self._grace_timer.cancel()
+        for timer in (self._grace_timer, self._resweep):
+            if timer is not None:
+                timer.cancel()
         if crashed:
             self.membership.close()
         else:
