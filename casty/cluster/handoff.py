@@ -15,9 +15,10 @@ node on the ring; each answers with ``SyncDump`` frames: everything its replica 
 saying how many parts there are and whether the sender's own last round is complete
 (``synced``). Every part is imported as it arrives (``Imported``: a merge where the newest
 stamp and the greatest promise win, so importing is always safe, early or late, twice or
-out of order). A node that has received all the parts of a peer for the current round
-*has an answer* from it; the driver decides per key from those answers whether the
-replica is ready (see ``answered``/``synced_peers``). Requests are sent again every
+out of order). A node that has received all the parts of one dump of a peer for the
+current round, sent while the peer had it on its ring (``knows_you``), *has an answer*
+from it; the driver decides per key from those answers whether the replica is ready (see
+``answered``, and ``casty.cluster.replicas``). Requests are sent again every
 ``resend_every`` seconds to peers that have not answered (frames get lost; a peer may be
 down for a while), until the round ends or a newer one replaces it.
 
