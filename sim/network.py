@@ -18,6 +18,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+import msgspec
 import networkx as nx  # type: ignore[import-untyped]
 import simpy
 
@@ -27,6 +28,18 @@ if TYPE_CHECKING:
     from .world import World
 
 __all__ = ["SimNetwork", "SimEndpoint", "LinkModel", "Latency"]
+
+# net.* rows carry the frame's tag (``frame``: "Heartbeat", "Prepare", "Deliver", ...) so a
+# view can tell a heartbeat from a write. Only the envelope's header is read (casty's cluster
+# wire layout ``[version, channel, tag, body]``); bytes of any other shape give None.
+_HEADER = msgspec.msgpack.Decoder(tuple[int, str, str, msgspec.Raw])
+
+
+def _frame_tag(frame: bytes) -> str | None:
+    try:
+        return _HEADER.decode(frame)[2]
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return None
 
 
 @dataclass(frozen=True)
@@ -85,7 +98,7 @@ class SimEndpoint:
 
     def _arrive(self, source: str, frame: bytes) -> None:
         if self.closed or self._handler is None or self.loop is None or self.loop.is_closed():
-            self._network._record("net.dropped", source, {"dst": self._node, "size": len(frame), "reason": "no receiver"})
+            self._network._record("net.dropped", source, {"dst": self._node, "size": len(frame), "reason": "no receiver", "frame": _frame_tag(frame)})
             return
         self.loop.call_soon(self._handler, source, frame)
 
@@ -164,33 +177,34 @@ class SimNetwork:
 
     def _send(self, source: str, destination: str, frame: bytes) -> None:
         self.sent += 1
+        tag = _frame_tag(frame)
         if destination not in self._endpoints:
-            self._record("net.dropped", source, {"dst": destination, "size": len(frame), "reason": "unknown node"})
+            self._record("net.dropped", source, {"dst": destination, "size": len(frame), "reason": "unknown node", "frame": tag})
             return
         if not self.reachable(source, destination):
-            self._record("net.dropped", source, {"dst": destination, "size": len(frame), "reason": "partition"})
+            self._record("net.dropped", source, {"dst": destination, "size": len(frame), "reason": "partition", "frame": tag})
             return
         model = self._models.get((source, destination), self.default)
         rng = self._rng
         if model.loss and rng.random() < model.loss:
-            self._record("net.dropped", source, {"dst": destination, "size": len(frame), "reason": "loss"})
+            self._record("net.dropped", source, {"dst": destination, "size": len(frame), "reason": "loss", "frame": tag})
             return
         copies = 2 if model.duplicate and rng.random() < model.duplicate else 1
         for _ in range(copies):
             delay = model.latency.sample(rng)
             if model.reorder and rng.random() < model.reorder:
                 delay += rng.uniform(0.0, model.reorder_delay)
-            self._world.record(source, "net.sent", {"dst": destination, "size": len(frame), "delay_ns": round(delay * 1e9)})
+            self._world.record(source, "net.sent", {"dst": destination, "size": len(frame), "delay_ns": round(delay * 1e9), "frame": tag})
             event = self._env.timeout(round(delay * 1e9))
             event.callbacks.append(_Delivery(self, source, destination, frame))
 
     def _deliver(self, source: str, destination: str, frame: bytes) -> None:
         endpoint = self._endpoints.get(destination)
         if endpoint is None or not self.reachable(source, destination):
-            self._record("net.dropped", destination, {"src": source, "size": len(frame), "reason": "partition in flight"})
+            self._record("net.dropped", destination, {"src": source, "size": len(frame), "reason": "partition in flight", "frame": _frame_tag(frame)})
             return
         self.delivered += 1
-        self._world.record(destination, "net.delivered", {"src": source, "size": len(frame)})
+        self._world.record(destination, "net.delivered", {"src": source, "size": len(frame), "frame": _frame_tag(frame)})
         endpoint._arrive(source, frame)
 
 
