@@ -1,0 +1,521 @@
+"""Ownership chart: who held one key's owner epoch, on which node, when, and what it wrote.
+
+One lane per node, true time on x. Read from the trace only:
+
+* an **epoch span** opens at the node's ``epoch.acquired`` row of the key and closes at the
+  first of: that node's ``activation.ended`` of the key, its crash, its next
+  ``epoch.acquired`` of the key, the end of the trace. Once another node acquires a newer
+  epoch of the key, the rest of the span is hatched and labelled *stale*: the node still runs
+  the key, but the replicas have promised a newer epoch, so its writes are refused (fenced).
+  The label is the epoch ``(round, node#incarnation)``, the incarnation counted per node (1
+  for its first life, 2 after a restart), and what the owner found on the replicas (``found
+  v4``: the newest confirmed version a read quorum held; ``new``: nothing);
+* above the span, a row of writes: a black tick per ``write.confirmed`` (a quorum of replicas
+  accepted it), a red X per ``write.failed`` with ``reason="fenced"`` (refused: a newer epoch
+  exists), a hollow red circle per other ``write.failed`` (no quorum answered in time);
+* on the span, a dot per ``schedule.fired`` of the key; a due time fired again (a repeat,
+  usually on the next owner) is an orange diamond; grey x's are messages to the key dropped
+  unhandled (``message.dropped``, e.g. a Tick queued when the node crashed);
+* under the span, a thin blue band per handoff round of the node (``handoff.started`` ..
+  ``handoff.ended``: the node pulls the replicas it should hold from its peers);
+* the node's faults: crash (red line), down until its restart (grey), restart (green
+  triangle), pause (hatched), clock step (purple dashed); a network partition is a pale band
+  across every lane, from ``fault.partition`` to ``fault.heal``, labelled with its sides.
+
+The title says which key and what happened to its ownership, in one line.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+from matplotlib.patches import Patch, Rectangle
+from matplotlib.text import Annotation
+from matplotlib.transforms import blended_transform_factory
+
+from sim.trace import Row, Trace
+from sim.viz.timeline import (
+    BLUE,
+    FONT,
+    GREEN,
+    GREY,
+    INK,
+    LIGHT_GREY,
+    ORANGE,
+    PURPLE,
+    SKY,
+    SMALL,
+    VERMILLION,
+    TimeUnit,
+    declutter,
+    end_ns,
+    fmt_signed,
+    key_style,
+    label,
+    node_events,
+    outside_legend,
+    text_colour_on,
+    time_unit,
+)
+
+__all__ = ["ownership_chart", "epoch_spans", "EpochSpan"]
+
+PARTITION_YELLOW = "#FFF3C4"
+_DROP_GREY = "#6E6E6E"
+
+
+@dataclass(frozen=True, slots=True)
+class EpochSpan:
+    """One node's hold of the key's owner epoch: ``superseded_ns`` is when another node took a newer one (or None)."""
+
+    node: str
+    epoch_round: int
+    incarnation: int
+    start_ns: int
+    end_ns: int
+    superseded_ns: int | None
+    found: int
+    ended_by: str  # the activation's end reason, "crash", "re-acquired", "end of trace"
+
+    @property
+    def name(self) -> str:
+        return f"({self.epoch_round}, {self.node}#{self.incarnation})"
+
+
+# ---------------------------------------------------------------------------------------
+# reading the trace
+# ---------------------------------------------------------------------------------------
+
+
+def _actor_matches(row_actor: Any, wanted: str | None) -> bool:
+    if wanted is None:
+        return True
+    text = str(row_actor)
+    return text == wanted or text.split(":")[-1] == wanted
+
+
+def _select(trace: Trace, actor: str | None, key: str | None) -> tuple[str, str]:
+    """The (actor, key) to draw: the one asked for, else the key whose ownership changed most."""
+    acquired = [r for r in trace.of("epoch.acquired") if _actor_matches(r.get("actor"), actor) and (key is None or str(r.get("key")) == key)]
+    if not acquired:
+        known = sorted({f"{str(r.get('actor')).split(':')[-1]}[{r.get('key')}]" for r in trace.of("epoch.acquired")})
+        wanted = f"actor={actor!r} key={key!r}" if actor or key else "any key"
+        raise ValueError(f"no epoch.acquired row for {wanted} in this trace; keys with an owner epoch: {', '.join(known) or 'none'}")
+    counts: Counter[tuple[str, str]] = Counter((str(r.get("actor")), str(r.get("key"))) for r in acquired)
+    fired: Counter[tuple[str, str]] = Counter((str(r.get("actor")), str(r.get("key"))) for r in trace.of("schedule.fired"))
+    order = {e: i for i, e in enumerate(dict.fromkeys((str(r.get("actor")), str(r.get("key"))) for r in acquired))}
+    return max(counts, key=lambda e: (counts[e], fired[e], -order[e]))
+
+
+def _incarnations(trace: Trace) -> dict[str, list[tuple[int, int]]]:
+    """Per node, [(t_ns, incarnation)] from ``node.started`` rows: which life of the node a row belongs to."""
+    out: dict[str, list[tuple[int, int]]] = {}
+    for row in trace.of("node.started"):
+        out.setdefault(row.node, []).append((row.t_ns, int(row.get("incarnation", 1) or 1)))
+    return out
+
+
+def _life_at(lives: dict[str, list[tuple[int, int]]], node: str, t_ns: int) -> int:
+    current = 1
+    for t, incarnation in lives.get(node, ()):
+        if t <= t_ns:
+            current = incarnation
+    return current
+
+
+def epoch_spans(trace: Trace, actor: str, key: str) -> list[EpochSpan]:
+    """Every hold of the key's owner epoch, in the order they were acquired (see the module docstring)."""
+    rows = [r for r in trace.rows if str(r.get("key")) == key and str(r.get("actor")) == actor
+            and r.kind in ("epoch.acquired", "activation.ended")]
+    crashes = trace.of("fault.crash")
+    lives = _incarnations(trace)
+    last = end_ns(trace)
+    acquired = [r for r in rows if r.kind == "epoch.acquired"]
+    spans: list[EpochSpan] = []
+    for row in acquired:
+        ends: list[tuple[int, str]] = [(last, "end of trace")]
+        ended = next((r for r in rows if r.kind == "activation.ended" and r.node == row.node and r.seq > row.seq), None)
+        if ended is not None:
+            ends.append((ended.t_ns, str(ended.get("reason", "ended"))))
+        crash = next((r for r in crashes if r.node == row.node and r.seq > row.seq), None)
+        if crash is not None:
+            ends.append((crash.t_ns, "crash"))
+        again = next((r for r in acquired if r.node == row.node and r.seq > row.seq), None)
+        if again is not None:
+            ends.append((again.t_ns, "re-acquired"))
+        end, how = min(ends, key=lambda e: e[0])
+        newer = next((r for r in acquired if r.node != row.node and r.seq > row.seq), None)
+        superseded = newer.t_ns if newer is not None and newer.t_ns < end else None
+        spans.append(EpochSpan(row.node, int(row.get("epoch_round", 0) or 0), _life_at(lives, row.node, row.t_ns),
+                               row.t_ns, end, superseded, int(row.get("found", 0) or 0), how))
+    return spans
+
+
+@dataclass(frozen=True, slots=True)
+class _Partition:
+    start_ns: int
+    end_ns: int
+    sides: tuple[tuple[str, ...], tuple[str, ...]]
+    oneway: bool
+    healed: bool
+
+
+def partitions(trace: Trace) -> list[_Partition]:
+    """``fault.partition`` rows, each open until the next ``fault.heal`` (a heal restores every link)."""
+    out: list[_Partition] = []
+    open_: list[Row] = []
+    heals = sorted({r.t_ns for r in trace.of("fault.heal")})
+    for row in trace.of("fault.partition"):
+        open_.append(row)
+    last = end_ns(trace)
+    for row in open_:
+        heal = next((t for t in heals if t >= row.t_ns), None)
+        sides = (tuple(row.get("from") or ()), tuple(row.get("to") or ()))
+        out.append(_Partition(row.t_ns, heal if heal is not None else last, sides, bool(row.get("oneway")), heal is not None))
+    return out
+
+
+def _handoff_rounds(trace: Trace) -> dict[str, list[tuple[int, int]]]:
+    """Per node, (start, end) of each handoff round: ended by its ``handoff.ended``, the node's next round, a crash, or the end."""
+    out: dict[str, list[tuple[int, int]]] = {}
+    open_: dict[str, dict[Any, int]] = {}
+    last = end_ns(trace)
+    for row in trace.rows:
+        if row.kind == "handoff.started":
+            rounds = open_.setdefault(row.node, {})
+            for started in rounds.values():  # a new round replaces the ones still open
+                out.setdefault(row.node, []).append((started, row.t_ns))
+            rounds.clear()
+            rounds[row.get("round")] = row.t_ns
+        elif row.kind == "handoff.ended":
+            started_at = open_.get(row.node, {}).pop(row.get("round"), None)
+            if started_at is not None:
+                out.setdefault(row.node, []).append((started_at, row.t_ns))
+        elif row.kind == "fault.crash":
+            for started in open_.pop(row.node, {}).values():
+                out.setdefault(row.node, []).append((started, row.t_ns))
+    for node, rounds in open_.items():
+        for started in rounds.values():
+            out.setdefault(node, []).append((started, last))
+    return out
+
+
+def _cluster_nodes(trace: Trace) -> list[str]:
+    """The nodes (not the world's own rows such as notes): those that started, else every node with a non-note row."""
+    started = list(dict.fromkeys(r.node for r in trace.of("node.started")))
+    if started:
+        return started
+    return list(dict.fromkeys(r.node for r in trace.rows if r.kind != "note"))
+
+
+# ---------------------------------------------------------------------------------------
+# the title
+# ---------------------------------------------------------------------------------------
+
+
+def _at(unit: TimeUnit, t_ns: int) -> str:
+    value = unit.x(t_ns)
+    return f"{value:.1f} {unit.name}" if value < 100 else f"{value:.0f} {unit.name}"
+
+
+def _story(trace: Trace, spans: list[EpochSpan], unit: TimeUnit, fenced: int, repeats: int) -> str:
+    """What happened to the key's ownership, in a few clauses."""
+    if not spans:
+        return "no owner epoch"
+    first = spans[0]
+    clauses = [f"{first.node} took epoch {first.name} at {_at(unit, first.start_ns)}"]
+    crashes = trace.of("fault.crash")
+    parts = partitions(trace)
+    shown = 1
+    for before, span in zip(spans, spans[1:]):
+        if shown >= 3:
+            clauses.append(f"... {len(spans) - shown} more epoch(s)")
+            break
+        why = ""
+        crash = next((c for c in crashes if c.node == before.node and before.start_ns <= c.t_ns <= span.start_ns), None)
+        cut = next((p for p in parts if before.start_ns <= p.start_ns <= span.start_ns and before.node in (*p.sides[0], *p.sides[1])), None)
+        everyone = {c.node for c in crashes if before.start_ns <= c.t_ns <= span.start_ns}
+        if crash is not None and len(everyone) > 1 and len(everyone) >= len(_cluster_nodes(trace)):
+            why = f"every node crashed at {_at(unit, crash.t_ns)}; "
+        elif crash is not None:
+            why = f"owner {before.node} crashed at {_at(unit, crash.t_ns)}; "
+        elif cut is not None and span.node != before.node:
+            why = f"owner {before.node} cut off at {_at(unit, cut.start_ns)}; "
+        found = "" if span.found else " from nothing"
+        clauses.append(f"{why}{span.node} took {span.name} at {_at(unit, span.start_ns)}{found}")
+        shown += 1
+    story = "; ".join(clauses)
+    extras = []
+    if fenced:
+        extras.append(f"{fenced} write{'s' if fenced != 1 else ''} fenced")
+    if repeats:
+        extras.append(f"{repeats} firing{'s' if repeats != 1 else ''} repeated")
+    return story + (f"\n{', '.join(extras)}" if extras else "")
+
+
+# ---------------------------------------------------------------------------------------
+# the chart
+# ---------------------------------------------------------------------------------------
+
+# lane geometry (y grows downwards, one lane per node, centred on its index)
+_LANE = 0.47
+_MARKS = -0.41  # crash / restart / clock labels, along the top of the lane
+_WRITES = (-0.34, -0.20)  # the writes row, above the span: state writes on top, next-due writes under them
+_BAR = (-0.16, 0.14)  # the epoch span
+_FIRED = 0.22  # the firings row, under the span
+_DROPPED = 0.32  # dropped messages
+_HANDOFF = (0.38, 0.45)  # the handoff band, at the bottom of the lane
+_STATE_PAGE = "state"
+_SCHEDULES_PAGE = "@schedules"
+
+
+def ownership_chart(
+    trace: Trace,
+    actor: str | None = None,
+    key: str | None = None,
+    ax: Axes | None = None,
+    *,
+    title: str | None = None,
+    nodes: Iterable[str] | None = None,
+) -> Figure:
+    """The ownership chart of one key (default: the key whose owner epoch changed most).
+
+    ``actor`` may be the type's full name (``module:qualname``) or its short name. Raises
+    ``ValueError`` naming the keys that have an owner epoch when the requested one has none.
+    """
+    actor_name, key_name = _select(trace, actor, key)
+    spans = epoch_spans(trace, actor_name, key_name)
+    lanes = list(nodes) if nodes is not None else _cluster_nodes(trace)
+    for span in spans:
+        if span.node not in lanes:
+            lanes.append(span.node)
+    row_of = {n: i for i, n in enumerate(lanes)}
+    mine = [r for r in trace.rows if str(r.get("key")) == key_name and str(r.get("actor")) == actor_name and r.node in row_of]
+    end = end_ns(trace)
+    unit = time_unit(end / 1e9)
+    end_x = unit.x(end)
+    events = node_events(trace)
+    parts = partitions(trace)
+
+    own = ax is None
+    if ax is None:
+        fig = Figure(figsize=(12.5, 1.8 + 1.4 * len(lanes)), layout="constrained")
+        ax = fig.add_subplot()
+    else:
+        fig = ax.figure  # type: ignore[assignment]
+    labels: list[Annotation] = []
+    top = blended_transform_factory(ax.transData, ax.transAxes)
+
+    # lanes and partitions behind everything
+    for node, y in row_of.items():
+        ax.axhspan(y - _LANE, y + _LANE, color="#F5F5F5", lw=0, zorder=0)
+    for p in parts:
+        x0, x1 = unit.x(p.start_ns), unit.x(p.end_ns)
+        ax.axvspan(x0, x1, color=PARTITION_YELLOW, lw=0, zorder=0.2, gid="partition")
+        arrow = " -/-> " if p.oneway else " | "
+        text = f"partition {' '.join(p.sides[0])}{arrow}{' '.join(p.sides[1])}" + ("" if p.healed else " (never healed)")
+        ax.annotate(text, xy=(x0, 1.0), xycoords=top, xytext=(2, 3), textcoords="offset points", fontsize=SMALL,
+                    color="#7A5C00", ha="left", va="bottom", annotation_clip=False)
+        if p.healed:
+            labels.append(label(ax, x1, 1.0, "heal", colour="#7A5C00", y_axes=True, down=False, va="bottom", dy=3))
+
+    # node faults
+    for node, y in row_of.items():
+        ev = events.get(node)
+        if ev is None:
+            continue
+        for s in ev.down:
+            ax.add_patch(Rectangle((unit.x(s.start_ns), y - _LANE), unit.x(s.end_ns - s.start_ns), 2 * _LANE, facecolor=LIGHT_GREY, edgecolor="none", zorder=0.5, gid="down"))
+        for s in ev.paused:
+            ax.add_patch(Rectangle((unit.x(s.start_ns), y - _LANE), unit.x(s.end_ns - s.start_ns), 2 * _LANE, facecolor="none", edgecolor=GREY, hatch="///", lw=0, zorder=0.5, gid="paused"))
+            labels.append(label(ax, unit.x(s.start_ns), y + _MARKS, "paused", colour="#555555", va="center"))
+        for t in ev.crashes:
+            ax.vlines(unit.x(t), y - _LANE, y + _LANE, color=VERMILLION, lw=2.2, zorder=4, gid="crash")
+            labels.append(label(ax, unit.x(t), y + _MARKS, "crash", colour=VERMILLION, weight="bold", va="center"))
+        if ev.restarts:
+            xs = [unit.x(t) for t, _ in ev.restarts]
+            ax.scatter(xs, [y + _MARKS] * len(xs), marker="^", s=70, color=GREEN, edgecolors="white", linewidths=0.7, zorder=5, gid="restart")
+            for x, (_, inc) in zip(xs, ev.restarts):
+                labels.append(label(ax, x, y + _MARKS, "restart" if inc is None else f"restart #{inc}", colour=GREEN, weight="bold", va="center", dx=6))
+        for t, _seq, delta in ev.steps:
+            ax.vlines(unit.x(t), y - _LANE, y + _LANE, color=PURPLE, lw=1.6, ls="--", zorder=4, gid="clock.step")
+            labels.append(label(ax, unit.x(t), y + _MARKS, f"clock {fmt_signed(delta / 1e6)}", colour="#9E4A7E", weight="bold", va="center"))
+
+    # handoff rounds
+    rounds = _handoff_rounds(trace)
+    for node, spans_of_node in rounds.items():
+        if node not in row_of:
+            continue
+        y = row_of[node]
+        for start, stop in spans_of_node:
+            width = max(unit.x(stop) - unit.x(start), end_x * 0.003)
+            ax.add_patch(Rectangle((unit.x(start), y + _HANDOFF[0]), width, _HANDOFF[1] - _HANDOFF[0], facecolor=SKY, edgecolor="none", zorder=2, gid="handoff"))
+
+    # epoch spans
+    bar_texts: list[tuple[Rectangle, str, str | None]] = []  # (bar, text, colour: None = readable on the bar)
+    for i, span in enumerate(spans):
+        colour, _ = key_style(i)
+        y = row_of[span.node]
+        x0 = unit.x(span.start_ns)
+        x_stale = unit.x(span.superseded_ns) if span.superseded_ns is not None else None
+        x1 = unit.x(span.end_ns)
+        held_to = x_stale if x_stale is not None else x1
+        width = max(held_to - x0, end_x * 0.003)
+        rect = Rectangle((x0, y + _BAR[0]), width, _BAR[1] - _BAR[0], facecolor=colour, edgecolor="white", lw=0.6, zorder=2.2, gid="epoch")
+        ax.add_patch(rect)
+        if x_stale is not None:
+            stale = Rectangle((x_stale, y + _BAR[0]), max(x1 - x_stale, end_x * 0.003), _BAR[1] - _BAR[0], facecolor="white", edgecolor=colour,
+                              hatch="////", lw=1.2, zorder=2.2, gid="stale")
+            ax.add_patch(stale)
+            bar_texts.append((stale, "stale: fenced", VERMILLION))
+        found = f"found v{span.found}" if span.found else "found nothing"
+        bar_texts.append((rect, f"epoch {span.name}\n{found}", None))
+
+    # writes (above the span), firings (on it), dropped messages
+    confirmed = [r for r in mine if r.kind == "write.confirmed"]
+    failed = [r for r in mine if r.kind == "write.failed"]
+    fenced = [r for r in failed if r.get("reason") == "fenced"]
+    other_failed = [r for r in failed if r.get("reason") != "fenced"]
+    state_writes = [r for r in confirmed if _STATE_PAGE in (r.get("pages") or ())]
+    due_writes = [r for r in confirmed if _STATE_PAGE not in (r.get("pages") or ())]
+    half = (_WRITES[0] + _WRITES[1]) / 2
+    for rows, colour, gid, (lo, hi) in ((state_writes, INK, "write.state", (_WRITES[0], half - 0.005)),
+                                        (due_writes, BLUE, "write.schedules", (half + 0.005, _WRITES[1]))):
+        if rows:
+            ax.vlines([unit.x(r.t_ns) for r in rows], [row_of[r.node] + lo for r in rows],
+                      [row_of[r.node] + hi for r in rows], color=colour, lw=1.5, zorder=3, gid=gid)
+    ymid = (_WRITES[0] + _WRITES[1]) / 2
+    if fenced:
+        ax.scatter([unit.x(r.t_ns) for r in fenced], [row_of[r.node] + ymid for r in fenced], marker="X", s=52, color=VERMILLION,
+                   edgecolors="white", linewidths=0.5, zorder=3.5, gid="write.fenced")
+    if other_failed:
+        ax.scatter([unit.x(r.t_ns) for r in other_failed], [row_of[r.node] + ymid for r in other_failed], marker="o", s=30, facecolors="white",
+                   edgecolors=VERMILLION, linewidths=1.2, zorder=3.4, gid="write.failed")
+    fired = [r for r in mine if r.kind == "schedule.fired"]
+    seen: Counter[Any] = Counter()
+    first_fired: list[Row] = []
+    repeated: list[Row] = []
+    for r in fired:
+        (repeated if seen[r.get("due_us")] else first_fired).append(r)
+        seen[r.get("due_us")] += 1
+    dense = len(fired) > 60
+    if first_fired:
+        ax.scatter([unit.x(r.t_ns) for r in first_fired], [row_of[r.node] + _FIRED for r in first_fired], marker="o", s=14 if dense else 30,
+                   color=INK, edgecolors="white", linewidths=0 if dense else 0.6, zorder=4.3, gid="schedule.fired")
+    if repeated:
+        ax.scatter([unit.x(r.t_ns) for r in repeated], [row_of[r.node] + _FIRED for r in repeated], marker="D", s=60, color=ORANGE,
+                   edgecolors=INK, linewidths=0.7, zorder=4.4, gid="schedule.repeat")
+        runs: dict[str, list[Row]] = {}
+        for r in repeated:  # one label per node: where its repeats begin, with their number
+            runs.setdefault(r.node, []).append(r)
+        for node, rs in runs.items():
+            text = "repeat" if len(rs) == 1 else f"{len(rs)} repeats"
+            labels.append(label(ax, unit.x(rs[0].t_ns) - end_x * 0.006, row_of[node] + _FIRED, text, colour="#8A5A00", weight="bold", va="center", ha="right"))
+        if len(repeated) <= 8:  # few: join each repeat to the first firing of its due
+            first_of = {r.get("due_us"): r for r in reversed(first_fired)}
+            for r in repeated:
+                origin = first_of.get(r.get("due_us"))
+                if origin is not None:
+                    ax.annotate("", xy=(unit.x(r.t_ns), row_of[r.node] + _FIRED), xytext=(unit.x(origin.t_ns), row_of[origin.node] + _FIRED),
+                                arrowprops={"arrowstyle": "-|>", "color": ORANGE, "lw": 1.3, "ls": "--", "shrinkA": 4, "shrinkB": 6},
+                                zorder=3.65, gid="repeat.link")
+    dropped = [r for r in mine if r.kind == "message.dropped"]
+    if dropped:
+        by_place: Counter[tuple[str, int]] = Counter((r.node, r.t_ns) for r in dropped)
+        xs = [unit.x(t) for _, t in by_place]
+        ys = [row_of[n] + _DROPPED for n, _ in by_place]
+        ax.scatter(xs, ys, marker="x", s=34, color=_DROP_GREY, linewidths=1.4, zorder=4.5, gid="message.dropped")
+        for (node, t), n in by_place.most_common(1):  # the largest group only, or the labels pile up
+            what = {str(r.get("message")) for r in dropped if r.node == node and r.t_ns == t}
+            text = f"{n} {'/'.join(sorted(what))} dropped" if n > 1 else f"{'/'.join(sorted(what))} dropped"
+            labels.append(label(ax, unit.x(t), row_of[node] + _DROPPED, text, colour=_DROP_GREY, va="center", dx=6))
+
+    # axes
+    pad = end_x * 0.01
+    ax.set_xlim(-pad, end_x + pad if end_x > 0 else 1)
+    ax.set_ylim(len(lanes) - 0.5, -0.5)
+    ax.set_yticks(range(len(lanes)), lanes, fontsize=FONT)
+    ax.tick_params(axis="y", length=0)
+    ax.tick_params(axis="x", labelsize=SMALL + 0.5)
+    for spine in ("left", "right", "top"):
+        ax.spines[spine].set_visible(False)
+    ax.set_xlabel(f"true time since start ({unit.name})", fontsize=FONT)
+    ax.set_ylabel("node", fontsize=FONT)
+    ax.grid(axis="x", color="#E6E6E6", lw=0.8, zorder=0)
+    ax.set_axisbelow(True)
+    short = f"{actor_name.split(':')[-1]}[{key_name}]"
+    story = _story(trace, spans, unit, len(fenced), len(repeated))
+    ax.set_title(title or f"{short}: {story}", fontsize=FONT + 1.5, loc="left", pad=18 if parts else 8)
+
+    handles: list[Any] = [Patch(facecolor=key_style(0)[0], edgecolor="white", label="holds the owner epoch\n(one colour per epoch)")]
+    if any(s.superseded_ns is not None for s in spans):
+        handles.append(Patch(facecolor="white", edgecolor=key_style(0)[0], hatch="////", label="stale: a newer epoch exists,\nits writes are fenced"))
+    if state_writes:
+        handles.append(Line2D([], [], color=INK, marker="|", ms=9, mew=1.4, ls="", label="state write confirmed (quorum)"))
+    if due_writes:
+        handles.append(Line2D([], [], color=BLUE, marker="|", ms=9, mew=1.4, ls="", label="next-due write confirmed\n(@schedules page)"))
+    if fenced:
+        handles.append(Line2D([], [], ls="", marker="X", ms=8, color=VERMILLION, mec="white", label="write fenced"))
+    if other_failed:
+        handles.append(Line2D([], [], ls="", marker="o", ms=6, mfc="white", mec=VERMILLION, mew=1.2, label="write failed (no quorum)"))
+    if first_fired:
+        handles.append(Line2D([], [], ls="", marker="o", ms=6, color=INK, mec="white", label="schedule fired"))
+    if repeated:
+        handles.append(Line2D([], [], ls="", marker="D", ms=7, color=ORANGE, mec=INK, label="due fired again (repeat)"))
+    if dropped:
+        handles.append(Line2D([], [], ls="", marker="x", ms=7, color=_DROP_GREY, mew=1.4, label="message dropped\n(never handled)"))
+    if any(node in row_of for node in rounds):
+        handles.append(Patch(facecolor=SKY, label="handoff round\n(pulls replicas from peers)"))
+    shown = {n: events[n] for n in lanes if n in events}
+    if any(ev.crashes for ev in shown.values()):
+        handles.append(Line2D([], [], color=VERMILLION, lw=2.2, label="crash"))
+    if any(ev.down for ev in shown.values()):
+        handles.append(Patch(facecolor=LIGHT_GREY, label="down (crash to restart)"))
+    if any(ev.restarts for ev in shown.values()):
+        handles.append(Line2D([], [], ls="", marker="^", ms=8, color=GREEN, mec="white", label="restart (empty memory)"))
+    if any(ev.paused for ev in shown.values()):
+        handles.append(Patch(facecolor="white", edgecolor=GREY, hatch="///", label="paused"))
+    if any(ev.steps for ev in shown.values()):
+        handles.append(Line2D([], [], color=PURPLE, lw=1.6, ls="--", label="clock step"))
+    if parts:
+        handles.append(Patch(facecolor=PARTITION_YELLOW, label="network partition"))
+    ax.legend(handles=handles, fontsize=SMALL, borderaxespad=0, **outside_legend(fig, own))
+
+    # span labels: inside the span when they fit; else after it, in full or as the bare epoch, when the lane is free there
+    fig.draw_without_rendering()
+    renderer = fig._get_renderer()  # type: ignore[attr-defined]
+    bars = [rect for rect, _, _ in bar_texts]
+    for rect, text, text_colour in bar_texts:
+        x0, y0, h = rect.get_x(), rect.get_y(), rect.get_height()
+        fill = _hex(rect.get_facecolor())
+        inside = ax.text(x0 + rect.get_width() / 2, y0 + h / 2, text, ha="center", va="center", fontsize=SMALL, zorder=3.9,
+                         color=text_colour or text_colour_on(fill), fontweight="bold" if text_colour else "normal", clip_on=True, gid="span.label",
+                         linespacing=1.1, bbox={"boxstyle": "square,pad=0.1", "facecolor": "white", "edgecolor": "none", "alpha": 0.85} if text_colour else None)
+        inside.set_in_layout(False)
+        box = inside.get_window_extent(renderer)
+        if box.width + 6 <= rect.get_window_extent(renderer).width:
+            continue
+        inside.remove()
+        x_end = x0 + rect.get_width()
+        after = [b.get_x() for b in bars if b is not rect and abs(b.get_y() - y0) < 1e-9 and b.get_x() >= x_end]
+        room = (ax.transData.transform((min(after), 0))[0] if after else ax.get_window_extent(renderer).x1) - ax.transData.transform((x_end, 0))[0]
+        for candidate in (text.replace("\n", ", "), text.split("\n")[0].removeprefix("epoch ")):
+            ann = label(ax, x_end, y0 + h / 2, candidate, colour=text_colour or INK, va="center", dx=4)
+            if not after or ann.get_window_extent(renderer).width + 8 <= room:
+                ann.set_gid("span.label")
+                labels.append(ann)
+                break
+            ann.remove()
+    declutter(fig, labels, max_levels=3)
+    return fig
+
+
+def _hex(rgba: Any) -> str:
+    r, g, b = (int(round(c * 255)) for c in tuple(rgba)[:3])
+    return f"#{r:02X}{g:02X}{b:02X}"
