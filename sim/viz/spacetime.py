@@ -1,0 +1,356 @@
+"""Space-time (message sequence) diagram: the frames between the nodes in a short window.
+
+One vertical line per node, time running down. Every frame sent in the window is an arrow
+from (sender, send time) to (receiver, delivery time), paired from the trace alone: a
+``net.sent`` row (``dst``, ``delay_ns``) and the ``net.delivered`` row of the receiver at
+send time + delay. The colour says which protocol the frame belongs to (its ``frame`` tag,
+which the simulated network records): membership heartbeats faint grey, epoch acquisition
+(Prepare / Promise) purple, replicated writes (Write / Ack) blue, refusals (Nack) red,
+handoff (SyncRequest / SyncDump) green, routing (Deliver / Reply) orange. Requests are solid,
+answers dashed. A frame that never arrived ends in a red X: cut at the sender (partition,
+loss), or at the receiver (the partition came while it flew, or nobody was there: the node
+was down).
+
+The node's own rows in the window are marked on its line, so the messages can be read as
+the cause of what the node did: ``epoch.acquired`` (star), ``write.confirmed`` /
+``write.failed``, ``schedule.fired``, ``activation.*``, ``member.changed`` (what the node
+believes about a peer), crashes and restarts (the line is dotted while the node is down).
+
+Keep the window short (tens to a few hundred ms): the default is the first ownership change
+of a key, from the new owner's first Prepare to its first confirmed write.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+from matplotlib.patches import FancyArrowPatch
+from matplotlib.text import Annotation
+
+from sim.trace import Row, Trace
+from sim.viz.timeline import (
+    BLUE,
+    FONT,
+    GREEN,
+    GREY,
+    INK,
+    ORANGE,
+    PURPLE,
+    SKY,
+    SMALL,
+    VERMILLION,
+    declutter,
+    end_ns,
+    fmt_duration,
+    label,
+    node_events,
+    outside_legend,
+)
+
+__all__ = ["spacetime_diagram", "frame_arrows", "FrameArrow", "default_window", "FRAME_KINDS"]
+
+HEARTBEAT_GREY = "#B5B5B5"
+
+# tag -> (group, colour, answer?). Groups are what the legend lists.
+FRAME_KINDS: dict[str, tuple[str, str, bool]] = {
+    "Heartbeat": ("membership: heartbeat", HEARTBEAT_GREY, False),
+    "Leaving": ("membership: heartbeat", HEARTBEAT_GREY, False),
+    "Prepare": ("epoch: Prepare / Promise", PURPLE, False),
+    "Promise": ("epoch: Prepare / Promise", PURPLE, True),
+    "Write": ("replication: Write / Ack", BLUE, False),
+    "Ack": ("replication: Write / Ack", BLUE, True),
+    "Nack": ("replication: Nack (refused)", VERMILLION, True),
+    "Snapshot": ("replication: Snapshot", SKY, False),
+    "SyncRequest": ("handoff: SyncRequest / SyncDump", GREEN, False),
+    "SyncDump": ("handoff: SyncRequest / SyncDump", GREEN, True),
+    "Deliver": ("routing: Deliver / Reply", ORANGE, False),
+    "Reply": ("routing: Deliver / Reply", ORANGE, True),
+    "Failed": ("routing: Failed / WrongOwner", "#8A5A00", True),
+    "WrongOwner": ("routing: Failed / WrongOwner", "#8A5A00", True),
+}
+_OTHER = ("other frames", GREY, False)
+
+
+@dataclass(frozen=True, slots=True)
+class FrameArrow:
+    """One frame: sent by ``src`` at ``sent_ns`` to ``dst``; ``arrived_ns`` None when it was dropped at the sender."""
+
+    src: str
+    dst: str
+    tag: str | None
+    sent_ns: int
+    arrived_ns: int | None
+    dropped: str | None  # the drop reason, or None when it was handed to the receiver
+
+
+def frame_arrows(trace: Trace, start_ns: int = 0, end_ns_: int | None = None) -> list[FrameArrow]:
+    """The frames sent within [start_ns, end_ns_], paired with their delivery (or drop) rows."""
+    stop = end_ns_ if end_ns_ is not None else end_ns(trace)
+    in_flight: dict[tuple[str, str, int], list[Row]] = {}  # (src, dst, arrival) -> sent rows
+    arrows: list[FrameArrow] = []
+    index: dict[int, int] = {}  # seq of the sent row -> its arrow
+    last_delivery: dict[tuple[str, str, int], int] = {}  # (src, dst, arrival) -> arrow, for "no receiver" rows
+    for row in trace.rows:
+        kind = row.kind
+        if kind == "net.sent":
+            if start_ns <= row.t_ns <= stop:
+                arrival = row.t_ns + int(row.get("delay_ns", 0) or 0)
+                in_flight.setdefault((row.node, str(row.get("dst")), arrival), []).append(row)
+        elif kind == "net.delivered" or (kind == "net.dropped" and row.get("src") is not None):
+            src = str(row.get("src"))
+            waiting = in_flight.get((src, row.node, row.t_ns))
+            if not waiting:
+                continue
+            sent = waiting.pop(0)
+            dropped = None if kind == "net.delivered" else str(row.get("reason", "dropped"))
+            arrows.append(FrameArrow(src, row.node, sent.get("frame"), sent.t_ns, row.t_ns, dropped))
+            index[sent.seq] = len(arrows) - 1
+            if kind == "net.delivered":
+                last_delivery[(src, row.node, row.t_ns)] = len(arrows) - 1
+        elif kind == "net.dropped" and start_ns <= row.t_ns <= stop:
+            reason = str(row.get("reason", "dropped"))
+            dst = str(row.get("dst"))
+            if reason == "no receiver":  # recorded by the sender right after the delivery row: the frame reached a dead node
+                i = last_delivery.pop((row.node, dst, row.t_ns), None)
+                if i is not None:
+                    a = arrows[i]
+                    arrows[i] = FrameArrow(a.src, a.dst, a.tag, a.sent_ns, a.arrived_ns, reason)
+                continue
+            arrows.append(FrameArrow(row.node, dst, row.get("frame"), row.t_ns, None, reason))
+    return sorted(arrows, key=lambda a: (a.sent_ns, a.src, a.dst))
+
+
+def default_window(trace: Trace) -> tuple[int, int]:
+    """(start_ns, end_ns) around the first ownership change (else the first epoch): the new owner's Prepare .. its first write."""
+    acquired = trace.of("epoch.acquired")
+    if not acquired:
+        return 0, min(end_ns(trace), 200_000_000)
+    first_owner = {(r.get("actor"), r.get("key")): r.node for r in reversed(acquired)}
+    change = next((r for r in acquired if first_owner[(r.get("actor"), r.get("key"))] != r.node), acquired[0])
+    prepares = [r for r in trace.of("net.sent", node=change.node) if r.get("frame") == "Prepare" and r.t_ns <= change.t_ns]
+    start = prepares[-1].t_ns if prepares and change.t_ns - prepares[-1].t_ns < 500_000_000 else change.t_ns - 5_000_000
+    confirmed = next((r for r in trace.of("write.confirmed", node=change.node, key=change.get("key")) if r.t_ns >= change.t_ns), None)
+    stop = confirmed.t_ns if confirmed is not None and confirmed.t_ns - change.t_ns < 200_000_000 else change.t_ns + 5_000_000
+    margin = max((stop - start) // 10, 1_000_000)
+    return max(start - margin, 0), stop + margin
+
+
+_LOCAL_KINDS = ("epoch.acquired", "write.confirmed", "write.failed", "schedule.fired", "activation.started", "activation.ended",
+                "member.changed", "fault.", "handoff.started", "handoff.ended", "message.dropped")
+
+
+def _event_text(row: Row, incarnation: dict[str, int], with_key: bool) -> tuple[str, str, str] | None:
+    """(marker, colour, text) of a node's own row, or None to leave it out; ``with_key`` names the key in every line."""
+    kind = row.kind
+    named = f"{str(row.get('actor')).split(':')[-1]}[{row.get('key')}]" if row.get("key") is not None else ""
+    short = f"{named} " if with_key else ""
+    if kind == "epoch.acquired":
+        node = str(row.get("epoch_node", "")).split("#")[0]
+        found = f"found v{row.get('found')}" if row.get("found") else "found nothing"
+        return "*", PURPLE, f"epoch ({row.get('epoch_round')}, {node}#{incarnation.get(row.node, 1)}) of {named}, {found}"
+    if kind == "write.confirmed":
+        pages = ", ".join(row.get("pages") or ())
+        return "s", BLUE, f"write v{row.get('version')} confirmed ({pages})"
+    if kind == "write.failed":
+        return "X", VERMILLION, f"write {row.get('reason')} ({row.get('operation')})"
+    if kind == "schedule.fired":
+        return "o", INK, f"fires schedule '{row.get('name')}'" + (f" of {named}" if with_key else "")
+    if kind == "activation.started":
+        return ">", GREEN, f"{short}activated" + (" (recovered)" if row.get("recovered") else "")
+    if kind == "activation.ended":
+        return "|", GREY, f"{short}ended: {row.get('reason')}"
+    if kind == "message.dropped":
+        return "x", GREY, f"{row.get('message')} dropped"
+    if kind == "member.changed":
+        if row.get("node") == row.node:
+            return None
+        return "d", "#666666", f"sees {row.get('node')} {row.get('status')}"
+    if kind == "handoff.started":
+        return "4", GREEN, f"handoff round: asks {', '.join(row.get('peers') or ()) or 'nobody'}"
+    if kind == "handoff.ended":
+        return "3", GREEN, f"handoff done ({row.get('keys')} keys)"
+    if kind == "fault.crash":
+        return "X", VERMILLION, "CRASH"
+    if kind == "fault.restart":
+        return "^", GREEN, f"restart #{row.get('incarnation')}"
+    if kind == "fault.pause":
+        return "s", GREY, "paused"
+    if kind == "fault.resume":
+        return "s", GREY, "resumed"
+    if kind == "fault.partition":
+        return "|", "#7A5C00", f"partition {' '.join(row.get('from') or ())} | {' '.join(row.get('to') or ())}"
+    if kind == "fault.heal":
+        return "|", "#7A5C00", "heal"
+    return None
+
+
+def spacetime_diagram(
+    trace: Trace,
+    start: float | None = None,
+    duration: float | None = None,
+    *,
+    nodes: Iterable[str] | None = None,
+    heartbeats: bool = True,
+    events: bool = True,
+    ax: Axes | None = None,
+    title: str | None = None,
+) -> Figure:
+    """The frames sent in ``[start, start + duration]`` (seconds of true time), one vertical line per node.
+
+    Without ``start`` the window is ``default_window(trace)``; without ``duration`` it is 25 ms.
+    ``heartbeats=False`` leaves membership heartbeats out; ``events=False`` leaves the nodes'
+    own rows out. Returns the figure (a new one unless ``ax`` is given).
+    """
+    if start is None:
+        t0, t1 = default_window(trace)
+        if duration is not None:
+            t1 = t0 + round(duration * 1e9)
+    else:
+        t0 = round(start * 1e9)
+        t1 = t0 + round((duration if duration is not None else 0.025) * 1e9)
+    if t1 <= t0:
+        raise ValueError(f"the window must have a positive duration, got start={start!r} duration={duration!r}")
+    started = list(dict.fromkeys(r.node for r in trace.of("node.started")))
+    lanes = list(nodes) if nodes is not None else (started or [n for n in trace.nodes() if any(r.node == n for r in trace.of("net."))])
+    col = {n: i for i, n in enumerate(lanes)}
+    arrows = [a for a in frame_arrows(trace, t0, t1) if a.src in col and a.dst in col]
+    if not heartbeats:
+        arrows = [a for a in arrows if FRAME_KINDS.get(a.tag or "", _OTHER)[0] != "membership: heartbeat"]
+    span_ms = (t1 - t0) / 1e6
+
+    def y(t_ns: int) -> float:
+        return (t_ns - t0) / 1e6
+
+    own = ax is None
+    if ax is None:
+        fig = Figure(figsize=(3.2 * max(len(lanes), 2) + 3.6, 7.5), layout="constrained")
+        ax = fig.add_subplot()
+    else:
+        fig = ax.figure  # type: ignore[assignment]
+    labels: list[Annotation] = []  # the nodes' rows and the drops: placed first, moved apart
+    tags: list[Annotation] = []  # each arrow's frame name: kept only where it hides nothing
+
+    # node lines: solid while up, dotted while down
+    world = node_events(trace)
+    for node, x in col.items():
+        down = [(y(s.start_ns), y(s.end_ns)) for s in (world[node].down if node in world else ())]
+        ax.vlines(x, 0, span_ms, color="#444444", lw=1.4, zorder=1, gid="node.line")
+        for lo, hi in down:
+            lo, hi = max(lo, 0.0), min(hi, span_ms)
+            if hi > lo:
+                ax.vlines(x, lo, hi, color="white", lw=2.5, zorder=1.1)
+                ax.vlines(x, lo, hi, color="#999999", lw=1.2, ls=(0, (1, 2)), zorder=1.2, gid="node.down")
+
+    # frames
+    delays = sorted(a.arrived_ns - a.sent_ns for a in arrows if a.arrived_ns is not None)
+    stub_ms = (delays[len(delays) // 2] / 1e6 if delays else span_ms * 0.05) * 0.35  # a dropped frame flies a third of a usual hop
+    groups: dict[str, tuple[str, bool]] = {}
+    tag_labels = 0
+    for a in arrows:
+        group, colour, answer = FRAME_KINDS.get(a.tag or "", _OTHER)
+        heartbeat = group == "membership: heartbeat"
+        groups[group] = (colour, groups.get(group, (colour, False))[1] or answer)
+        x0, x1 = col[a.src], col[a.dst]
+        ya = y(a.sent_ns)
+        if a.arrived_ns is None:  # dropped at the sender: a stub towards its destination
+            xb, yb = x0 + (0.3 if x1 > x0 else -0.3), ya + stub_ms
+        else:
+            xb, yb = x1, y(a.arrived_ns)
+        arrow = FancyArrowPatch((x0, ya), (xb, yb), arrowstyle="-|>", mutation_scale=7 if heartbeat else 11,
+                                color=colour, lw=0.7 if heartbeat else 1.5, alpha=0.55 if heartbeat else 1.0,
+                                linestyle="--" if answer else "-", shrinkA=0, shrinkB=0,
+                                zorder=2 if heartbeat else 3, gid=f"frame:{a.tag}")
+        ax.add_patch(arrow)
+        if a.dropped is not None:
+            ax.scatter([xb], [yb], marker="X", s=55, color=VERMILLION, edgecolors="white", linewidths=0.6, zorder=4.5, gid="frame.dropped")
+            if not heartbeat:
+                text = f"{a.tag} to {a.dst} dropped ({a.dropped})" if a.arrived_ns is None else f"{a.tag} dropped ({a.dropped})"
+                left = xb < x0
+                labels.append(label(ax, xb - 0.02 if left else xb, yb, text, colour=VERMILLION, va="center", dx=6, size=SMALL - 0.5, ha="right" if left else "left"))
+        if not heartbeat and a.arrived_ns is not None and tag_labels < 80:
+            tag_labels += 1
+            tags.append(label(ax, (x0 + xb) / 2, (ya + yb) / 2, a.tag or "?", colour=colour if colour != SKY else INK,
+                              ha="center", va="center", dx=0, size=SMALL - 0.5))
+
+    # the nodes' own rows: the rows of one node at one instant share a marker (the first) and one label
+    shown_events = 0
+    if events:
+        lives: dict[str, int] = {}
+        picked: list[tuple[Row, dict[str, int]]] = []
+        for row in trace.rows:
+            if row.kind == "node.started":
+                lives[row.node] = int(row.get("incarnation", 1) or 1)
+            if t0 <= row.t_ns <= t1 and row.node in col and row.kind.startswith(_LOCAL_KINDS):
+                picked.append((row, dict(lives)))
+        keys = {(r.get("actor"), r.get("key")) for r, _ in picked if r.get("key") is not None}
+        grouped: dict[tuple[str, int], list[tuple[str, str, str, str]]] = {}
+        for row, at in picked:
+            found = _event_text(row, at, with_key=len(keys) > 1)
+            if found is not None:
+                grouped.setdefault((row.node, row.t_ns), []).append((*found, row.kind))
+        for (node, t_ns), items in grouped.items():
+            shown_events += len(items)
+            marker, colour, _, kind = items[0]
+            ax.scatter([col[node]], [y(t_ns)], marker=marker, s=110 if marker == "*" else 40, color=colour,
+                       edgecolors="white" if marker not in ("x", "|", "3", "4") else None, linewidths=0.6, zorder=5, gid=f"event:{kind}")
+            text = "\n".join(dict.fromkeys(item[2] for item in items))
+            strong = any(item[3] in ("epoch.acquired", "fault.crash") for item in items)
+            ink = colour if colour not in (GREY, HEARTBEAT_GREY) else "#555555"
+            labels.append(label(ax, col[node], y(t_ns), text, colour=ink, va="center", dx=7, size=SMALL, weight="bold" if strong else "normal"))
+
+    # axes
+    ax.set_xlim(-0.35, len(lanes) - 0.65 + 0.9)  # room right of the last line for its labels
+    ax.set_ylim(span_ms * 1.02, -span_ms * 0.02)
+    ax.set_xticks(range(len(lanes)), lanes, fontsize=FONT + 1, fontweight="bold")
+    ax.xaxis.tick_top()
+    ax.tick_params(axis="x", length=0, pad=6)
+    ax.tick_params(axis="y", labelsize=SMALL + 0.5)
+    for spine in ("right", "bottom", "top"):
+        ax.spines[spine].set_visible(False)
+    ax.set_ylabel(f"ms after t = {t0 / 1e9:.4f} s (true time)", fontsize=FONT)
+    ax.grid(axis="y", color="#EEEEEE", lw=0.8, zorder=0)
+    ax.set_axisbelow(True)
+    counted = sum(1 for a in arrows if FRAME_KINDS.get(a.tag or "", _OTHER)[0] != "membership: heartbeat")
+    beats = len(arrows) - counted
+    what = f"{counted} protocol frame{'s' if counted != 1 else ''}" + (f" + {beats} heartbeat{'s' if beats != 1 else ''}" if beats else "")
+    ax.set_title(title or f"Messages from {t0 / 1e9:.4f} s to {t1 / 1e9:.4f} s ({fmt_duration(span_ms / 1e3)}): {what}",
+                 fontsize=FONT + 1.5, loc="left", pad=24)
+
+    handles: list[Any] = []
+    order = [g for g, *_ in FRAME_KINDS.values()] + [_OTHER[0]]
+    for group in sorted(groups, key=order.index):
+        colour, _ = groups[group]
+        faint = group == "membership: heartbeat"
+        handles.append(Line2D([], [], color=colour, lw=0.8 if faint else 1.8, alpha=0.6 if faint else 1.0, label=group))
+    if any(answer for _, answer in groups.values()):
+        handles.append(Line2D([], [], color=INK, lw=1.2, ls="--", label="dashed: an answer"))
+    if any(a.dropped for a in arrows):
+        handles.append(Line2D([], [], ls="", marker="X", ms=8, color=VERMILLION, mec="white", label="frame dropped"))
+    if any(world[n].down for n in col if n in world):
+        handles.append(Line2D([], [], color="#999999", lw=1.2, ls=(0, (1, 2)), label="node down"))
+    if handles:
+        ax.legend(handles=handles, fontsize=SMALL, borderaxespad=0, **outside_legend(fig, own))
+    if not arrows and not shown_events:
+        ax.text(0.5, 0.5, "no frames or node events in this window", transform=ax.transAxes, ha="center", va="center", fontsize=FONT, color=GREY)
+    declutter(fig, labels, max_levels=3)
+    _keep_free(fig, labels, tags)
+    return fig
+
+
+def _keep_free(fig: Figure, placed: list[Annotation], optional: list[Annotation]) -> None:
+    """Remove each optional label that would overlap a placed one or an optional one already kept."""
+    if not optional:
+        return
+    renderer = fig._get_renderer()  # type: ignore[attr-defined]
+    boxes = [a.get_window_extent(renderer) for a in placed]
+    for ann in optional:
+        box = ann.get_window_extent(renderer)
+        if any(box.overlaps(other) for other in boxes):
+            ann.remove()
+        else:
+            boxes.append(box)
