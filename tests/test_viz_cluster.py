@@ -1,0 +1,250 @@
+"""The cluster views read real scenario traces: what each figure draws is counted against the trace's rows.
+
+Set ``CASTY_VIZ_OUT=/some/dir`` to also keep every figure's PNG there for a look.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+matplotlib = pytest.importorskip("matplotlib")
+matplotlib.use("Agg")
+
+from matplotlib.axes import Axes  # noqa: E402
+from matplotlib.collections import LineCollection, PathCollection  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
+from matplotlib.patches import FancyArrowPatch, Rectangle  # noqa: E402
+
+from sim import scenarios  # noqa: E402
+from sim.network import _frame_tag  # noqa: E402
+from sim.scenarios import Run  # noqa: E402
+from sim.trace import Trace  # noqa: E402
+from sim.viz import ownership_chart, spacetime_diagram  # noqa: E402
+from sim.viz.ownership import epoch_spans  # noqa: E402
+from sim.viz.spacetime import default_window, frame_arrows  # noqa: E402
+
+ACTOR = "sim.scenarios.cluster:cl_ticker"
+
+
+@pytest.fixture(scope="module")
+def repeat() -> Run:
+    run = scenarios.run("ownership-repeat", 0)
+    assert run.ok, run.failures
+    return run
+
+
+@pytest.fixture(scope="module")
+def stale() -> Run:
+    run = scenarios.run("stale-owner-fenced", 0)
+    assert run.ok, run.failures
+    return run
+
+
+# --- figure inspection ---------------------------------------------------------------------
+
+
+def only_axes(fig: Figure) -> Axes:
+    (ax,) = fig.axes
+    return ax
+
+
+def with_gid(ax: Axes, gid: str) -> list[Any]:
+    return [a for a in ax.get_children() if a.get_gid() == gid]
+
+
+def points(ax: Axes, gid: str) -> list[tuple[float, float]]:
+    return [tuple(p) for c in with_gid(ax, gid) if isinstance(c, PathCollection) for p in c.get_offsets()]
+
+
+def segments(ax: Axes, gid: str) -> int:
+    return sum(len(c.get_segments()) for c in with_gid(ax, gid) if isinstance(c, LineCollection))
+
+
+def rects(ax: Axes, gid: str) -> list[Rectangle]:
+    return [a for a in with_gid(ax, gid) if isinstance(a, Rectangle)]
+
+
+def texts(ax: Axes) -> list[str]:
+    return [t.get_text() for t in ax.texts]
+
+
+def legend(ax: Axes) -> list[str]:
+    found = ax.get_legend()
+    assert found is not None
+    return [t.get_text() for t in found.get_texts()]
+
+
+def arrows(ax: Axes, tag: str | None = None) -> list[FancyArrowPatch]:
+    return [p for p in ax.patches if isinstance(p, FancyArrowPatch) and str(p.get_gid()).startswith("frame:")
+            and (tag is None or p.get_gid() == f"frame:{tag}")]
+
+
+def lane(ax: Axes, node: str) -> int:
+    return [t.get_text() for t in ax.get_yticklabels()].index(node)
+
+
+def save(fig: Figure, name: str, tmp_path: Path) -> None:
+    """Render the figure (catches drawing errors); keep it in $CASTY_VIZ_OUT when set."""
+    fig.savefig(tmp_path / f"{name}.png", dpi=100)
+    out = os.environ.get("CASTY_VIZ_OUT")
+    if out:
+        Path(out).mkdir(parents=True, exist_ok=True)
+        fig.savefig(Path(out) / f"{name}.png", dpi=100)
+
+
+# --- the network's frame tag ----------------------------------------------------------------
+
+
+def test_net_rows_name_their_frame(repeat: Run) -> None:
+    """Every net.sent/net.delivered row of a cluster run carries its frame's tag; bytes that are not a cluster frame give None."""
+    rows = repeat.trace.of("net.sent", "net.delivered")
+    assert rows and all(isinstance(r.get("frame"), str) for r in rows)
+    assert {"Heartbeat", "Prepare", "Promise", "Write", "Ack", "Deliver", "Reply"} <= {r.get("frame") for r in rows}
+    assert _frame_tag(b"\x00not msgpack") is None and _frame_tag(b"") is None
+
+
+# --- ownership chart ------------------------------------------------------------------------
+
+
+def test_ownership_repeat(repeat: Run, tmp_path: Path) -> None:
+    """ownership-repeat: n3's epoch ends at its crash, n2's runs to the end; one repeat on n2 joined to n3's firing of the same due."""
+    trace = repeat.trace
+    key = str(repeat.world.results["key"])
+    fig = ownership_chart(trace, actor="cl_ticker", key=key)
+    save(fig, "ownership_repeat", tmp_path)
+    ax = only_axes(fig)
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["n1", "n2", "n3"]
+    epochs = rects(ax, "epoch")
+    assert len(epochs) == 2
+    crash_s = trace.of("fault.crash")[0].t
+    n3_bar, n2_bar = sorted(epochs, key=lambda r: r.get_x())
+    assert n3_bar.get_y() < lane(ax, "n3") < n3_bar.get_y() + n3_bar.get_height()
+    assert n2_bar.get_y() < lane(ax, "n2") < n2_bar.get_y() + n2_bar.get_height()
+    assert n3_bar.get_x() + n3_bar.get_width() == pytest.approx(crash_s)
+    assert n2_bar.get_x() + n2_bar.get_width() == pytest.approx(trace.rows[-1].t)
+    assert {"epoch (1, n3#1)\nfound nothing", "epoch (2, n2#1)\nfound v4"} <= set(texts(ax))
+    # firings: one dot per first delivery of a due, one diamond for the repeat, on n2's lane after the crash
+    fired = trace.of("schedule.fired", key=key)
+    repeats = points(ax, "schedule.repeat")
+    assert len(points(ax, "schedule.fired")) + len(repeats) == len(fired)
+    assert len(repeats) == 1 and repeats[0][0] > crash_s and round(repeats[0][1]) == lane(ax, "n2")
+    assert len(with_gid(ax, "repeat.link")) == 1 and "repeat" in texts(ax)
+    # every confirmed write is a tick, by page; the crash, the down span and the one-way partition
+    confirmed = trace.of("write.confirmed", key=key)
+    assert segments(ax, "write.state") + segments(ax, "write.schedules") == len(confirmed)
+    assert segments(ax, "write.schedules") == sum(1 for r in confirmed if "state" not in r.get("pages"))
+    assert segments(ax, "crash") == 1 and len(rects(ax, "down")) == 1 and "crash" in texts(ax)
+    assert any("partition n3 -/-> n1 n2 (never healed)" in t for t in texts(ax))
+    title = ax.get_title(loc="left")
+    assert title.startswith(f"cl_ticker[{key}]: n3 took epoch (1, n3#1) at 2.0 s; owner n3 crashed at 12.0 s; n2 took (2, n2#1) at 13.8 s")
+    assert "1 firing repeated" in title
+    assert {"due fired again (repeat)", "crash", "network partition"} <= set(legend(ax))
+
+
+def test_ownership_stale_owner(stale: Run, tmp_path: Path) -> None:
+    """stale-owner-fenced: n3's span turns stale (hatched) when n1 takes epoch 2; n3's fenced writes are red X's on n3's lane."""
+    trace = stale.trace
+    key = str(stale.world.results["key"])
+    fig = ownership_chart(trace, key=key)  # the actor is found from the key
+    save(fig, "ownership_stale", tmp_path)
+    ax = only_axes(fig)
+    spans = epoch_spans(trace, ACTOR, key)
+    assert [(s.node, s.epoch_round) for s in spans] == [("n3", 1), ("n1", 2), ("n3", 3)]
+    takeover = trace.of("epoch.acquired", key=key)[1]
+    assert spans[0].superseded_ns == takeover.t_ns and spans[0].ended_by == "lost"
+    (stale_rect,) = rects(ax, "stale")
+    assert stale_rect.get_x() == pytest.approx(takeover.t)
+    assert "stale: fenced" in texts(ax)
+    fenced = trace.of("write.failed", key=key, reason="fenced")
+    marks = points(ax, "write.fenced")
+    assert len(marks) == len(fenced) > 0 and {round(y) for _, y in marks} == {lane(ax, "n3")}
+    (band,) = with_gid(ax, "partition")  # from the partition to the heal, across every lane
+    x0, x1 = band.get_window_extent().transformed(ax.transData.inverted()).intervalx
+    assert (x0, x1) == (pytest.approx(trace.of("fault.partition")[0].t), pytest.approx(trace.of("fault.heal")[0].t))
+    assert "heal" in texts(ax)
+    assert "cut off at 3.0 s; n1 took (2, n1#1)" in ax.get_title(loc="left")
+    assert f"{len(fenced)} writes fenced" in ax.get_title(loc="left")
+
+
+def test_ownership_chooses_a_key_and_names_the_known_ones(repeat: Run) -> None:
+    """Without a key the chart picks the key whose owner changed; an unknown key is a ValueError listing the keys that exist."""
+    key = str(repeat.world.results["key"])
+    assert f"cl_ticker[{key}]" in only_axes(ownership_chart(repeat.trace)).get_title(loc="left")
+    with pytest.raises(ValueError, match=rf"key='nope'.*cl_ticker\[{key}\]"):
+        ownership_chart(repeat.trace, key="nope")
+    with pytest.raises(ValueError, match="keys with an owner epoch: none"):
+        ownership_chart(Trace())
+
+
+def test_ownership_into_given_axes(repeat: Run) -> None:
+    """Given an Axes, the chart draws into its figure."""
+    fig = Figure()
+    ax = fig.add_subplot()
+    assert ownership_chart(repeat.trace, ax=ax) is fig and len(rects(ax, "epoch")) == 2
+
+
+# --- space-time diagram ---------------------------------------------------------------------
+
+
+def test_spacetime_takeover_window(repeat: Run, tmp_path: Path) -> None:
+    """The default window is n2's takeover: one arrow per frame sent in it, by tag; frames to the dead n3 end in a red X."""
+    trace = repeat.trace
+    t0, t1 = default_window(trace)
+    takeover = trace.of("epoch.acquired")[1]
+    assert t0 < takeover.t_ns < t1 and t1 - t0 < 50_000_000  # tens of ms, not seconds
+    fig = spacetime_diagram(trace)
+    save(fig, "spacetime_takeover", tmp_path)
+    ax = only_axes(fig)
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["n1", "n2", "n3"]
+    sent = [r for r in trace.of("net.sent") if t0 <= r.t_ns <= t1]
+    cut = [r for r in trace.of("net.dropped") if t0 <= r.t_ns <= t1 and r.get("reason") in ("partition", "loss", "unknown node")]
+    assert len(arrows(ax)) == len(sent) + len(cut)
+    for tag in ("Prepare", "Promise", "Write", "Ack"):
+        assert len(arrows(ax, tag)) == sum(1 for r in sent if r.get("frame") == tag), tag
+    assert len(arrows(ax, "Prepare")) == 2 and len(arrows(ax, "Promise")) == 1
+    arrivals = {(s.node, s.get("dst"), s.t_ns + s.get("delay_ns")) for s in sent}
+    no_receiver = [r for r in trace.of("net.dropped") if r.get("reason") == "no receiver" and (r.node, r.get("dst"), r.t_ns) in arrivals]
+    assert len(points(ax, "frame.dropped")) == len(no_receiver) > 0
+    assert "epoch (2, n2#1) of cl_ticker[{}], found v4".format(repeat.world.results["key"]) in "\n".join(texts(ax))
+    assert len(with_gid(ax, "node.down")) == 1  # n3 is down for the whole window
+    assert {"epoch: Prepare / Promise", "replication: Write / Ack", "frame dropped", "node down"} <= set(legend(ax))
+    quiet = spacetime_diagram(trace, heartbeats=False)
+    assert len(arrows(only_axes(quiet))) == len(arrows(ax)) - sum(1 for r in sent if r.get("frame") == "Heartbeat")
+
+
+def test_spacetime_client_call(repeat: Run, tmp_path: Path) -> None:
+    """At 2.0 s the client's Arm crosses as Deliver n1->n3 and its Reply n3->n1, around n3's first epoch (Prepare/Promise/Write/Ack)."""
+    fig = spacetime_diagram(repeat.trace, 2.0, 0.012)
+    save(fig, "spacetime_client", tmp_path)
+    ax = only_axes(fig)
+    (deliver,) = arrows(ax, "Deliver")
+    (reply,) = arrows(ax, "Reply")
+    (x0, _), (x1, _) = deliver._posA_posB  # type: ignore[attr-defined]
+    assert (x0, x1) == (0, 2)  # n1 -> n3
+    (x0, y0), (x1, y1) = reply._posA_posB  # type: ignore[attr-defined]
+    assert (x0, x1) == (2, 0) and y1 > y0  # n3 -> n1, later
+    assert len(arrows(ax, "Prepare")) == 2 and len(arrows(ax, "Write")) >= 2
+    assert "ms after t = 2.0000 s (true time)" == ax.get_ylabel()
+
+
+def test_spacetime_pairs_each_frame_with_its_delivery(repeat: Run) -> None:
+    """Every paired arrow arrives exactly its sent row's delay later, on the destination the sent row named."""
+    trace = repeat.trace
+    sent = {(r.node, r.get("dst"), r.t_ns, r.get("delay_ns")) for r in trace.of("net.sent")}
+    found = frame_arrows(trace)
+    delivered = [a for a in found if a.arrived_ns is not None]
+    assert len(delivered) == len(trace.of("net.sent"))
+    assert all((a.src, a.dst, a.sent_ns, a.arrived_ns - a.sent_ns) in sent for a in delivered if a.arrived_ns is not None)
+    assert len([a for a in found if a.arrived_ns is None]) == sum(1 for r in trace.of("net.dropped") if r.get("reason") == "partition")
+
+
+def test_spacetime_bad_window(repeat: Run) -> None:
+    """A window without duration is a ValueError; an empty window says so instead of drawing nothing."""
+    with pytest.raises(ValueError, match="positive duration"):
+        spacetime_diagram(repeat.trace, 3.0, 0.0)
+    empty = spacetime_diagram(Trace(), 0.0, 0.1)
+    assert "no frames or node events in this window" in texts(only_axes(empty))
