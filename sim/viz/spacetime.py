@@ -144,6 +144,12 @@ _LOCAL_KINDS = ("epoch.acquired", "write.confirmed", "write.failed", "schedule.f
                 "member.changed", "fault.", "handoff.started", "handoff.ended", "message.dropped")
 
 
+# which of a node's rows at one instant gives the marker and the colour of their common label (the text keeps row order)
+_PRIORITY = ("fault.crash", "fault.restart", "epoch.acquired", "write.failed", "write.confirmed", "schedule.fired",
+             "activation.started", "activation.ended", "message.dropped", "fault.partition", "fault.heal", "fault.pause",
+             "fault.resume", "member.changed", "handoff.started", "handoff.ended")
+
+
 def _event_text(row: Row, incarnation: dict[str, int], with_key: bool) -> tuple[str, str, str] | None:
     """(marker, colour, text) of a node's own row, or None to leave it out; ``with_key`` names the key in every line."""
     kind = row.kind
@@ -250,6 +256,7 @@ def spacetime_diagram(
     delays = sorted(a.arrived_ns - a.sent_ns for a in arrows if a.arrived_ns is not None)
     stub_ms = (delays[len(delays) // 2] / 1e6 if delays else span_ms * 0.05) * 0.35  # a dropped frame flies a third of a usual hop
     groups: dict[str, tuple[str, bool]] = {}
+    drops: dict[tuple[float, float, str, bool], int] = {}  # one label per dropped frame kind and place, with a count
     tag_labels = 0
     for a in arrows:
         group, colour, answer = FRAME_KINDS.get(a.tag or "", _OTHER)
@@ -258,7 +265,7 @@ def spacetime_diagram(
         x0, x1 = col[a.src], col[a.dst]
         ya = y(a.sent_ns)
         if a.arrived_ns is None:  # dropped at the sender: a stub towards its destination
-            xb, yb = x0 + (0.3 if x1 > x0 else -0.3), ya + stub_ms
+            xb, yb = x0 + (x1 - x0) * 0.35, ya + stub_ms
         else:
             xb, yb = x1, y(a.arrived_ns)
         arrow = FancyArrowPatch((x0, ya), (xb, yb), arrowstyle="-|>", mutation_scale=7 if heartbeat else 11,
@@ -270,12 +277,16 @@ def spacetime_diagram(
             ax.scatter([xb], [yb], marker="X", s=55, color=VERMILLION, edgecolors="white", linewidths=0.6, zorder=4.5, gid="frame.dropped")
             if not heartbeat:
                 text = f"{a.tag} to {a.dst} dropped ({a.dropped})" if a.arrived_ns is None else f"{a.tag} dropped ({a.dropped})"
-                left = xb < x0
-                labels.append(label(ax, xb - 0.02 if left else xb, yb, text, colour=VERMILLION, va="center", dx=6, size=SMALL - 0.5, ha="right" if left else "left"))
+                place = (xb, yb, text, xb < x0)
+                drops[place] = drops.get(place, 0) + 1
         if not heartbeat and a.arrived_ns is not None and tag_labels < 80:
             tag_labels += 1
             tags.append(label(ax, (x0 + xb) / 2, (ya + yb) / 2, a.tag or "?", colour=colour if colour != SKY else INK,
                               ha="center", va="center", dx=0, size=SMALL - 0.5))
+
+    for (xb, yb, text, left), n in drops.items():
+        text += f" ×{n}" if n > 1 else ""
+        labels.append(label(ax, xb - 0.02 if left else xb, yb, text, colour=VERMILLION, va="center", dx=6, size=SMALL - 0.5, ha="right" if left else "left"))
 
     # the nodes' own rows: the rows of one node at one instant share a marker (the first) and one label
     shown_events = 0
@@ -295,10 +306,14 @@ def spacetime_diagram(
                 grouped.setdefault((row.node, row.t_ns), []).append((*found, row.kind))
         for (node, t_ns), items in grouped.items():
             shown_events += len(items)
-            marker, colour, _, kind = items[0]
+            first = min(items, key=lambda item: _PRIORITY.index(item[3]) if item[3] in _PRIORITY else len(_PRIORITY))
+            marker, colour, _, kind = first  # the lines stay in the order the rows happened
             ax.scatter([col[node]], [y(t_ns)], marker=marker, s=110 if marker == "*" else 40, color=colour,
                        edgecolors="white" if marker not in ("x", "|", "3", "4") else None, linewidths=0.6, zorder=5, gid=f"event:{kind}")
-            text = "\n".join(dict.fromkeys(item[2] for item in items))
+            counts: dict[str, int] = {}
+            for item in items:
+                counts[item[2]] = counts.get(item[2], 0) + 1
+            text = "\n".join(line + (f" ×{n}" if n > 1 else "") for line, n in counts.items())
             strong = any(item[3] in ("epoch.acquired", "fault.crash") for item in items)
             ink = colour if colour not in (GREY, HEARTBEAT_GREY) else "#555555"
             labels.append(label(ax, col[node], y(t_ns), text, colour=ink, va="center", dx=7, size=SMALL, weight="bold" if strong else "normal"))
@@ -331,7 +346,7 @@ def spacetime_diagram(
         handles.append(Line2D([], [], color=INK, lw=1.2, ls="--", label="dashed: an answer"))
     if any(a.dropped for a in arrows):
         handles.append(Line2D([], [], ls="", marker="X", ms=8, color=VERMILLION, mec="white", label="frame dropped"))
-    if any(world[n].down for n in col if n in world):
+    if with_gid_down(ax):
         handles.append(Line2D([], [], color="#999999", lw=1.2, ls=(0, (1, 2)), label="node down"))
     if handles:
         ax.legend(handles=handles, fontsize=SMALL, borderaxespad=0, **outside_legend(fig, own))
@@ -340,6 +355,10 @@ def spacetime_diagram(
     declutter(fig, labels, max_levels=3)
     _keep_free(fig, labels, tags)
     return fig
+
+
+def with_gid_down(ax: Axes) -> bool:
+    return any(child.get_gid() == "node.down" for child in ax.get_children())
 
 
 def _keep_free(fig: Figure, placed: list[Annotation], optional: list[Annotation]) -> None:
