@@ -425,6 +425,9 @@ def ownership_chart(
                     ax.annotate("", xy=(unit.x(r.t_ns), row_of[r.node] + _FIRED), xytext=(unit.x(origin.t_ns), row_of[origin.node] + _FIRED),
                                 arrowprops={"arrowstyle": "-|>", "color": ORANGE, "lw": 1.3, "ls": "--", "shrinkA": 4, "shrinkB": 6},
                                 zorder=3.65, gid="repeat.link")
+    caught = [r for r in mine if r.kind == "schedule.caught_up"]
+    for r in caught[:6]:  # a late firing: the occurrences it skipped (one delivery, no burst)
+        labels.append(label(ax, unit.x(r.t_ns), row_of[r.node] + _DROPPED, f"late: {r.get('skipped')} skipped", colour="#555555", va="center", dx=6))
     dropped = [r for r in mine if r.kind == "message.dropped"]
     if dropped:
         by_place: Counter[tuple[str, int]] = Counter((r.node, r.t_ns) for r in dropped)
