@@ -142,7 +142,7 @@ def test_ownership_repeat(repeat: Run, tmp_path: Path) -> None:
     title = ax.get_title(loc="left")
     assert title.startswith(f"cl_ticker[{key}]: n3 took epoch (1, n3#1) at 2.0 s; owner n3 crashed at 12.0 s; n2 took (2, n2#1) at 13.8 s")
     assert "1 firing repeated" in title
-    assert {"due fired again (repeat)", "crash", "network partition"} <= set(legend(ax))
+    assert {"due fired again (repeat)", "crash", "network partition\n(until healed)"} <= set(legend(ax))
 
 
 def test_ownership_stale_owner(stale: Run, tmp_path: Path) -> None:
@@ -165,7 +165,7 @@ def test_ownership_stale_owner(stale: Run, tmp_path: Path) -> None:
     (band,) = with_gid(ax, "partition")  # from the partition to the heal, across every lane
     x0, x1 = band.get_window_extent().transformed(ax.transData.inverted()).intervalx
     assert (x0, x1) == (pytest.approx(trace.of("fault.partition")[0].t), pytest.approx(trace.of("fault.heal")[0].t))
-    assert "heal" in texts(ax)
+    assert "partition n3 | n1 n2" in texts(ax)
     assert "cut off at 3.0 s; n1 took (2, n1#1)" in ax.get_title(loc="left")
     assert f"{len(fenced)} writes fenced" in ax.get_title(loc="left")
 

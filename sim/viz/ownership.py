@@ -37,7 +37,6 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch, Rectangle
 from matplotlib.text import Annotation
-from matplotlib.transforms import blended_transform_factory
 
 from sim.trace import Row, Trace
 from sim.viz.timeline import (
@@ -167,12 +166,16 @@ class _Partition:
 
 
 def partitions(trace: Trace) -> list[_Partition]:
-    """``fault.partition`` rows, each open until the next ``fault.heal`` (a heal restores every link)."""
+    """``fault.partition`` rows (the rows of one cut, recorded on several nodes, count once), each open until the next ``fault.heal`` (a heal restores every link)."""
     out: list[_Partition] = []
     open_: list[Row] = []
     heals = sorted({r.t_ns for r in trace.of("fault.heal")})
-    for row in trace.of("fault.partition"):
-        open_.append(row)
+    seen: set[tuple[int, str]] = set()
+    for row in trace.of("fault.partition"):  # one row per node of a side: one partition
+        ident = (row.t_ns, repr((row.get("from"), row.get("to"), row.get("oneway"))))
+        if ident not in seen:
+            seen.add(ident)
+            open_.append(row)
     last = end_ns(trace)
     for row in open_:
         heal = next((t for t in heals if t >= row.t_ns), None)
@@ -310,20 +313,17 @@ def ownership_chart(
     else:
         fig = ax.figure  # type: ignore[assignment]
     labels: list[Annotation] = []
-    top = blended_transform_factory(ax.transData, ax.transAxes)
 
     # lanes and partitions behind everything
     for node, y in row_of.items():
         ax.axhspan(y - _LANE, y + _LANE, color="#F5F5F5", lw=0, zorder=0)
-    for p in parts:
+    for p in parts:  # a band across every lane; its sides above the axes (stacked when partitions follow closely)
         x0, x1 = unit.x(p.start_ns), unit.x(p.end_ns)
         ax.axvspan(x0, x1, color=PARTITION_YELLOW, lw=0, zorder=0.2, gid="partition")
         arrow = " -/-> " if p.oneway else " | "
-        text = f"partition {' '.join(p.sides[0])}{arrow}{' '.join(p.sides[1])}" + ("" if p.healed else " (never healed)")
-        ax.annotate(text, xy=(x0, 1.0), xycoords=top, xytext=(2, 3), textcoords="offset points", fontsize=SMALL,
-                    color="#7A5C00", ha="left", va="bottom", annotation_clip=False)
-        if p.healed:
-            labels.append(label(ax, x1, 1.0, "heal", colour="#7A5C00", y_axes=True, down=False, va="bottom", dy=3))
+        text = f"{' '.join(p.sides[0])}{arrow}{' '.join(p.sides[1])}" + ("" if p.healed else " (never healed)")
+        labels.append(label(ax, x0, 1.0, "cut " + text if len(parts) > 1 else "partition " + text, colour="#7A5C00",
+                            y_axes=True, down=False, va="bottom", dy=3, dx=1))
 
     # node faults
     for node, y in row_of.items():
@@ -454,7 +454,7 @@ def ownership_chart(
     ax.set_axisbelow(True)
     short = f"{actor_name.split(':')[-1]}[{key_name}]"
     story = _story(trace, spans, unit, len(fenced), len(repeated))
-    ax.set_title(title or f"{short}: {story}", fontsize=FONT + 1.5, loc="left", pad=18 if parts else 8)
+    ax.set_title(title or f"{short}: {story}", fontsize=FONT + 1.5, loc="left", pad=8 + 12 * min(len(parts), 3))
 
     handles: list[Any] = [Patch(facecolor=key_style(0)[0], edgecolor="white", label="holds the owner epoch\n(one colour per epoch)")]
     if any(s.superseded_ns is not None for s in spans):
@@ -487,7 +487,7 @@ def ownership_chart(
     if any(ev.steps for ev in shown.values()):
         handles.append(Line2D([], [], color=PURPLE, lw=1.6, ls="--", label="clock step"))
     if parts:
-        handles.append(Patch(facecolor=PARTITION_YELLOW, label="network partition"))
+        handles.append(Patch(facecolor=PARTITION_YELLOW, label="network partition\n(until healed)"))
     ax.legend(handles=handles, fontsize=SMALL, borderaxespad=0, **outside_legend(fig, own))
 
     # span labels: inside the span when they fit; else after it, in full or as the bare epoch, when the lane is free there
