@@ -39,6 +39,7 @@ from matplotlib.patches import Patch, Rectangle
 from matplotlib.text import Annotation
 
 from sim.trace import Row, Trace
+from sim.viz.spacetime import keep_free
 from sim.viz.timeline import (
     BLUE,
     FONT,
@@ -426,8 +427,9 @@ def ownership_chart(
                                 arrowprops={"arrowstyle": "-|>", "color": ORANGE, "lw": 1.3, "ls": "--", "shrinkA": 4, "shrinkB": 6},
                                 zorder=3.65, gid="repeat.link")
     caught = [r for r in mine if r.kind == "schedule.caught_up"]
+    optional: list[Annotation] = []  # late firings, then drops: kept only where they hide no other label
     for r in caught[:6]:  # a late firing: the occurrences it skipped (one delivery, no burst)
-        labels.append(label(ax, unit.x(r.t_ns), row_of[r.node] + _DROPPED, f"late: {r.get('skipped')} skipped", colour="#555555", va="center", dx=6))
+        optional.append(label(ax, unit.x(r.t_ns), row_of[r.node] + _DROPPED, f"late: {r.get('skipped')} skipped", colour="#555555", va="center", dx=6))
     dropped = [r for r in mine if r.kind == "message.dropped"]
     if dropped:
         by_place: Counter[tuple[str, int]] = Counter((r.node, r.t_ns) for r in dropped)
@@ -437,7 +439,7 @@ def ownership_chart(
         for (node, t), n in by_place.most_common(1):  # the largest group only, or the labels pile up
             what = {str(r.get("message")) for r in dropped if r.node == node and r.t_ns == t}
             text = f"{n} {'/'.join(sorted(what))} dropped" if n > 1 else f"{'/'.join(sorted(what))} dropped"
-            labels.append(label(ax, unit.x(t), row_of[node] + _DROPPED, text, colour=_DROP_GREY, va="center", dx=6))
+            optional.append(label(ax, unit.x(t), row_of[node] + _DROPPED, text, colour=_DROP_GREY, va="center", dx=6))
 
     # axes
     pad = end_x * 0.01
@@ -516,6 +518,7 @@ def ownership_chart(
                 break
             ann.remove()
     declutter(fig, labels, max_levels=3)
+    keep_free(fig, labels, optional)
     return fig
 
 

@@ -353,15 +353,16 @@ def spacetime_diagram(
     if not arrows and not shown_events:
         ax.text(0.5, 0.5, "no frames or node events in this window", transform=ax.transAxes, ha="center", va="center", fontsize=FONT, color=GREY)
     declutter(fig, labels, max_levels=3)
-    _keep_free(fig, labels, tags)
+    keep_free(fig, labels, tags)
     return fig
 
 
 def with_gid_down(ax: Axes) -> bool:
+    """Whether a node's line is drawn down somewhere in the window."""
     return any(child.get_gid() == "node.down" for child in ax.get_children())
 
 
-def _keep_free(fig: Figure, placed: list[Annotation], optional: list[Annotation]) -> None:
+def keep_free(fig: Figure, placed: list[Annotation], optional: list[Annotation]) -> None:
     """Remove each optional label that would overlap a placed one or an optional one already kept."""
     if not optional:
         return
