@@ -273,6 +273,8 @@ md("""
 * In part 4, what would `plain` need to survive? What does `durable="write"` add to every write of `kept`?
 """)
 
+for i, cell in enumerate(cells):
+    cell["id"] = f"lab-{i:02d}"  # stable ids: rebuilding gives the same file
 nb = nbf.v4.new_notebook()
 nb["cells"] = cells
 nb["metadata"]["kernelspec"] = {"display_name": "Python 3", "language": "python", "name": "python3"}
