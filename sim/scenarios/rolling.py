@@ -6,8 +6,8 @@ and an *empty* replica, and the next node goes only once the previous one has re
 replicas are in memory, so the only thing that carries a confirmed write across the roll is
 the quorum: a write confirmed on W replicas must still be on one of them when the next owner
 reads R. The handoff (``casty.cluster.handoff``) is what makes that true: the restarted node
-stays out of the protocol for its rejoin grace (when it learns of its previous life: see
-``_restarted_nodes_handed_off``), pulls every other node's store, and answers blank (never
+stays out of the protocol for its rejoin grace (its peers tell it of its previous life),
+pulls every other node's store, and answers blank (never
 counted in a read quorum) until it is ready for a key.
 
 When the roll goes on: once the restarted node's sync round has ended (its ``handoff.ended``
@@ -65,7 +65,8 @@ learned of its previous life) and pulled the key's ``@active``; plus 0.5 s for t
 its write-back (a few ms here). Every other path is shorter: a crash detected first hands the key over at about
 ``suspect_after`` + ``dead_after``; an orderly stop hands it over at once; a restarted owner takes the key back from
 the interim owner (which ends it at once) within the grace plus the sync. Measured over seeds 0-199: at most 4.68 s
-on 5 nodes (seed 76: 0.99 s since the last firing + 1.68 s down + 2.0 s grace + 0.01 s), 4.02 s on 3 nodes."""
+on 5 nodes (seed 76: 0.99 s since the last firing + 1.68 s down + 2.0 s grace + 0.01 s) and 4.73 s on 3 nodes (seed
+41: 0.99 + 1.73 + 2.0 + 0.01), both this worst case; medians 2.6 s and 2.7 s."""
 
 
 # =================================================================== the roll =====
@@ -198,27 +199,25 @@ def _every_node_restarted_once(world: World) -> None:
 
 def _restarted_nodes_handed_off(world: World) -> None:
     """Each restarted node's handoff is in the trace: its replica opened (``handoff.started`` reason ``opened``) in its
-    new incarnation, the round asked every other node of the ring and ended, and the node then held keys it had pulled
-    (its memory had been empty). The replica opened no sooner than ``write_timeout`` after the node's previous life
-    ended: any acquisition that life promised to was over by then (what the rejoin grace is for).
+    new incarnation no sooner than the rejoin grace after the restart (its peers remembered its previous life, after a
+    crash as after an orderly stop, and told it: ``Heartbeat.previous``), the round asked every other node of the ring
+    and ended, and the node then held keys it had pulled (its memory had been empty).
 
-    Not checked: that the opening waited the full rejoin grace after the restart. The documentation says it does when
-    the peers remember the previous life, but the node learns of that life only if the first heartbeat it hears
-    carries it, and its seed (which merged the new incarnation from the node's hello) often speaks first: over seeds
-    0-199, 551 of 1000 restarts on 5 nodes and 377 of 600 on 3 opened 0.002-0.2 s after the restart instead
-    (``world.results["open_delays"]``; the strict xfail in ``tests/test_rolling.py`` shows it on its own). With every
-    node down at least ``write_timeout`` that is still safe."""
+    Before ``Heartbeat.previous`` (main, efa8309) this check failed on seed 0: the restarted node learned of its
+    previous life only if the first heartbeat it heard still carried the old record, and its seed, which had merged
+    the new incarnation from the node's hello, often spoke first (over seeds 0-199, 551 of 1000 restarts on 5 nodes and
+    377 of 600 on 3 opened 0.002-0.2 s after the restart). The seconds from restart to opening are kept in
+    ``world.results["open_delays"]``."""
     check = "restarted_nodes_handed_off"
     delays: dict[str, float] = world.results.setdefault("open_delays", {})
     for e in _roll_rows(world):
         node = e["node"]
         restart = world.trace.of("fault.restart", node=node)[0]
-        down = world.trace.of("fault.crash", "node.stopped", node=node)[0]
         started = [r for r in world.trace.of("handoff.started", node=node, reason="opened") if r.t_ns > restart.t_ns]
         _expect(check, bool(started), f"{node}: no handoff.started (opened) after its restart at t={restart.t:.3f}s")
         opened = started[0]
         delays[node] = opened.t - restart.t
-        _expect(check, opened.t - down.t >= WRITE_TIMEOUT, f"{node}: its replica opened at t={opened.t:.3f}s, within write_timeout of its previous life's end (t={down.t:.3f}s)")
+        _expect(check, opened.t - restart.t >= GRACE - 1e-6, f"{node}: its replica opened {opened.t - restart.t:.3f}s after its restart ({e['kind']}), inside the {GRACE}s rejoin grace")
         others = sorted(n for n in world.nodes if n != node)
         _expect(check, sorted(opened.get("peers")) == others, f"{node}: the opening round asked {opened.get('peers')}, not every other node {others}")
         ended = [r for r in world.trace.of("handoff.ended", node=node) if r.t_ns >= opened.t_ns]
@@ -282,7 +281,7 @@ ROLLING_CHECKS: tuple[Check, ...] = (
 @scenario(
     "rolling-restart",
     "5 nodes restarted one at a time (crash and orderly stop alternating) under client increments and a schedule; each rejoins by handoff before the next goes; no confirmed increment lost, the schedule keeps firing",
-    until=timedelta(seconds=55),
+    until=timedelta(seconds=60),
     checks=ROLLING_CHECKS,
 )
 def rolling_restart(world: World) -> None:
@@ -292,7 +291,7 @@ def rolling_restart(world: World) -> None:
 @scenario(
     "rolling-restart-3",
     "rolling-restart on 3 nodes: every node is one of every key's replicas, so each restart empties a replica of every key",
-    until=timedelta(seconds=45),
+    until=timedelta(seconds=50),
     checks=ROLLING_CHECKS,
 )
 def rolling_restart_3(world: World) -> None:
