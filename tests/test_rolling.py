@@ -70,3 +70,36 @@ def test_every_restart_waited_the_rejoin_grace_and_the_check_sees_an_early_openi
         early.append(row)
     with pytest.raises(CheckFailed, match="n1: its replica opened"):
         _restarted_nodes_handed_off(_world_like(roll, early))
+
+
+def _ring_rounds_after_returns(run: scenarios.Run) -> list[tuple[str, str, float]]:
+    """For each orderly-stopped node's return: (returning node, peer, seconds from the return to the end of the peer's ring round it started)."""
+    out = []
+    rows = run.trace.rows
+    for entry in run.world.results["roll"]:
+        if entry["kind"] != "stop":
+            continue
+        up = entry["up"]
+        for started in run.trace.of("handoff.started", reason="ring"):
+            if started.node == entry["node"] or not up <= started.t <= up + 0.3:
+                continue
+            ended = [r for r in rows if r.kind == "handoff.ended" and r.node == started.node and r.get("round") == started.get("round")]
+            out.append((entry["node"], started.node, (ended[0].t if ended else float("inf")) - up))
+    return out
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=AssertionError,
+    reason="casty/cluster/runtime.py _ring_check tells the replica of ring changes only once it is open, so a returning "
+    "node's ReplicationService._peers stays () through its rejoin grace and every sync dump it sends says knows_you=False: "
+    "each peer's ring round (begun when the node came back on the ring) waits for the node to open, and the keys it "
+    "replicates are not ready anywhere for the whole grace (acquisitions fail: 'no quorum of replicas answered in time'; "
+    "12.7 % of increments unconfirmed over seeds 0-99, 7.6 % with ring_changed called before opening too)",
+)
+def test_peers_ring_rounds_end_before_a_returning_node_opens(roll: scenarios.Run) -> None:
+    """When an orderly-stopped node comes back, its peers' ring rounds end well inside its rejoin grace (its dumps count before it opens)."""
+    rounds = _ring_rounds_after_returns(roll)
+    assert rounds
+    slow = [(node, peer, round(took, 3)) for node, peer, took in rounds if took >= GRACE - 0.5]
+    assert not slow, slow
