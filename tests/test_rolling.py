@@ -88,15 +88,6 @@ def _ring_rounds_after_returns(run: scenarios.Run) -> list[tuple[str, str, float
     return out
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="casty/cluster/runtime.py _ring_check tells the replica of ring changes only once it is open, so a returning "
-    "node's ReplicationService._peers stays () through its rejoin grace and every sync dump it sends says knows_you=False: "
-    "each peer's ring round (begun when the node came back on the ring) waits for the node to open, and the keys it "
-    "replicates are not ready anywhere for the whole grace (acquisitions fail: 'no quorum of replicas answered in time'; "
-    "12.7 % of increments unconfirmed over seeds 0-99, 7.6 % with ring_changed called before opening too)",
-)
 def test_peers_ring_rounds_end_before_a_returning_node_opens(roll: scenarios.Run) -> None:
     """When an orderly-stopped node comes back, its peers' ring rounds end well inside its rejoin grace (its dumps count before it opens)."""
     rounds = _ring_rounds_after_returns(roll)

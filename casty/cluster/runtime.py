@@ -131,8 +131,9 @@ class ClusterNode:
         self._current()
         if self._ring_nodes == before:
             return
-        if self.replication.opened:
-            self.replication.ring_changed(self._peers())
+        # Even before the replica opens: its answers to the peers' sync rounds must say that
+        # it knows them (it holds nothing and confirms nothing yet, so its answer is safe to count).
+        self.replication.ring_changed(self._peers())
         self._end_moved_activations()
 
     def _replicas(self, actor: str) -> int:
