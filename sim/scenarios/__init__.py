@@ -90,3 +90,4 @@ def _load() -> None:
     from . import node_schedules  # noqa: F401
     from . import cluster  # noqa: F401
     from . import replicas_lost  # noqa: F401
+    from . import takeover  # noqa: F401
