@@ -11,10 +11,11 @@ time with it:
 - ``skewed-takeover-behind``: the next owner's clock is ``SKEW`` behind. Nothing is skipped
   at the takeover, but every occurrence comes ``SKEW`` late in true time.
 
-In both, the crashed owner comes back (empty: a restarted node is an empty replica) and a
-message takes the key back to it, the ring's owner again, while the skewed node still runs
-it. Until the skewed node's next write is fenced, both fire: a due is delivered twice. With
-the clock behind, the returning owner also finds dues in its past and skips them.
+In both, the crashed owner comes back, the ring's owner again: its handoff round pulls the
+key's replica data and resumes the key there (a ``Get`` routed to it at ``HANDBACK_AT`` would
+do it otherwise) while the skewed node still runs it. Until the skewed node's next write is
+fenced, both fire: a due is delivered twice. With the clock behind, the returning owner also
+finds dues in its past and skips them.
 
 The checks say what must hold: every firing is on time, or off by exactly its node's clock
 offset, or late because its node had just taken the key (or catches up); every repeated or
@@ -67,7 +68,7 @@ def _setup(world: World, skew: float) -> None:
         yield world.timeout(RESTART_AT - world.now)
         world.restart(OWNER)
         yield world.timeout(HANDBACK_AT - world.now)
-        _ask(world, "n2", cl_ticker, key, Get(), "handback")  # routed to n3, the ring's owner again
+        _ask(world, "n2", cl_ticker, key, Get(), "handback")  # routed to n3, the ring's owner again (resumed by then)
 
     world.process(script(world))
 
