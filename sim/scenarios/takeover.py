@@ -11,16 +11,20 @@ time with it:
 - ``skewed-takeover-behind``: the next owner's clock is ``SKEW`` behind. Nothing is skipped
   at the takeover, but every occurrence comes ``SKEW`` late in true time.
 
-In both, the crashed owner comes back, the ring's owner again: its handoff round pulls the
-key's replica data and resumes the key there (a ``Get`` routed to it at ``HANDBACK_AT`` would
-do it otherwise) while the skewed node still runs it. Until the skewed node's next write is
-fenced, both fire: a due is delivered twice. With the clock behind, the returning owner also
-finds dues in its past and skips them.
+In both, the crashed owner comes back, the ring's owner again. The heir ends its activation
+as soon as it sees it (``activation.ended``, reason ``handoff``), and the owner resumes the
+key after its rejoin grace and handoff round; nothing runs the key in between. With the
+heir's clock behind, the returning owner finds the dues it wrote in its past and skips them;
+with the heir's clock ahead, the returning owner waits for the next due the fast clock
+wrote (a gap in true time, nothing skipped). A due fired twice (the old and the new owner
+overlapping) is allowed and must be explained, but is not required: since the handoff ends
+the heir's activation at once, these runs have none (``ownership-repeat`` and
+``cluster-random`` have them).
 
 The checks say what must hold: every firing is on time, or off by exactly its node's clock
 offset, or late because its node had just taken the key (or catches up); every repeated or
 missed occurrence is explained (``repeats_and_misses_explained``); and each variant shows
-the kinds it promises (early, late, skipped, repeated).
+the kinds it promises (ahead: late, skipped, early; behind: late, skipped by the returning owner).
 """
 
 from __future__ import annotations
@@ -135,7 +139,6 @@ def _skewed_takeover(world: World) -> None:
     world.results["timing"] = kinds
     world.results["repeats"] = [_brief(o) for o in repeats]
     world.results["misses"] = [_brief(o) for o in misses]
-    _expect(check, bool(repeats), "no occurrence was repeated at the hand-back (the skewed node was not fenced after the return)")
     _expect(check, bool(misses), "no occurrence was skipped")
     if skew > 0:
         steady = heir[1:]
@@ -159,7 +162,7 @@ CHECKS = (_skewed_takeover, never_early, repeats_and_misses_explained, *CLUSTER_
 
 @scenario(
     "skewed-takeover",
-    f"3 nodes: a scheduled key's owner crashes; the heir's clock is {SKEW}s ahead: a late catch-up skips dues, then every occurrence comes early; at the hand-back a due repeats",
+    f"3 nodes: a scheduled key's owner crashes; the heir's clock is {SKEW}s ahead: a late catch-up skips dues, then every occurrence comes early until the owner is back",
     until=timedelta(seconds=UNTIL),
     checks=CHECKS,
 )
@@ -169,7 +172,7 @@ def skewed_takeover(world: World) -> None:
 
 @scenario(
     "skewed-takeover-behind",
-    f"skewed-takeover with the heir's clock {SKEW}s behind: every occurrence comes late; at the hand-back the returning owner skips dues and a due repeats",
+    f"skewed-takeover with the heir's clock {SKEW}s behind: every occurrence comes late; at the hand-back the returning owner skips dues",
     until=timedelta(seconds=UNTIL),
     checks=CHECKS,
 )
