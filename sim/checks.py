@@ -400,6 +400,7 @@ def _grid_segments(rows: list[Row]) -> list[tuple[int, int, list[Row]]]:
 
 
 def _misses(actor: str, key: str, name: str, segment: tuple[int, int, list[Row]], causes: list[Row]) -> list[Occurrence]:
+    """The grid dues of one segment that no firing delivered, each with the firing that passed it and its explanations."""
     anchor, every, rows = segment
     fired = [r for r in rows if r.kind == "schedule.fired" and (int(r.get("due_us")) - anchor) % every == 0]
     if not fired:
@@ -437,5 +438,5 @@ def repeats_and_misses_explained(world: World) -> None:
             bounds = f" (previous row at t={occurrence.before.t:.3f}s on {occurrence.before.node})" if occurrence.before is not None else ""
             raise CheckFailed(
                 "repeats_and_misses_explained",
-                f"{occurrence.describe()}{bounds}: no ownership change, crash or clock step or offset of the firing nodes near it",
+                f"{occurrence.describe()}{bounds}: no ownership change, crash, pause, clock step or clock offset of the firing nodes near it",
             )
