@@ -38,6 +38,7 @@ bench: setup
 	$(PY) bench/local.py
 	$(PY) bench/sim_throughput.py
 	$(PY) bench/loop_speed.py
+	$(PY) bench/cluster_sim.py --minutes 5
 
 typecheck: setup
 	$(PY) -m mypy

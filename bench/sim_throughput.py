@@ -23,16 +23,12 @@ hour (target < 40 s on a 2-core machine).
 from __future__ import annotations
 
 import argparse
-import asyncio
 import platform
 import time
-from dataclasses import dataclass
-from datetime import timedelta
 
 import simpy
 
-from casty import ActorSystem, Askable, Context, actor
-from sim.world import World
+from metronome import single_node
 
 
 def simpy_timeouts_per_second(processes: int = 1000, each: int = 1000) -> float:
@@ -50,45 +46,6 @@ def simpy_timeouts_per_second(processes: int = 1000, each: int = 1000) -> float:
     return processes * each / (time.perf_counter() - started)
 
 
-@dataclass(frozen=True)
-class Beat:
-    pass
-
-
-@dataclass(frozen=True)
-class Arm(Askable[None]):
-    pass
-
-
-@actor(initial=0)
-async def metronome(ctx: Context[int, Beat | Arm]) -> None:
-    """Counts its beats; Arm starts a 1-second schedule."""
-    async for msg in ctx.inbox:
-        match msg:
-            case Beat():
-                await ctx.state.update(lambda n: n + 1)
-            case Arm(reply_to=reply_to):
-                await ctx.schedule("beat", timedelta(seconds=1), timedelta(seconds=1), Beat())
-                reply_to.tell(None)
-
-
-def scheduled_deliveries(keys: int, minutes: float) -> tuple[int, float]:
-    world = World(0, keep=lambda kind: kind.startswith(("node.", "fault.")))
-    world.add_node("n1")
-
-    async def arm(system: ActorSystem) -> None:
-        await asyncio.gather(*(system.ref(metronome, f"k{i}").ask(Arm()) for i in range(keys)))
-
-    world.spawn("n1", arm)
-    world.run(until=0.5)
-    started = time.perf_counter()
-    world.run(until=0.5 + minutes * 60)
-    elapsed = time.perf_counter() - started
-    delivered = world.trace.counts.get("schedule.fired", 0)
-    world.close()
-    return delivered, elapsed
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--keys", type=int, default=1000)
@@ -97,7 +54,7 @@ def main() -> None:
     print(f"python               {platform.python_version()} {platform.python_implementation()}")
     raw = max(simpy_timeouts_per_second() for _ in range(3))
     print(f"simpy timeouts/s     {raw:.0f}")
-    delivered, elapsed = scheduled_deliveries(args.keys, args.minutes)
+    delivered, elapsed = single_node(args.keys, args.minutes)
     rate = delivered / elapsed
     print(f"keys                 {args.keys}")
     print(f"simulated            {args.minutes:g} min")

@@ -175,27 +175,42 @@ class SimNetwork:
             self.dropped += 1
         self._world.record(node, kind, fields)
 
+    def _keeps(self, kind: str) -> bool:
+        """Whether the trace keeps rows of ``kind``; if not, the event is only counted here.
+
+        A frame is two trace events (sent, delivered), and a benchmark run with ``World(keep=...)``
+        sends millions of frames: building their fields and reading the node's wall clock only for
+        rows that are kept is what ``Trace.observer`` does for runtime events too. The counts are
+        the same either way.
+        """
+        trace = self._world.trace
+        if trace.keeps(kind):
+            return True
+        trace.counts[kind] = trace.counts.get(kind, 0) + 1
+        return False
+
     def _send(self, source: str, destination: str, frame: bytes) -> None:
         self.sent += 1
-        tag = _frame_tag(frame)
         if destination not in self._endpoints:
-            self._record("net.dropped", source, {"dst": destination, "size": len(frame), "reason": "unknown node", "frame": tag})
+            self._record("net.dropped", source, {"dst": destination, "size": len(frame), "reason": "unknown node", "frame": _frame_tag(frame)})
             return
         if not self.reachable(source, destination):
-            self._record("net.dropped", source, {"dst": destination, "size": len(frame), "reason": "partition", "frame": tag})
+            self._record("net.dropped", source, {"dst": destination, "size": len(frame), "reason": "partition", "frame": _frame_tag(frame)})
             return
         model = self._models.get((source, destination), self.default)
         rng = self._rng
         if model.loss and rng.random() < model.loss:
-            self._record("net.dropped", source, {"dst": destination, "size": len(frame), "reason": "loss", "frame": tag})
+            self._record("net.dropped", source, {"dst": destination, "size": len(frame), "reason": "loss", "frame": _frame_tag(frame)})
             return
         copies = 2 if model.duplicate and rng.random() < model.duplicate else 1
         for _ in range(copies):
             delay = model.latency.sample(rng)
             if model.reorder and rng.random() < model.reorder:
                 delay += rng.uniform(0.0, model.reorder_delay)
-            self._world.record(source, "net.sent", {"dst": destination, "size": len(frame), "delay_ns": round(delay * 1e9), "frame": tag})
-            event = self._env.timeout(round(delay * 1e9))
+            delay_ns = round(delay * 1e9)
+            if self._keeps("net.sent"):
+                self._world.record(source, "net.sent", {"dst": destination, "size": len(frame), "delay_ns": delay_ns, "frame": _frame_tag(frame)})
+            event = self._env.timeout(delay_ns)
             event.callbacks.append(_Delivery(self, source, destination, frame))
 
     def _deliver(self, source: str, destination: str, frame: bytes) -> None:
@@ -204,7 +219,8 @@ class SimNetwork:
             self._record("net.dropped", destination, {"src": source, "size": len(frame), "reason": "partition in flight", "frame": _frame_tag(frame)})
             return
         self.delivered += 1
-        self._world.record(destination, "net.delivered", {"src": source, "size": len(frame), "frame": _frame_tag(frame)})
+        if self._keeps("net.delivered"):
+            self._world.record(destination, "net.delivered", {"src": source, "size": len(frame), "frame": _frame_tag(frame)})
         endpoint._arrive(source, frame)
 
 

@@ -100,7 +100,7 @@ def check_channel(channel: object) -> str:
 class Wire:
     """The frame codec of a node: encodes frames of the registered classes, decodes only those."""
 
-    __slots__ = ("_tags", "_classes", "_decoders", "_encoder", "_header")
+    __slots__ = ("_tags", "_classes", "_decoders", "_encoder", "_header", "_channels")
 
     def __init__(self, frames: Iterable[type], *, tags: Mapping[type, str] | None = None) -> None:
         """Register ``frames`` (e.g. ``(*membership.FRAMES, *replication.FRAMES)``), tagged by ``__qualname__``
@@ -133,6 +133,7 @@ class Wire:
         }
         self._encoder = msgspec.msgpack.Encoder()
         self._header: msgspec.msgpack.Decoder[_Header] = msgspec.msgpack.Decoder(_Header)
+        self._channels: set[str] = set()  # channels already checked by encode (a node uses two or three)
 
     # --- registry ----------------------------------------------------------------------
 
@@ -162,7 +163,8 @@ class Wire:
 
     def encode(self, channel: str, frame: object) -> bytes:
         """``[version, channel, tag, body]`` as msgpack bytes; ``WireError`` for an unregistered class or bad fields."""
-        check_channel(channel)
+        if type(channel) is not str or channel not in self._channels:  # checked once per channel: encode runs per frame
+            self._channels.add(check_channel(channel))
         tag = self._tags.get(type(frame))
         if tag is None:
             raise WireError(

@@ -90,4 +90,5 @@ def _load() -> None:
     from . import node_schedules  # noqa: F401
     from . import cluster  # noqa: F401
     from . import replicas_lost  # noqa: F401
+    from . import takeover  # noqa: F401
     from . import rolling  # noqa: F401

@@ -21,7 +21,7 @@ from casty import ActorSystem, Askable, Context, actor
 from casty.cluster.config import Cluster
 from casty.state import SCHEDULES_PAGE, STATE_PAGE
 
-from ..checks import CheckFailed, epochs_only_grow, never_early, no_burst, no_confirmed_write_lost, single_writer_per_epoch
+from ..checks import CheckFailed, epochs_only_grow, never_early, no_burst, no_confirmed_write_lost, repeats_and_misses_explained, single_writer_per_epoch
 from ..network import Latency
 from ..world import World
 from . import scenario
@@ -255,7 +255,7 @@ def _crash_owner_after_a_firing(world: World, actor_type: Any, prefix: str, dela
     "ownership-repeat",
     "3 nodes: a scheduled key's owner crashes right after a firing, before its next-due write is confirmed; the next owner fires the same occurrence again",
     until=timedelta(seconds=25),
-    checks=(_ownership_repeat, *CLUSTER_CHECKS),
+    checks=(_ownership_repeat, *CLUSTER_CHECKS, repeats_and_misses_explained),
 )
 def ownership_repeat(world: World) -> None:
     _three_nodes(world)
@@ -279,7 +279,7 @@ def ownership_repeat(world: World) -> None:
     "ownership-miss",
     "3 nodes: a scheduled key's owner dies while a firing's message is being handled (its next due already confirmed); the next owner does not repeat it: the occurrence is lost",
     until=timedelta(seconds=25),
-    checks=(_ownership_miss, *CLUSTER_CHECKS),
+    checks=(_ownership_miss, *CLUSTER_CHECKS, repeats_and_misses_explained),
 )
 def ownership_miss(world: World) -> None:
     _three_nodes(world)
@@ -431,7 +431,7 @@ def _cluster_random_counts(world: World) -> None:
     "cluster-random",
     "5 nodes: a seeded random plan of a crash (+restart), partitions, pauses, clock steps and loss bursts under client increments and a schedule; no confirmed increment is lost",
     until=timedelta(seconds=RANDOM_UNTIL),
-    checks=(_cluster_random_counts, never_early, no_burst, *CLUSTER_CHECKS),
+    checks=(_cluster_random_counts, never_early, no_burst, *CLUSTER_CHECKS, repeats_and_misses_explained),
 )
 def cluster_random(world: World) -> None:
     for name in RANDOM_NODES:

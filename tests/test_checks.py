@@ -1,0 +1,129 @@
+"""The check that every repeated or missed schedule occurrence is explained, on synthetic traces and a real one."""
+
+from __future__ import annotations
+
+import pytest
+
+from sim import scenarios
+from sim.checks import CheckFailed, explain_occurrences, repeats_and_misses_explained
+from sim.trace import Trace
+from sim.world import World
+
+S = 1_000_000  # µs in a second
+E = 1_000 * S  # the wall clock's epoch in these traces (µs)
+ACTOR = "m:ticker"
+
+
+class Ticking:
+    """A synthetic trace of one key's 1-second schedule: rows added in true time (seconds), wall = E + t + offset."""
+
+    def __init__(self) -> None:
+        self.trace = Trace()
+        self.offsets: dict[str, float] = {}
+
+    def row(self, t: float, node: str, kind: str, **fields: object) -> None:
+        wall = E + round((t + self.offsets.get(node, 0.0)) * S)
+        self.trace.add(round(t * 1e9), node, wall, kind, fields)
+
+    def armed(self, t: float, node: str, due: float) -> None:
+        self.row(t, node, "schedule.armed", actor=ACTOR, key="k", name="tick", due_us=E + round(due * S), every_us=S)
+
+    def fired(self, t: float, node: str, due: float, skipped: int = 0) -> None:
+        now = E + round((t + self.offsets.get(node, 0.0)) * S)
+        nxt = E + round(due * S) + S * (skipped + 1)
+        self.row(t, node, "schedule.fired", actor=ACTOR, key="k", name="tick", due_us=E + round(due * S), now_us=now, next_us=nxt)
+        if skipped:
+            self.row(t, node, "schedule.caught_up", actor=ACTOR, key="k", name="tick", due_us=E + round(due * S), now_us=now, next_us=nxt, skipped=skipped)
+
+    def acquired(self, t: float, node: str, round_: int) -> None:
+        self.row(t, node, "epoch.acquired", actor=ACTOR, key="k", epoch_round=round_, epoch_node=node, version=round_, found=0)
+
+    def check(self) -> None:
+        world = World(0)
+        world.trace = self.trace
+        repeats_and_misses_explained(world)
+
+
+def ticking(until: int, node: str = "n1") -> Ticking:
+    """n1 acquires the key, arms at t=0 for due 1, and fires dues 1..until on time."""
+    run = Ticking()
+    run.acquired(0.0, node, 1)
+    run.armed(0.0, node, 1.0)
+    for due in range(1, until + 1):
+        run.fired(float(due), node, float(due))
+    return run
+
+
+def test_an_unexplained_repeat_is_a_violation_naming_key_due_and_time() -> None:
+    """Due 5 delivered twice by n1 and n2 with no epoch change, fault or clock step near: the check fails and says which."""
+    run = ticking(5)
+    run.fired(5.2, "n2", 5.0)
+    with pytest.raises(CheckFailed) as failure:
+        run.check()
+    message = str(failure.value)
+    assert "ticker[k]" in message and f"due {E + 5 * S} delivered again" in message and "t=5.200s on n2" in message
+    assert [o.kind for o in explain_occurrences(run.trace)] == ["repeat"]
+
+
+def test_a_repeat_after_another_node_acquired_the_key_is_explained() -> None:
+    """The same repeat is explained once n2 acquired the key's epoch between the two firings (an ownership change)."""
+    run = ticking(5)
+    run.acquired(5.1, "n2", 2)
+    run.fired(5.2, "n2", 5.0)
+    run.check()
+    (repeat,) = explain_occurrences(run.trace)
+    assert repeat.because == ("epoch.acquired on n2 at t=5.100s",)
+
+
+@pytest.mark.parametrize("kind", ["fault.crash", "fault.restart", "clock.step", "fault.pause"])
+def test_a_repeat_near_a_fault_or_clock_step_of_a_firing_node_is_explained(kind: str) -> None:
+    """A crash, restart, pause or clock step of a firing node within the window explains a repeat on the same node."""
+    run = ticking(5)
+    run.row(5.1, "n1", kind)
+    run.fired(5.2, "n1", 5.0)
+    run.check()
+
+
+def test_a_fault_of_an_unrelated_node_or_long_before_explains_nothing() -> None:
+    """A crash of a node that fired neither occurrence, or a clock step 3 s before, does not explain a repeat."""
+    run = ticking(8)
+    run.row(4.0, "n1", "clock.step", delta_us=S)
+    run.row(8.1, "n3", "fault.crash")
+    run.fired(8.2, "n1", 8.0)
+    with pytest.raises(CheckFailed, match="delivered again"):
+        run.check()
+
+
+def test_an_unexplained_catch_up_skip_is_a_missed_occurrence() -> None:
+    """Dues 4 and 5 skipped by a late catch-up on the same node with nothing near: two misses, the check fails on the first."""
+    run = ticking(3)
+    run.fired(6.5, "n1", 4.0, skipped=2)  # due 4 fired at 6.5 s: 5 and 6 skipped, next due 7
+    run.fired(7.0, "n1", 7.0)
+    misses = [o for o in explain_occurrences(run.trace) if o.kind == "miss"]
+    assert [(m.due_us - E) // S for m in misses] == [5, 6]
+    with pytest.raises(CheckFailed, match=f"due {E + 5 * S} never delivered"):
+        run.check()
+
+
+def test_a_miss_at_a_takeover_by_a_node_with_a_skewed_clock_is_explained() -> None:
+    """n2, 3 s ahead, takes the key after n1 stops firing and catches up: the skipped dues are explained by the epoch and the skew."""
+    run = ticking(3)
+    run.offsets["n2"] = 3.0
+    run.acquired(4.5, "n2", 2)
+    run.fired(4.5, "n2", 4.0, skipped=3)  # n2's wall reads 7.5: dues 5, 6, 7 are past
+    run.check()
+    misses = [o for o in explain_occurrences(run.trace) if o.kind == "miss"]
+    assert len(misses) == 3
+    assert all("clock of n2 is +3.000s off n1's" in m.because for m in misses)
+
+
+def test_the_check_fails_on_a_real_trace_once_the_explaining_rows_are_removed() -> None:
+    """ownership-repeat passes; the same trace without its epoch.acquired and fault rows has an unexplained repeat."""
+    run = scenarios.run("ownership-repeat", 0)
+    assert run.ok, run.failures
+    (repeat,) = [o for o in explain_occurrences(run.trace) if o.kind == "repeat"]
+    assert any(why.startswith("fault.crash of n3") for why in repeat.because)
+    world = World(0)
+    world.trace = Trace(r for r in run.trace.rows if r.kind != "epoch.acquired" and not r.kind.startswith("fault."))
+    with pytest.raises(CheckFailed, match=f"due {repeat.due_us} delivered again"):
+        repeats_and_misses_explained(world)

@@ -1,0 +1,20 @@
+"""The wire codec checks each channel name once, and still refuses every bad one after a good one."""
+
+from __future__ import annotations
+
+import pytest
+
+from casty.cluster import replication
+from casty.cluster.replication import Epoch, Prepare
+from casty.cluster.wire import MAX_CHANNEL, Wire, WireError
+
+
+@pytest.mark.parametrize("channel", ["", "x" * (MAX_CHANNEL + 1), ["r"], None, b"r"])
+def test_bad_channels_are_refused_after_a_good_one_was_cached(channel: object) -> None:
+    """Encoding on "r" first does not let an empty, too long, unhashable or non-str channel through: WireError(reason="channel")."""
+    wire = Wire(replication.FRAMES)
+    frame = Prepare(("a:t", "k"), Epoch(1, "n1"))
+    assert wire.decode(wire.encode("r", frame)).frame == frame
+    with pytest.raises(WireError) as info:
+        wire.encode(channel, frame)  # type: ignore[arg-type]
+    assert info.value.reason == "channel"
