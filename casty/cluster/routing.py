@@ -48,6 +48,7 @@ from ..ports import Transport
 from .driver import Dispatcher
 from .handoff import FRAMES as HANDOFF_FRAMES
 from .membership import FRAMES as MEMBERSHIP_FRAMES
+from .replicas import FRAMES as BATCH_FRAMES
 from .replication import FRAMES as REPLICATION_FRAMES
 from .wire import Wire
 
@@ -139,7 +140,7 @@ class WrongOwner:
 
 FRAMES: Final[tuple[type, ...]] = (Deliver, Reply, Failed, WrongOwner)
 
-CLUSTER_WIRE: Final = Wire((*MEMBERSHIP_FRAMES, *FRAMES, *REPLICATION_FRAMES, *HANDOFF_FRAMES))
+CLUSTER_WIRE: Final = Wire((*MEMBERSHIP_FRAMES, *FRAMES, *REPLICATION_FRAMES, *HANDOFF_FRAMES, *BATCH_FRAMES))
 """The Wire of a cluster node: membership, routing and replication frames (one per process, shared by its nodes)."""
 
 
