@@ -302,8 +302,8 @@ class ClusterNode:
                 system._emit_event(ev.ActivationFailed, actor_name, key, 0, f"not resumed: {exc!r}", None, 0.0)
         if resumed and self._resweep is None:
             # An acquisition may fail (replicas not ready yet, no quorum in time) and a resumed
-            # key has no message to try again: look again once those acquisitions are over.
-            self._resweep = system.loop.call_later(self._grace, self._resweep_now)
+            # key has no message to try again: look again just after those acquisitions timed out.
+            self._resweep = system.loop.call_later((system.write_timeout or 5.0) + 0.05, self._resweep_now)
 
     def _resweep_now(self) -> None:
         self._resweep = None
