@@ -8,9 +8,7 @@ the test's own loop, under an ``asyncio.timeout`` guard.
 from __future__ import annotations
 
 import asyncio
-import socket
-from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from typing import Any
 
 import pytest
 
@@ -33,28 +31,9 @@ from casty.cluster.node import NodeConfig, NodeProcess
 from casty.cluster.routing import CLUSTER_WIRE, WrongOwner
 from casty.cluster.wire import WireError
 from casty.errors import InvalidIdentity, SchemaError, Unavailable, UnknownActor
+from tests.nodes import free_ports, run
 
-T = TypeVar("T")
 TYPE = "tests.cluster_app:tally"
-
-
-def run(body: Callable[[], Awaitable[T]], timeout: float = 15.0) -> T:
-    async def guarded() -> T:
-        async with asyncio.timeout(timeout):
-            return await body()
-
-    return asyncio.run(guarded())
-
-
-def free_ports(count: int) -> list[int]:
-    sockets = [socket.socket(socket.AF_INET, socket.SOCK_STREAM) for _ in range(count)]
-    try:
-        for s in sockets:
-            s.bind(("127.0.0.1", 0))
-        return [s.getsockname()[1] for s in sockets]
-    finally:
-        for s in sockets:
-            s.close()
 
 
 # --- frames --------------------------------------------------------------------------------

@@ -22,24 +22,15 @@ Every wait polls with a deadline (no fixed sleep decides anything), each body ru
 from __future__ import annotations
 
 import asyncio
-import json
-import os
 import signal
-import socket
-import subprocess
-import sys
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, TypeVar
-
-import pytest
+from typing import Any
 
 from casty.cluster.client import ClusterClient
 from casty.errors import CastyError
+from tests.nodes import Node, free_ports, reap, run, until
+from tests.nodes import spawn as spawn_node
 
-T = TypeVar("T")
-ROOT = Path(__file__).resolve().parent.parent
 TYPE = "tests.cluster_app:tally"
 N = 20
 EVERY_MS = 500
@@ -47,111 +38,12 @@ NODE_ARGS = [
     "--heartbeat", "0.2", "--suspect-after", "1", "--dead-after", "1",
     "--ask-timeout", "2", "--write-timeout", "2", "--module", "tests.cluster_app",
 ]
-GUARD = 40.0
-
-
-def run(body: Callable[[], Awaitable[T]], timeout: float = GUARD) -> T:
-    """Run ``body()`` on a fresh loop; fail (never hang) if it takes longer than ``timeout``."""
-
-    async def guarded() -> T:
-        async with asyncio.timeout(timeout):
-            return await body()
-
-    return asyncio.run(guarded())
-
-
-def free_ports(count: int) -> list[int]:
-    """``count`` distinct loopback ports free right now (bound to port 0 together, then released)."""
-    sockets = [socket.socket(socket.AF_INET, socket.SOCK_STREAM) for _ in range(count)]
-    try:
-        for s in sockets:
-            s.bind(("127.0.0.1", 0))
-        return [s.getsockname()[1] for s in sockets]
-    finally:
-        for s in sockets:
-            s.close()
-
-
-def child_env() -> dict[str, str]:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH", "")) if p)
-    return env
-
-
-@dataclass
-class Node:
-    """A running node process and the facts it printed, each stamped with the test's loop time on arrival."""
-
-    name: str
-    proc: asyncio.subprocess.Process
-    facts: list[tuple[float, dict[str, Any]]] = field(default_factory=list)
-    stderr: list[str] = field(default_factory=list)
-    readers: list[asyncio.Task[None]] = field(default_factory=list)
-
-    def of(self, event: str, since: float = float("-inf"), **match: Any) -> list[dict[str, Any]]:
-        """The facts of kind ``event`` (arrived from ``since`` on) whose fields equal ``match``."""
-        return [
-            f for at, f in self.facts
-            if f["event"] == event and at >= since and all(f.get(k) == v for k, v in match.items())
-        ]
-
-    def status(self, of: str) -> str | None:
-        seen = self.of("member.changed", node=of)
-        return seen[-1]["status"] if seen else None
-
-    def describe(self) -> str:
-        lines = [json.dumps(f) for _, f in self.facts if f["event"] != "schedule.fired"]
-        fired = len(self.of("schedule.fired"))
-        return f"--- {self.name} rc={self.proc.returncode} ({fired} schedule.fired not shown)\n" + "\n".join(
-            lines[-40:] + self.stderr[-20:]
-        )
-
-
-async def _read_facts(node: Node, stream: asyncio.StreamReader) -> None:
-    loop = asyncio.get_running_loop()
-    async for line in stream:
-        node.facts.append((loop.time(), json.loads(line)))
-
-
-async def _read_lines(sink: list[str], stream: asyncio.StreamReader) -> None:
-    async for line in stream:
-        sink.append(line.decode(errors="replace").rstrip())
+GUARD = 40.0  # seconds a test body may take before it fails
 
 
 async def spawn(port: int, seeds: list[int]) -> Node:
-    args = ["node", "--bind", f"127.0.0.1:{port}", "--seeds", ",".join(f"127.0.0.1:{p}" for p in seeds), *NODE_ARGS]
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "casty", *args,
-        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT, env=child_env(),
-    )
-    assert proc.stdout is not None and proc.stderr is not None
-    node = Node(f"127.0.0.1:{port}", proc)
-    node.readers = [
-        asyncio.create_task(_read_facts(node, proc.stdout)),
-        asyncio.create_task(_read_lines(node.stderr, proc.stderr)),
-    ]
-    return node
-
-
-async def reap(nodes: list[Node]) -> None:
-    """Kill every node still running (by its own pid) and wait for it and its pipes to end."""
-    for node in nodes:
-        if node.proc.returncode is None:
-            node.proc.kill()
-    for node in nodes:
-        await node.proc.wait()
-        await asyncio.gather(*node.readers, return_exceptions=True)
-
-
-async def until(condition: Callable[[], bool], what: str, nodes: list[Node], timeout: float) -> float:
-    """Wait for ``condition`` at most ``timeout`` seconds; the loop time it held, or fail with every node's output."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not condition():
-        if loop.time() > deadline:
-            pytest.fail(f"not within {timeout}s: {what}\n" + "\n".join(n.describe() for n in nodes))
-        await asyncio.sleep(0.02)
-    return loop.time()
+    """A node hosting ``tests.cluster_app`` with this file's short timings, seeded with ``seeds``."""
+    return await spawn_node(port, seeds, *NODE_ARGS)
 
 
 @dataclass
@@ -275,7 +167,7 @@ def test_kill_9_of_the_owner_loses_no_confirmed_increment_and_the_schedule_fires
                 await asyncio.gather(writing, return_exceptions=True)
             await reap(nodes)
 
-    run(body)
+    run(body, GUARD)
 
 
 def test_sigterm_of_the_owner_hands_the_key_over_at_once() -> None:
@@ -312,4 +204,4 @@ def test_sigterm_of_the_owner_hands_the_key_over_at_once() -> None:
         finally:
             await reap(nodes)
 
-    run(body)
+    run(body, GUARD)

@@ -11,137 +11,26 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import signal
 import socket
 import subprocess
 import sys
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import pytest
 
 from casty.__main__ import main
 from casty.cluster.node import format_address, node_id, parse_address
+from tests.nodes import ROOT, Node, child_env, free_ports, reap, run, until
+from tests.nodes import spawn as spawn_node
 
-T = TypeVar("T")
-ROOT = Path(__file__).resolve().parent.parent
 TIMINGS = ["--heartbeat", "0.2", "--suspect-after", "1", "--dead-after", "1"]
-GUARD = 15.0
-
-
-def run(body: Callable[[], Awaitable[T]], timeout: float = GUARD) -> T:
-    """Run ``body()`` on a fresh loop; fail (never hang) if it takes longer than ``timeout``."""
-
-    async def guarded() -> T:
-        async with asyncio.timeout(timeout):
-            return await body()
-
-    return asyncio.run(guarded())
-
-
-def free_ports(count: int) -> list[int]:
-    """``count`` distinct loopback ports free right now (bound to port 0 together, then released)."""
-    sockets = [socket.socket(socket.AF_INET, socket.SOCK_STREAM) for _ in range(count)]
-    try:
-        for s in sockets:
-            s.bind(("127.0.0.1", 0))
-        return [s.getsockname()[1] for s in sockets]
-    finally:
-        for s in sockets:
-            s.close()
-
-
-def child_env() -> dict[str, str]:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH", "")) if p)
-    return env
-
-
-@dataclass
-class Node:
-    """A running ``python -m casty node`` and the facts it printed, each with its arrival time."""
-
-    name: str
-    proc: asyncio.subprocess.Process
-    facts: list[tuple[float, dict[str, Any]]] = field(default_factory=list)
-    stderr: list[str] = field(default_factory=list)
-    readers: list[asyncio.Task[None]] = field(default_factory=list)
-
-    def statuses(self, of: str, since: float = float("-inf")) -> list[str]:
-        """Every status this node reported for node ``of`` (from time ``since`` on), in order."""
-        return [
-            f["status"] for at, f in self.facts if f["event"] == "member.changed" and f["node"] == of and at >= since
-        ]
-
-    def status(self, of: str) -> str | None:
-        seen = self.statuses(of)
-        return seen[-1] if seen else None
-
-    def when(self, of: str, status: str, since: float = float("-inf")) -> float | None:
-        """Arrival time of the first report of ``of`` with ``status`` (from time ``since`` on)."""
-        for at, f in self.facts:
-            if f["event"] == "member.changed" and f["node"] == of and f["status"] == status and at >= since:
-                return at
-        return None
-
-    def fact(self, event: str) -> dict[str, Any] | None:
-        return next((f for _, f in self.facts if f["event"] == event), None)
-
-    def describe(self) -> str:
-        lines = [json.dumps(f) for _, f in self.facts]
-        return f"--- {self.name} rc={self.proc.returncode}\n" + "\n".join(lines + self.stderr[-20:])
-
-
-async def _read_facts(node: Node, stream: asyncio.StreamReader) -> None:
-    loop = asyncio.get_running_loop()
-    async for line in stream:
-        node.facts.append((loop.time(), json.loads(line)))
-
-
-async def _read_lines(sink: list[str], stream: asyncio.StreamReader) -> None:
-    async for line in stream:
-        sink.append(line.decode(errors="replace").rstrip())
+GUARD = 15.0  # seconds a test body may take before it fails
 
 
 async def spawn(port: int, seeds: list[int], *extra: str) -> Node:
-    args = ["node", "--bind", f"127.0.0.1:{port}", *TIMINGS, *extra]
-    if seeds:
-        args += ["--seeds", ",".join(f"127.0.0.1:{p}" for p in seeds)]
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "casty", *args,
-        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT, env=child_env(),
-    )
-    assert proc.stdout is not None and proc.stderr is not None
-    node = Node(f"127.0.0.1:{port}", proc)
-    node.readers = [
-        asyncio.create_task(_read_facts(node, proc.stdout)),
-        asyncio.create_task(_read_lines(node.stderr, proc.stderr)),
-    ]
-    return node
-
-
-async def reap(nodes: list[Node]) -> None:
-    """Kill every node still running and wait for it and its pipes to end."""
-    for node in nodes:
-        if node.proc.returncode is None:
-            node.proc.kill()
-    for node in nodes:
-        await node.proc.wait()
-        await asyncio.gather(*node.readers, return_exceptions=True)
-
-
-async def until(condition: Callable[[], bool], what: str, nodes: list[Node], timeout: float) -> float:
-    """Wait for ``condition`` at most ``timeout`` seconds; the time it held, or fail with every node's output."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not condition():
-        if loop.time() > deadline:
-            pytest.fail(f"not within {timeout}s: {what}\n" + "\n".join(n.describe() for n in nodes))
-        await asyncio.sleep(0.01)
-    return loop.time()
+    """A node with this file's short membership timings (and ``extra`` arguments), seeded with ``seeds``."""
+    return await spawn_node(port, seeds, *TIMINGS, *extra)
 
 
 # --- three real nodes ----------------------------------------------------------------------
@@ -209,7 +98,7 @@ def test_three_nodes_see_a_kill_as_suspect_then_dead_and_a_sigterm_as_left() -> 
         finally:
             await reap(nodes)
 
-    run(body)
+    run(body, GUARD)
 
 
 def test_sigint_leaves_in_order_and_exits_zero() -> None:
@@ -229,7 +118,7 @@ def test_sigint_leaves_in_order_and_exits_zero() -> None:
         finally:
             await reap([node])
 
-    run(body)
+    run(body, GUARD)
 
 
 async def client_cli(*args: str) -> tuple[int, dict[str, Any], str]:
@@ -275,7 +164,7 @@ def test_cli_client_asks_tells_and_reads_placement_through_a_node() -> None:
         finally:
             await reap([node])
 
-    run(body)
+    run(body, GUARD)
 
 
 # --- the command line ----------------------------------------------------------------------

@@ -398,6 +398,24 @@ def _apply(world: World, action: str, args: dict[str, Any]) -> None:
         _set_loss(world, args["p"])
 
 
+def confirmed_counts_kept(world: World, counters: tuple[str, ...], check: str) -> None:
+    """Per counter, fail ``check`` unless every confirmed increment is in the final count.
+
+    Shared by every scenario whose clients record ``confirmed:<key>`` (the counts their confirmed ``Inc`` asks
+    returned) and ``final:<key>`` (the count read at the end): the confirmed answers must be distinct counts, and the
+    final count must be read and be >= their number and >= the greatest of them. One body, so the scenarios cannot
+    drift apart on what "no confirmed increment lost" means.
+    """
+    for key in counters:
+        confirmed = [v for v in world.results.get(f"confirmed:{key}", []) if isinstance(v, int)]
+        final = world.results.get(f"final:{key}")
+        _expect(check, isinstance(final, int), f"{key}: the final count was not read: {final!r}")
+        assert isinstance(final, int)
+        _expect(check, len(set(confirmed)) == len(confirmed), f"{key}: one count was confirmed twice: {sorted(confirmed)}")
+        _expect(check, final >= len(confirmed), f"{key}: final count {final} < {len(confirmed)} confirmed increments")
+        _expect(check, final >= max(confirmed, default=0), f"{key}: final count {final} < confirmed count {max(confirmed, default=0)}")
+
+
 def _cluster_random_counts(world: World) -> None:
     """Every client-confirmed increment survives: per counter, the confirmed answers are distinct counts, and the
     final count (read from a healthy node after the quiet time) is >= their number and >= the greatest of them.
@@ -416,15 +434,7 @@ def _cluster_random_counts(world: World) -> None:
     clock steps and loss do not erase a replica's memory. An earlier plan that allowed a crash anywhere, before the
     handoff existed, lost confirmed increments on 8 of 500 seeds: the next owner read {A restarted empty, C stale}.
     """
-    check = "cluster_random_counts"
-    for key in RANDOM_COUNTERS:
-        confirmed = [v for v in world.results.get(f"confirmed:{key}", []) if isinstance(v, int)]
-        final = world.results.get(f"final:{key}")
-        _expect(check, isinstance(final, int), f"{key}: the final count was not read: {final!r}")
-        assert isinstance(final, int)
-        _expect(check, len(set(confirmed)) == len(confirmed), f"{key}: one count was confirmed twice: {sorted(confirmed)}")
-        _expect(check, final >= len(confirmed), f"{key}: final count {final} < {len(confirmed)} confirmed increments")
-        _expect(check, final >= max(confirmed, default=0), f"{key}: final count {final} < confirmed count {max(confirmed, default=0)}")
+    confirmed_counts_kept(world, RANDOM_COUNTERS, "cluster_random_counts")
 
 
 @scenario(

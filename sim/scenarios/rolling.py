@@ -42,7 +42,7 @@ from ..checks import Check, never_early, no_burst, occurrences_accounted_for
 from ..trace import Row
 from ..world import World
 from . import scenario
-from .cluster import CLUSTER_CHECKS, CONVERGED, Arm, _ask, _confirm, _expect, _fired, _read_final, cl_counter, cl_ticker
+from .cluster import CLUSTER_CHECKS, CONVERGED, Arm, _ask, _confirm, _expect, _fired, _read_final, cl_counter, cl_ticker, confirmed_counts_kept
 
 COUNTERS = ("c0", "c1", "c2", "c3")
 TICKER_KEY = "sched"
@@ -251,14 +251,7 @@ def _confirmed_increments_kept(world: World) -> None:
 
     The load is real: increments were confirmed while each node was down or rejoining."""
     check = "confirmed_increments_kept"
-    for key in COUNTERS:
-        confirmed = [v for v in world.results.get(f"confirmed:{key}", []) if isinstance(v, int)]
-        final = world.results.get(f"final:{key}")
-        _expect(check, isinstance(final, int), f"{key}: the final count was not read: {final!r}")
-        assert isinstance(final, int)
-        _expect(check, len(set(confirmed)) == len(confirmed), f"{key}: one count was confirmed twice: {sorted(confirmed)}")
-        _expect(check, final >= len(confirmed), f"{key}: final count {final} < {len(confirmed)} confirmed increments")
-        _expect(check, final >= max(confirmed, default=0), f"{key}: final count {final} < confirmed count {max(confirmed, default=0)}")
+    confirmed_counts_kept(world, COUNTERS, check)
     counter = cl_counter.name
     writes = [r.t for r in world.trace.of("write.confirmed", actor=counter)]
     for e in _roll_rows(world):
