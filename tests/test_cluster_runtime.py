@@ -64,3 +64,23 @@ def test_a_scheduled_key_moves_back_by_itself(world: World) -> None:
     fired_after = [r for r in world.trace.of("schedule.fired", key=key) if r.t > restarted_at + GRACE + 1.0]
     assert fired_after and {r.node for r in fired_after} == {home}
     assert ask_from(world, "n1", ticker, key, Get()) >= 10
+
+
+def test_a_cut_off_owner_answers_a_read_from_memory_until_its_next_write_is_fenced(world: World) -> None:
+    """Reads are not linearizable: an owner cut off in a minority, which lost the key without writing, answers Get stale after the heal; its next write is fenced and the retry reads the replicas' count."""
+    from sim.scenarios.cluster import Get as CounterGet
+    from sim.scenarios.cluster import Incr, Settle, cl_counter
+
+    key = next(k for k in (f"r{i}" for i in range(200)) if owner(world, "n1", cl_counter, k) == "n3")
+    assert [ask_from(world, "n3", cl_counter, key, Incr()) for _ in range(2)] == [1, 2]
+    world.partition(["n3"], ["n1", "n2"])
+    world.run(until=world.now + DECLARED_DEAD)
+    assert [ask_from(world, "n1", cl_counter, key, Incr()) for _ in range(3)] == [3, 4, 5]  # the majority moved on
+    world.heal()
+    world.run(until=world.now + 1.0)
+    assert owner(world, "n1", cl_counter, key) == "n3"  # back on the ring's first replica
+    assert ask_from(world, "n1", cl_counter, key, CounterGet()) == 2  # n3's memory: stale
+    settled = ask_from(world, "n1", cl_counter, key, Settle())
+    if not isinstance(settled, int):  # the stale owner's write was fenced: it ended, the next one acquires
+        settled = ask_from(world, "n1", cl_counter, key, Settle())
+    assert settled == 5

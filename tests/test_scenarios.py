@@ -158,12 +158,3 @@ def test_a_late_acquisition_row_is_skipped_by_the_ordering_checks() -> None:
     epochs_only_grow(late_world)
     with pytest.raises(CheckFailed):
         epochs_only_grow(world_with(resume=False))
-
-
-def test_cluster_random_final_counts_are_read_with_a_write_not_a_stale_get() -> None:
-    """cluster-random seed 273: the Get from memory of an owner fenced while cut off answers an old count; the Settle
-    (a confirmed write) answers the replicas' count, which covers every confirmed increment."""
-    result = scenarios.run("cluster-random", 273)
-    assert result.ok, result.failures
-    results = result.world.results
-    assert results["get:c0"] < results["final:c0"]

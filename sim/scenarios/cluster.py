@@ -424,7 +424,7 @@ def _cluster_random_counts(world: World) -> None:
     epoch, so it is the replicas' count. A ``Get`` is answered from the owner's memory and is not a quorum read: an old
     owner that was cut off in a minority, lost the key to the majority's newer epoch without writing (so without being
     fenced), and is the ring's owner again after the heal, still answers ``Get`` with its old count until its next write
-    fails as fenced (seed 273 shows it: Get 19, replicas 20). The stale ``Get`` answers are kept in
+    fails as fenced (tests/test_cluster_runtime.py shows it on three nodes). The stale ``Get`` answers are kept in
     ``world.results["get:<key>"]`` for the record; they are not checked.
 
     Claimed under the plan's one restriction: two crashes are never closer than ``RANDOM_CRASH_GAP`` after a restart
