@@ -321,10 +321,11 @@ async def cl_counter(ctx: Context[int, Incr | Settle | Get]) -> None:
 def _random_plan(world: World) -> list[tuple[float, str, dict[str, Any]]]:
     """The fault plan of one seed, drawn from ``world.rng("plan", "faults")``: (time, action, args), sorted.
 
-    Up to two crashes, anywhere in the load, each restarted 1-8 s later; a second crash comes
-    at least ``RANDOM_CRASH_GAP`` s after the first node restarted (time for its rejoin grace
-    and its handoff: two overlapping losses of memory can take every copy of a write, which
-    no protocol can bring back). Main faults run on their own timeline, one at a time and
+    Up to two crashes, anywhere in the load, each restarted 1-8 s later (``down``); a second
+    crash comes at least ``RANDOM_CRASH_GAP`` s after the first node restarted and, when the
+    run gets there, not before that node's first sync round after its restart has ended plus
+    1 s (``_crashes``): two overlapping losses of memory can take every copy of a write, which
+    no protocol can bring back. Main faults run on their own timeline, one at a time and
     overlapping the crashes freely: partitions of a minority (1 or 2 nodes) from the rest,
     pauses of one node (1-8 s each). Clock steps (±0.5-3 s) and link-loss bursts (5-30 % on
     every link, 0.5-3 s) anywhere. Everything is over by RANDOM_LOAD_END, 12 s before the
@@ -338,7 +339,7 @@ def _random_plan(world: World) -> list[tuple[float, str, dict[str, Any]]]:
         if t + length > RANDOM_LOAD_END - 2.0:
             break
         node = rng.choice(RANDOM_NODES)
-        plan += [(t, "crash", {"node": node}), (t + length, "restart", {"node": node})]
+        plan.append((t, "crash", {"node": node, "down": length}))
         t += length + RANDOM_CRASH_GAP + rng.uniform(0.0, 8.0)
     t = CONVERGED + rng.uniform(0.5, 4.0)
     while True:
@@ -363,6 +364,30 @@ def _random_plan(world: World) -> list[tuple[float, str, dict[str, Any]]]:
         plan += [(at, "loss", {"p": rng.uniform(0.05, 0.3)}), (at + length, "loss", {"p": 0.0})]
     plan.sort(key=lambda e: e[0])
     return plan
+
+
+def _crashes(world: World, crashes: list[tuple[float, dict[str, Any]]]) -> Generator[simpy.Event, Any, None]:
+    """Crash and restart nodes in turn; each crash after the first waits until the node restarted before it has pulled
+    the others' replicas (its ``handoff.ended`` row) and 1 s more. A crash that would then run past the load is skipped."""
+    previous: tuple[str, int] | None = None  # (node, index of its fault.restart row)
+    for at, args in crashes:
+        yield world.timeout(max(0.0, at - world.now))
+        if previous is not None:
+            node, seen = previous
+            rows = world.trace.rows
+            while not any(r.kind == "handoff.ended" and r.node == node for r in rows[seen:]):
+                seen = len(rows)
+                yield world.timeout(0.1)
+            yield world.timeout(1.0)
+        if world.now + args["down"] > RANDOM_LOAD_END - 2.0:
+            world.note(args["node"], "planned crash skipped: the previous restart's handoff ended too late", action="crash")
+            return
+        if world.node(args["node"]).status == "down":
+            return
+        world.crash(args["node"])
+        yield world.timeout(args["down"])
+        world.restart(args["node"])
+        previous = (args["node"], len(world.trace.rows))
 
 
 def _set_loss(world: World, p: float) -> None:
@@ -451,8 +476,12 @@ def cluster_random(world: World) -> None:
 
     def faults(world: World) -> Generator[simpy.Event, Any, None]:
         for at, action, args in plan:
+            if action == "crash":
+                continue
             yield world.timeout(at - world.now)
             _apply(world, action, args)
+
+    world.process(_crashes(world, [(at, args) for at, action, args in plan if action == "crash"]))
 
     def up() -> list[str]:
         return [n for n in RANDOM_NODES if world.node(n).status == "up"]
