@@ -7,8 +7,10 @@ One per cluster node, on the node's one ``Dispatcher``:
   timers, to which the ``Promise``/``Ack``/``Nack`` frames of that key (``frame.entity``) go.
   Its reports go to the activation's callback.
 
-Sends to this very node are looped back with ``loop.call_soon`` through the same bytes (the
-local replica obeys the same rules as a remote one, and gets a copy, never a shared object).
+Frames to this very node are handed to its own ``_receive`` at the end of the loop turn, as
+objects (the local replica obeys the same rules as a remote one, through the same code;
+frames are frozen and stores and owners copy the pages they keep). Frames to other nodes
+leave at the end of the turn too, batched per destination.
 Epochs are minted as ``"<node>#<incarnation>"``: one life of the node.
 
 **Opening the replica.** The node's ``ReplicaStore`` answers no ``Prepare`` or ``Write``
@@ -173,6 +175,7 @@ class ReplicationService:
         self._sync_timer: asyncio.TimerHandle | None = None
         self._round_reason = "opened"
         self._outbox: dict[str, list[bytes]] = {}  # frames queued this loop turn, per destination
+        self._local: list[object] = []  # frames for this node's own replica, queued this loop turn
         self._flush_armed = False
         self._owners: dict[Entity, OwnerSlot] = {}
         self._newer: dict[Entity, Epoch] = {}  # per key, the newest epoch a lost owner here learned of
@@ -309,8 +312,16 @@ class ReplicationService:
         """Queue a frame for ``to``; every frame queued in this loop turn leaves together at the end of it (``_flush``)."""
         if self._closed:
             return
-        data = self.wire.encode(REPLICATION_CHANNEL, frame)
         self.sent += 1
+        if to == self.node:
+            # The local replica: the same frame object, through the same _receive (no bytes:
+            # frames are frozen, and stores and owners copy the pages they keep).
+            self._local.append(frame)
+            if not self._flush_armed:
+                self._flush_armed = True
+                self.loop.call_soon(self._flush)
+            return
+        data = self.wire.encode(REPLICATION_CHANNEL, frame)
         box = self._outbox.get(to)
         if box is None:
             self._outbox[to] = [data]
@@ -331,14 +342,14 @@ class ReplicationService:
         """
         self._flush_armed = False
         outbox, self._outbox = self._outbox, {}
+        local, self._local = self._local, []
         if self._closed:
             return
         for to, items in outbox.items():  # insertion order: deterministic
             for data in self._batches(items):
-                if to == self.node:
-                    self.dispatcher.handle(self.node, data)
-                else:
-                    self.transport.send(to, data)
+                self.transport.send(to, data)
+        for frame in local:
+            self._receive(self.node, frame)
 
     def _batches(self, items: list[bytes]) -> list[bytes]:
         if len(items) == 1:
