@@ -25,19 +25,22 @@ TOUR: tuple[tuple[str, str | None], ...] = (
     ("timers-vs-schedules", "persisted"),
 )
 
+CLUSTER_TOUR: tuple[str, ...] = ("stale-owner-fenced", "ownership-repeat", "ownership-miss", "all-replicas-lost", "rolling-restart")
+"""Cluster scenarios: drawn as the ownership chart of their most eventful key, instead of the catch-up chart."""
+
 
 def write_tour(out: str | Path, *, seed: int = 0) -> int:
-    """Run every tour scenario with ``seed``; write ``<name>-catchup.png``, ``<name>-timeline.png`` and ``summary.md``."""
+    """Run every tour scenario with ``seed``; write ``<name>-catchup.png`` (or ``-ownership.png``), ``<name>-timeline.png`` and ``summary.md``."""
     import matplotlib
 
     matplotlib.use("Agg")
-    from .viz import activation_timeline, catchup_chart
+    from .viz import activation_timeline, catchup_chart, ownership_chart
 
     folder = Path(out)
     folder.mkdir(parents=True, exist_ok=True)
     lines = ["# casty lab tour", "", f"seed {seed}. Each scenario ran on virtual time; its checks read the trace.", ""]
     failed = 0
-    for name, schedule in TOUR:
+    for name, schedule in (*TOUR, *((n, None) for n in CLUSTER_TOUR)):
         started = time.perf_counter()
         result = scenarios.run(name, seed)
         elapsed = time.perf_counter() - started
@@ -54,6 +57,11 @@ def write_tour(out: str | Path, *, seed: int = 0) -> int:
             path = folder / f"{name}-catchup.png"
             fig.savefig(path, dpi=110)
             figures.append(path.name)
+        if name in CLUSTER_TOUR:
+            fig = ownership_chart(result.trace)
+            path = folder / f"{name}-ownership.png"
+            fig.savefig(path, dpi=110)
+            figures.append(path.name)
         fig = activation_timeline(result.trace, title=f"{name}: activations")
         path = folder / f"{name}-timeline.png"
         fig.savefig(path, dpi=110)
@@ -62,5 +70,5 @@ def write_tour(out: str | Path, *, seed: int = 0) -> int:
         for figure in figures:
             lines += [f"![{figure}]({figure})", ""]
     (folder / "summary.md").write_text("\n".join(lines))
-    print(f"wrote {len(TOUR)} scenarios' figures and summary.md to {folder}/")
+    print(f"wrote {len(TOUR) + len(CLUSTER_TOUR)} scenarios' figures and summary.md to {folder}/")
     return 1 if failed else 0
