@@ -71,6 +71,34 @@ class Batch:
 FRAMES: tuple[type, ...] = (Batch,)
 """The driver's own frame (for the transport codec's tag table)."""
 
+def _superseded(frames: list[object]) -> list[object]:
+    """``frames`` without the ``Write`` frames that a newer ``Write`` of the same key and epoch, later in the list, covers.
+
+    Every write carries the whole page set, and an ack of version v confirms every version up
+    to v (``casty.cluster.replication``, rules 3 and 4): a firing's next-due write and the state
+    write its message makes in the same turn cost one frame per replica, not two.
+    """
+    newest: dict[tuple[Entity, Epoch], int] = {}
+    writes = 0
+    for frame in frames:
+        if type(frame) is Write:
+            writes += 1
+            key = (frame.entity, frame.epoch)
+            if frame.version > newest.get(key, -1):
+                newest[key] = frame.version
+    if writes == len(newest):
+        return frames
+    kept: list[object] = []
+    for frame in frames:
+        if type(frame) is Write:
+            key = (frame.entity, frame.epoch)
+            if newest.get(key) != frame.version:
+                continue
+            del newest[key]  # the first copy of the newest version only
+        kept.append(frame)
+    return kept
+
+
 ReplicaSet = Callable[[Entity], tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]]
 """Where a key lives: its replicas under the current ring, under the ring before, and under the current ring without this node."""
 from .wire import Wire
@@ -174,8 +202,7 @@ class ReplicationService:
         self._peers: tuple[str, ...] = ()
         self._sync_timer: asyncio.TimerHandle | None = None
         self._round_reason = "opened"
-        self._outbox: dict[str, list[bytes]] = {}  # frames queued this loop turn, per destination
-        self._local: list[object] = []  # frames for this node's own replica, queued this loop turn
+        self._outbox: dict[str, list[object]] = {}  # frames queued this loop turn, per destination (this node too)
         self._flush_armed = False
         self._owners: dict[Entity, OwnerSlot] = {}
         self._newer: dict[Entity, Epoch] = {}  # per key, the newest epoch a lost owner here learned of
@@ -313,40 +340,39 @@ class ReplicationService:
         if self._closed:
             return
         self.sent += 1
-        if to == self.node:
-            # The local replica: the same frame object, through the same _receive (no bytes:
-            # frames are frozen, and stores and owners copy the pages they keep).
-            self._local.append(frame)
-            if not self._flush_armed:
-                self._flush_armed = True
-                self.loop.call_soon(self._flush)
-            return
-        data = self.wire.encode(REPLICATION_CHANNEL, frame)
         box = self._outbox.get(to)
         if box is None:
-            self._outbox[to] = [data]
+            self._outbox[to] = [frame]
             if not self._flush_armed:
                 self._flush_armed = True
                 self.loop.call_soon(self._flush)
         else:
-            box.append(data)
+            box.append(frame)
 
     def _flush(self) -> None:
         """Send what this turn queued: one transport message per destination (a ``Batch`` when there are several).
 
         A thousand keys firing at one instant write to the same two or three replicas: batching
         turns thousands of frames (and as many deliveries, each a loop turn at the receiver)
-        into a handful, over TCP as in the simulator. A crash before the flush loses the
-        batch, as it would lose frames still in a socket buffer. Batches stay under
-        ``BATCH_BYTES``, well below a transport's frame limit.
+        into a handful, over TCP as in the simulator. A ``Write`` superseded in the same turn
+        by a newer one of its key and epoch is not sent (``_superseded``). Frames for this
+        node's own replica go to its ``_receive`` as objects (the same code as a remote one;
+        frames are frozen, and stores and owners copy the pages they keep). A crash before the
+        flush loses the batch, as it would lose frames still in a socket buffer. Batches stay
+        under ``BATCH_BYTES``, well below a transport's frame limit.
         """
         self._flush_armed = False
         outbox, self._outbox = self._outbox, {}
-        local, self._local = self._local, []
         if self._closed:
             return
-        for to, items in outbox.items():  # insertion order: deterministic
-            for data in self._batches(items):
+        local: list[object] = []
+        for to, frames in outbox.items():  # insertion order: deterministic
+            frames = _superseded(frames)
+            if to == self.node:
+                local = frames
+                continue
+            encoded = [self.wire.encode(REPLICATION_CHANNEL, frame) for frame in frames]
+            for data in self._batches(encoded):
                 self.transport.send(to, data)
         for frame in local:
             self._receive(self.node, frame)
