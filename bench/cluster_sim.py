@@ -10,7 +10,10 @@ converged; the owners are spread over the ring.
 
 Printed, for the single node and for the cluster: deliveries, the wall time of the simulated
 hour and deliveries per wall second; then the ratio cluster wall / single-node wall (target
-under 4x). Trace rows are counted, not kept (``World(keep=...)``), as in ``sim_throughput.py``.
+under 4x). The cluster runs twice (``--grid``): with every key on one shared grid of dues, like
+the single node (its 1000 keys are armed in one instant, so they beat together: one loop turn
+serves them all), and with each key on its own grid, 1 s after its arming (the network
+scatters the armings over milliseconds, so every key beats at its own instant). Trace rows are counted, not kept (``World(keep=...)``), as in ``sim_throughput.py``.
 
     python bench/cluster_sim.py                    # the full hour, both runs
     python bench/cluster_sim.py --minutes 5
@@ -34,7 +37,9 @@ CONVERGED = 3.0  # seconds of simulated time for the three members to see each o
 ARMED_BY = CONVERGED + 5.0  # 1000 first asks: an epoch round and a write-back each, over the network
 
 
-def cluster(keys: int, minutes: float, profiler: cProfile.Profile | None = None) -> tuple[int, float, dict[str, int]]:
+def cluster(
+    keys: int, minutes: float, profiler: cProfile.Profile | None = None, *, aligned: bool = False
+) -> tuple[int, float, dict[str, int]]:
     """The hour on three cluster nodes: (deliveries, wall seconds, keys owned per node)."""
     world = World(0, keep=keep_faults_and_nodes)
     for name in NODES:
@@ -46,7 +51,7 @@ def cluster(keys: int, minutes: float, profiler: cProfile.Profile | None = None)
         owner = system.placement(metronome, f"k{i}").owner or "none"
         owners[owner] = owners.get(owner, 0) + 1
     try:
-        delivered, elapsed = run_metronomes(world, "n1", keys, minutes, armed_by=ARMED_BY, profiler=profiler)
+        delivered, elapsed = run_metronomes(world, "n1", keys, minutes, armed_by=ARMED_BY, aligned=aligned, profiler=profiler)
     finally:
         world.close()
     return delivered, elapsed, owners
@@ -82,6 +87,11 @@ def main() -> None:
     parser.add_argument("--minutes", type=float, default=60.0)
     parser.add_argument("--profile", metavar="FILE", help="cProfile the cluster's timed run, dump the stats to FILE and print shares")
     parser.add_argument("--top", type=int, default=25, help="with --profile: how many files and functions to print")
+    parser.add_argument(
+        "--grid", choices=("shared", "own", "both"), default="both",
+        help="shared: every key's first due at one instant (as on the single node, whose keys are armed in one instant); "
+        "own: each key's grid starts 1 s after its arming, scattered by the network",
+    )
     args = parser.parse_args()
     print(f"python               {platform.python_version()} {platform.python_implementation()}")
     print(f"keys                 {args.keys}")
@@ -90,16 +100,18 @@ def main() -> None:
     print(f"single.delivered     {one}")
     print(f"single.wall.s        {one_wall:.1f}")
     print(f"single.deliveries/s  {one / one_wall:.0f}")
-    profiler = cProfile.Profile() if args.profile else None
-    many, many_wall, owners = cluster(args.keys, args.minutes, profiler)
-    print(f"cluster.owners       {' '.join(f'{n}={c}' for n, c in sorted(owners.items()))}")
-    print(f"cluster.delivered    {many}")
-    print(f"cluster.wall.s       {many_wall:.1f}{' (profiled)' if profiler else ''}")
-    print(f"cluster.deliveries/s {many / many_wall:.0f}")
-    print(f"ratio.wall           {many_wall / one_wall:.2f}x (target < 4x)")
-    if profiler is not None:
-        profiler.dump_stats(args.profile)
-        shares(pstats.Stats(args.profile), args.top)
+    for grid in ("shared", "own") if args.grid == "both" else (args.grid,):
+        profiler = cProfile.Profile() if args.profile else None
+        many, many_wall, owners = cluster(args.keys, args.minutes, profiler, aligned=grid == "shared")
+        name = f"cluster.{grid}"
+        print(f"{name}.owners       {' '.join(f'{n}={c}' for n, c in sorted(owners.items()))}")
+        print(f"{name}.delivered    {many}")
+        print(f"{name}.wall.s       {many_wall:.1f}{' (profiled)' if profiler else ''}")
+        print(f"{name}.deliveries/s {many / many_wall:.0f}")
+        print(f"{name}.ratio.wall   {many_wall / one_wall:.2f}x (target < 4x)")
+        if profiler is not None:
+            profiler.dump_stats(args.profile)
+            shares(pstats.Stats(args.profile), args.top)
 
 
 if __name__ == "__main__":

@@ -26,7 +26,9 @@ class Beat:
 
 @dataclass(frozen=True)
 class Arm(Askable[None]):
-    pass
+    """Start the schedule: first due in 1 s, or at ``first_due_us`` (wall clock, µs) to share one grid with other keys."""
+
+    first_due_us: int | None = None
 
 
 @actor(initial=0)
@@ -36,8 +38,11 @@ async def metronome(ctx: Context[int, Beat | Arm]) -> None:
         match msg:
             case Beat():
                 await ctx.state.update(lambda n: n + 1)
-            case Arm(reply_to=reply_to):
-                await ctx.schedule("beat", timedelta(seconds=1), timedelta(seconds=1), Beat())
+            case Arm(first_due_us=first_due_us, reply_to=reply_to):
+                delay = timedelta(seconds=1)
+                if first_due_us is not None:
+                    delay = timedelta(microseconds=first_due_us - ctx.system.clock.now_us())
+                await ctx.schedule("beat", delay, timedelta(seconds=1), Beat())
                 reply_to.tell(None)
 
 
@@ -47,9 +52,20 @@ def keep_faults_and_nodes(kind: str) -> bool:
 
 
 def run_metronomes(
-    world: World, client: str, keys: int, minutes: float, *, armed_by: float = ARMED_BY, profiler: cProfile.Profile | None = None
+    world: World,
+    client: str,
+    keys: int,
+    minutes: float,
+    *,
+    armed_by: float = ARMED_BY,
+    aligned: bool = False,
+    profiler: cProfile.Profile | None = None,
 ) -> tuple[int, float]:
     """Arm ``keys`` metronomes from node ``client``, run to ``armed_by`` s, then time ``minutes`` of simulated time.
+
+    ``aligned``: every key's first due is the same instant (``armed_by`` + 0.5 s), so all keys
+    beat on one grid, as they do on a single node where the arming takes one instant; otherwise
+    each key's grid starts 1 s after its own arming (scattered by the network in a cluster).
 
     Returns the deliveries (``schedule.fired`` events, counted on every node) and the wall time
     of the timed part only (not the arming), which ``profiler`` (if given) profiles. Raises if
@@ -58,7 +74,8 @@ def run_metronomes(
     armed: list[int] = []
 
     async def arm(system: ActorSystem) -> None:
-        await asyncio.gather(*(system.ref(metronome, f"k{i}").ask(Arm()) for i in range(keys)))
+        first_due = system.clock.now_us() + int((armed_by + 0.5 - world.now) * 1e6) if aligned else None
+        await asyncio.gather(*(system.ref(metronome, f"k{i}").ask(Arm(first_due)) for i in range(keys)))
         armed.append(keys)
 
     world.spawn(client, arm)
