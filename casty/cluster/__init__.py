@@ -1,14 +1,21 @@
 """The cluster layer: protocol cores (sans-I/O), their wire codec and drivers, and the TCP transport.
 
-Cluster v0 is wired into ``ActorSystem(cluster=Cluster(...), transport=...)``: ``config``
-(``Cluster``), ``routing`` (channel "d": Deliver/Reply/WrongOwner, retries until the write
-timeout) and ``runtime`` (membership + routing + placement of one node). NOT DONE YET:
-replication (a key's state is a single copy on its owner), epochs/fencing, handoff.
-The parts: ``placement`` (consistent-hash ring per actor type, owner and quorum rules),
-``membership`` (heartbeat-gossip failure detector with incarnations, orderly leave),
-``replication`` (per-key owner epochs by prepare/promise, epoch-fenced quorum writes,
-tombstones, export/import for handoff), ``wire`` (typed frame codec, no imports on
-decode), ``driver`` (asyncio driver for any core, a dispatcher per transport), ``tcp``
-(length-prefixed frames, handshake by cluster name) and ``node`` (``python -m casty node``:
-an ActorSystem beside membership over TCP).
+``ActorSystem(cluster=Cluster(...), transport=...)`` runs a ``runtime.ClusterNode`` beside its
+activations. The cores take frames and timer firings and return outputs (``sansio``), so the
+simulator, TCP and unit tests drive the very same objects:
+
+* ``membership``: heartbeat-gossip failure detector with incarnations, orderly leave, and the
+  news of a node's previous life;
+* ``placement``: consistent-hash ring per actor type, owner and quorum rules;
+* ``replication``: per-key owner epochs by prepare/promise, epoch-fenced quorum writes,
+  tombstones, readiness and blank promises;
+* ``handoff``: sync rounds in which a replica pulls the other nodes' stores before it counts;
+* ``claims``: the cron claim per tick of node schedules in cluster mode.
+
+Their drivers and the rest: ``wire`` (typed frame codec, no imports on decode), ``driver``
+(asyncio driver for any core, a dispatcher per transport), ``replicas`` (the node's replica
+store and owner slots, batching, the rejoin grace), ``routing`` (messages to the key's owner,
+replies and failures back), ``runtime`` (placement, sweeps, handoff of activations), ``config``
+(``Cluster``), ``tcp`` (length-prefixed frames, handshake by cluster name), ``node`` and
+``client`` (``python -m casty node|ask|tell|placement|members``).
 """
