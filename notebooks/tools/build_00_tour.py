@@ -205,6 +205,8 @@ world.close()
 catchup_chart(world.trace, schedule="beat")
 """)
 
+for i, cell in enumerate(cells):
+    cell["id"] = f"tour-{i:02d}"  # stable ids: rebuilding gives the same file
 nb = nbf.v4.new_notebook()
 nb["cells"] = cells
 nb["metadata"]["kernelspec"] = {"display_name": "Python 3", "language": "python", "name": "python3"}
