@@ -29,7 +29,7 @@ from typing import Any
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
-from matplotlib.patches import ConnectionPatch, Patch, Rectangle
+from matplotlib.patches import ConnectionPatch, Rectangle
 from matplotlib.text import Annotation
 
 from sim.trace import Row, Trace
@@ -46,6 +46,7 @@ from sim.viz.timeline import (
     SMALL,
     VERMILLION,
     WallMap,
+    fault_handles,
     add_notes,
     day_label,
     declutter,
@@ -373,17 +374,7 @@ def catchup_chart(
         handles.append(Line2D([], [], ls="", marker="X", ms=8, mfc="none", mec=VERMILLION, mew=1.3, label="skipped (caught up)"))
     if repeat_rows:
         handles.append(Line2D([], [], ls="", marker="D", ms=7, color=ORANGE, mec=INK, label="repeat (due delivered again)"))
-    present = {n: events[n] for n in nodes if n in events}
-    if any(ev.crashes for ev in present.values()):
-        handles.append(Line2D([], [], color=VERMILLION, lw=2, label="crash"))
-    if any(ev.down for ev in present.values()):
-        handles.append(Patch(facecolor=LIGHT_GREY, label="down (crash to restart)"))
-    if any(ev.restarts for ev in present.values()):
-        handles.append(Line2D([], [], ls="", marker="^", ms=8, color=GREEN, mec="white", label="restart"))
-    if any(ev.paused for ev in present.values()):
-        handles.append(Patch(facecolor="white", edgecolor=GREY, hatch="///", label="paused"))
-    if any(ev.steps for ev in present.values()):
-        handles.append(Line2D([], [], color=PURPLE, lw=1.8, ls="--", label="clock step"))
+    handles += fault_handles(events[n] for n in nodes if n in events)
     if skewed:
         handles.append(Line2D([], [], color=PURPLE, lw=0.9, ls=":", label="same delivery\n(true vs wall clock)"))
     if reports:

@@ -55,9 +55,11 @@ from sim.viz.timeline import (
     TimeUnit,
     declutter,
     end_ns,
+    fault_handles,
     fmt_signed,
     key_style,
     label,
+    style_node_lanes,
     node_events,
     outside_legend,
     text_colour_on,
@@ -446,14 +448,7 @@ def ownership_chart(
     ax.set_xlim(-pad, end_x + pad if end_x > 0 else 1)
     ax.set_ylim(len(lanes) - 0.5, -0.5)
     ax.set_yticks(range(len(lanes)), lanes, fontsize=FONT)
-    ax.tick_params(axis="y", length=0)
-    ax.tick_params(axis="x", labelsize=SMALL + 0.5)
-    for spine in ("left", "right", "top"):
-        ax.spines[spine].set_visible(False)
-    ax.set_xlabel(f"true time since start ({unit.name})", fontsize=FONT)
-    ax.set_ylabel("node", fontsize=FONT)
-    ax.grid(axis="x", color="#E6E6E6", lw=0.8, zorder=0)
-    ax.set_axisbelow(True)
+    style_node_lanes(ax, unit)
     short = f"{actor_name.split(':')[-1]}[{key_name}]"
     story = _story(trace, spans, unit, len(fenced), len(repeated))
     ax.set_title(title or f"{short}: {story}", fontsize=FONT + 1.5, loc="left", pad=8 + 12 * min(len(parts), 3))
@@ -477,17 +472,7 @@ def ownership_chart(
         handles.append(Line2D([], [], ls="", marker="x", ms=7, color=_DROP_GREY, mew=1.4, label="message dropped\n(never handled)"))
     if any(node in row_of for node in rounds):
         handles.append(Patch(facecolor=SKY, label="handoff round\n(pulls replicas from peers)"))
-    shown = {n: events[n] for n in lanes if n in events}
-    if any(ev.crashes for ev in shown.values()):
-        handles.append(Line2D([], [], color=VERMILLION, lw=2.2, label="crash"))
-    if any(ev.down for ev in shown.values()):
-        handles.append(Patch(facecolor=LIGHT_GREY, label="down (crash to restart)"))
-    if any(ev.restarts for ev in shown.values()):
-        handles.append(Line2D([], [], ls="", marker="^", ms=8, color=GREEN, mec="white", label="restart (empty memory)"))
-    if any(ev.paused for ev in shown.values()):
-        handles.append(Patch(facecolor="white", edgecolor=GREY, hatch="///", label="paused"))
-    if any(ev.steps for ev in shown.values()):
-        handles.append(Line2D([], [], color=PURPLE, lw=1.6, ls="--", label="clock step"))
+    handles += fault_handles((events[n] for n in lanes if n in events), "restart (empty memory)")
     if parts:
         handles.append(Patch(facecolor=PARTITION_YELLOW, label="network partition\n(until healed)"))
     ax.legend(handles=handles, fontsize=SMALL, borderaxespad=0, **outside_legend(fig, own))

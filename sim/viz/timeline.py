@@ -328,6 +328,38 @@ def add_notes(fig: Figure, ax: Axes, trace: Trace, unit: TimeUnit, where: str = 
     return inline
 
 
+def fault_handles(shown: Iterable[NodeEvents], restart_label: str = "restart") -> list[Any]:
+    """Legend entries for the faults drawn on the lanes of ``shown`` nodes (crash, down, restart, pause, clock step), only those present.
+
+    One set of marks for every view that draws node lanes, so a crash looks the same everywhere.
+    """
+    present = list(shown)
+    handles: list[Any] = []
+    if any(ev.crashes for ev in present):
+        handles.append(Line2D([], [], color=VERMILLION, lw=2, label="crash"))
+    if any(ev.down for ev in present):
+        handles.append(Patch(facecolor=LIGHT_GREY, label="down (crash to restart)"))
+    if any(ev.restarts for ev in present):
+        handles.append(Line2D([], [], ls="", marker="^", ms=8, color=GREEN, mec="white", label=restart_label))
+    if any(ev.paused for ev in present):
+        handles.append(Patch(facecolor="white", edgecolor=GREY, hatch="///", label="paused"))
+    if any(ev.steps for ev in present):
+        handles.append(Line2D([], [], color=PURPLE, lw=1.6, ls="--", label="clock step"))
+    return handles
+
+
+def style_node_lanes(ax: Axes, unit: TimeUnit) -> None:
+    """The axes of a chart with one lane per node along true time: quiet spines, a light vertical grid, named axes."""
+    ax.tick_params(axis="y", length=0)
+    ax.tick_params(axis="x", labelsize=SMALL + 0.5)
+    for spine in ("left", "right", "top"):
+        ax.spines[spine].set_visible(False)
+    ax.set_xlabel(f"true time since start ({unit.name})", fontsize=FONT)
+    ax.set_ylabel("node", fontsize=FONT)
+    ax.grid(axis="x", color="#E6E6E6", lw=0.8, zorder=0)
+    ax.set_axisbelow(True)
+
+
 def outside_legend(fig: Figure, own: bool) -> dict[str, Any]:
     """Legend placement: right of the axes when the layout makes room for it, else inside where it hides least."""
     from matplotlib.layout_engine import ConstrainedLayoutEngine
@@ -577,14 +609,7 @@ def activation_timeline(
     ax.set_xlim(0, end_x * 1.01 if end_x > 0 else 1)
     ax.set_ylim(total + 0.1, -0.1)
     ax.set_yticks([(lane(n)[0] + lane(n)[1]) / 2 for n in nodes], nodes, fontsize=FONT)
-    ax.tick_params(axis="y", length=0)
-    ax.tick_params(axis="x", labelsize=SMALL + 0.5)
-    for spine in ("left", "right", "top"):
-        ax.spines[spine].set_visible(False)
-    ax.set_xlabel(f"true time since start ({unit.name})", fontsize=FONT)
-    ax.set_ylabel("node", fontsize=FONT)
-    ax.grid(axis="x", color="#E6E6E6", lw=0.8, zorder=0)
-    ax.set_axisbelow(True)
+    style_node_lanes(ax, unit)
     ax.set_title(title or f"Activations per node ({len(bars)} runs of {len(entities)} key{'s' if len(entities) != 1 else ''})", fontsize=FONT + 2, loc="left",
                  pad=16 if notes else 6)  # room for the numbered note markers along the top
     if not nodes:
@@ -599,16 +624,7 @@ def activation_timeline(
             handles.append(Patch(facecolor=colour, edgecolor="white", hatch=hatch or None, label=names[e]))
     if failures:
         handles.append(Line2D([], [], ls="", marker="X", ms=9, color=VERMILLION, mec="white", label="activation failed"))
-    if any(ev.crashes for n, ev in events.items() if n in tops):
-        handles.append(Line2D([], [], color=VERMILLION, lw=2, label="crash"))
-    if any(ev.down for n, ev in events.items() if n in tops):
-        handles.append(Patch(facecolor=LIGHT_GREY, label="down (crash to restart)"))
-    if any(ev.restarts for n, ev in events.items() if n in tops):
-        handles.append(Line2D([], [], ls="", marker="^", ms=9, color=GREEN, mec="white", label="restart"))
-    if any(ev.paused for n, ev in events.items() if n in tops):
-        handles.append(Patch(facecolor="white", edgecolor=GREY, hatch="///", label="paused"))
-    if any(ev.steps for n, ev in events.items() if n in tops):
-        handles.append(Line2D([], [], color=PURPLE, lw=1.5, ls="--", label="clock step"))
+    handles += fault_handles(ev for n, ev in events.items() if n in tops)
     if reports:
         handles.append(Line2D([], [], ls="", marker="*", ms=10, color=INK, label="report built"))
     if handles:
