@@ -211,14 +211,30 @@ class ClusterNode:
                 continue
             try:
                 stored = await store.load(actor_name, key)
-                if stored is None or ACTIVE_PAGE not in system.codec.decode_pages(stored[1]):
-                    continue
-                if self.owner_of(actor_name, key) != system.node or (actor_name, key) in system._activations:
-                    continue
-                actor = system._type_hosted(actor_name)
-                system._activation_for(actor, key, actor.initial)
+                marked = stored is not None and ACTIVE_PAGE in system.codec.decode_pages(stored[1])
             except Exception as exc:
                 system._emit_event(ev.ActivationFailed, actor_name, key, 0, f"not resumed from the store: {exc!r}", None, 0.0)
+                continue
+            if marked and (actor_name, key) not in system._activations:
+                self._resume((actor_name, key), "not resumed from the store")
+
+    def _resume(self, entity: Entity, failed: str) -> bool:
+        """Activate ``entity`` here if this node owns it (it resumes with no message); True if it was started.
+
+        A failure (a type this node does not host, a store error) is reported as
+        ``ActivationFailed`` with ``failed`` before the reason, and the sweep goes on.
+        """
+        system = self.system
+        actor_name, key = entity
+        try:
+            if self.owner_of(actor_name, key) != system.node:
+                return False
+            actor = system._type_hosted(actor_name)
+            system._activation_for(actor, key, actor.initial)
+            return True
+        except Exception as exc:
+            system._emit_event(ev.ActivationFailed, actor_name, key, 0, f"{failed}: {exc!r}", None, 0.0)
+            return False
 
     def _peers(self) -> tuple[str, ...]:
         node = self.system.node
@@ -289,17 +305,8 @@ class ClusterNode:
         store = self.replication.store
         resumed = 0
         for entity in store.entities():
-            actor_name, key = entity
-            if entity in system._activations or not store.has_page(entity, ACTIVE_PAGE):
-                continue
-            try:
-                if self.owner_of(actor_name, key) != system.node:
-                    continue
-                actor = system._type_hosted(actor_name)
-                system._activation_for(actor, key, actor.initial)
-                resumed += 1
-            except Exception as exc:
-                system._emit_event(ev.ActivationFailed, actor_name, key, 0, f"not resumed: {exc!r}", None, 0.0)
+            if entity not in system._activations and store.has_page(entity, ACTIVE_PAGE):
+                resumed += self._resume(entity, "not resumed")
         if resumed and self._resweep is None:
             # An acquisition may fail (replicas not ready yet, no quorum in time) and a resumed
             # key has no message to try again: look again just after those acquisitions timed out.
