@@ -525,16 +525,7 @@ class Activation:
         if self._durable != "write":
             self._schedule_flush()
             return
-        limit = self._write_timeout()
-        try:
-            async with asyncio.timeout(limit):
-                await self._persist(pages, version)
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:
-            self.system._emit_event(ev.WriteFailed, self.type.name, self.key, lease, operation, "unavailable")
-            why = f"no answer within write_timeout = {limit:g} s" if isinstance(exc, TimeoutError) else repr(exc)
-            raise Unavailable(f"{self.type.name}[{self.key!r}]: {operation} confirmed by the replicas but not by the store: {why}") from exc
+        await self._persist_within(pages, version, self._write_timeout(), lease, operation, "confirmed by the replicas but not by the store")
 
     def _abandon(self, error: BaseException) -> None:
         """Activation itself failed: fail what waits, leave the table; the next message tries again."""
@@ -953,16 +944,8 @@ class Activation:
                     pages[name] = data
             version = records.versions[self.entity] + 1
             limit = self.type.write_timeout if self.type.write_timeout is not None else self.system.write_timeout
-            try:
-                async with asyncio.timeout(limit or None):
-                    await self._persist(pages, version)
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:
-                shown = self.lease if lease is None else lease
-                self.system._emit_event(ev.WriteFailed, self.type.name, self.key, shown, operation, "unavailable")
-                why = f"no answer within write_timeout = {limit:g} s" if isinstance(exc, TimeoutError) else repr(exc)
-                raise Unavailable(f"{self.type.name}[{self.key!r}]: {operation} not confirmed by the store: {why}") from exc
+            shown = self.lease if lease is None else lease
+            await self._persist_within(pages, version, limit or None, shown, operation, "not confirmed by the store")
             current.clear()
             current.update(pages)
             records.versions[self.entity] = version
@@ -979,6 +962,20 @@ class Activation:
             raise
         except Exception:
             self.system._emit_event(ev.WriteFailed, self.type.name, self.key, self.lease, "flush", "unavailable")
+
+    async def _persist_within(
+        self, pages: Mapping[str, bytes], version: int, limit: float | None, lease: int | None, operation: str, failed: str
+    ) -> None:
+        """``_persist`` bounded by ``limit`` seconds (None: no bound); a failure is reported and raised as ``Unavailable``."""
+        try:
+            async with asyncio.timeout(limit):
+                await self._persist(pages, version)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            self.system._emit_event(ev.WriteFailed, self.type.name, self.key, lease, operation, "unavailable")
+            why = f"no answer within write_timeout = {limit:g} s" if isinstance(exc, TimeoutError) and limit else repr(exc)
+            raise Unavailable(f"{self.type.name}[{self.key!r}]: {operation} {failed}: {why}") from exc
 
     async def _persist(self, pages: Mapping[str, bytes], version: int) -> None:
         """Put one version of the key's pages in the store: a save, or a drop once nothing is left (a deleted, idle key)."""
