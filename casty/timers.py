@@ -25,6 +25,16 @@ from typing import Any
 __all__ = ["TimerHeap", "Timer"]
 
 _EMPTY_CONTEXT = contextvars.Context()
+COALESCE = 1e-6
+"""Seconds: timers due within this much after the one that woke the loop fire in the same wake-up.
+
+Wall-clock dues are microseconds (the Clock port's unit); converted to loop time they keep the
+sub-microsecond phase of the instant they were computed at. Without this, keys whose schedules
+share one wall-clock microsecond would each wake the loop on its own (on the simulator's exact
+clock, one loop turn per key), and what they do in that turn (replication frames) would leave one
+key at a time instead of in one batch. Firing at most a microsecond early is below the wall
+clock's resolution: a schedule sees the same wall time either way. asyncio's own loop does the
+same with its clock resolution."""
 _NO_OWNER: Any = object()
 
 
@@ -109,8 +119,13 @@ class TimerHeap:
         owners = self._owners
         now = self._loop.time()
         try:
-            while heap and heap[0][0] <= now:
-                seq = heapq.heappop(heap)[1]
+            early = now + COALESCE
+            armed_before = self._seq  # a timer armed by a callback here fires early only in a later wake-up: no spinning
+            while heap:
+                when, seq = heap[0]
+                if when > now and (when > early or seq > armed_before):
+                    break
+                heapq.heappop(heap)
                 callback = callbacks.pop(seq, None)
                 if callback is not None:
                     owner = owners.pop(seq, _NO_OWNER)

@@ -1,4 +1,4 @@
-"""TimerHeap and DeadlineQueue: many runtime timers on one loop timer, in order, exactly on time."""
+"""TimerHeap and DeadlineQueue: many runtime timers on one loop timer, in order, on time (the heap: up to a microsecond early, in one wake-up)."""
 
 from __future__ import annotations
 
@@ -44,7 +44,51 @@ def test_timer_heap_cancel_and_earlier_timer_set_from_a_callback() -> None:
         return fired
 
     assert run_virtual(main) == [("outer", 1.0), ("inner", 1.5), ("late", 10.0)]
-    
+
+
+def test_timer_heap_fires_timers_within_a_microsecond_in_one_wake_up() -> None:
+    """Deadlines that share a microsecond (wall-clock dues keep the phase they were computed at) take one loop wake-up."""
+
+    async def main(clock: LoopClock) -> list[tuple[str, float, int]]:
+        loop = asyncio.get_running_loop()
+        wakeups = [0]
+
+        class Counting(TimerHeap):
+            def _run(self) -> None:
+                wakeups[0] += 1
+                super()._run()
+
+        heap = Counting(loop)
+        fired: list[tuple[str, float, int]] = []
+        for name, when in [("a", 1.0000002), ("b", 1.0000007), ("c", 1.0000009), ("d", 1.0000021)]:
+            heap.call_at(when, lambda n: fired.append((n, loop.time(), wakeups[0])), name)
+        await asyncio.sleep(2)
+        return fired
+
+    fired = run_virtual(main)
+    assert [(name, wakeup) for name, _t, wakeup in fired] == [("a", 1), ("b", 1), ("c", 1), ("d", 2)]
+    assert all(t == 1.0000002 for _n, t, w in fired if w == 1)
+
+
+def test_timer_heap_timer_armed_from_a_callback_inside_the_window_waits_for_its_time() -> None:
+    """A callback that re-arms itself a fraction of a microsecond ahead is not run again in the same wake-up (no spin)."""
+
+    async def main(clock: LoopClock) -> list[float]:
+        loop = asyncio.get_running_loop()
+        heap = TimerHeap(loop)
+        seen: list[float] = []
+
+        def again(n: int) -> None:
+            seen.append(loop.time())
+            if n:
+                heap.call_at(loop.time() + 0.0000004, again, n - 1)
+
+        heap.call_at(1.0, again, 3)
+        await asyncio.sleep(2)
+        return seen
+
+    seen = run_virtual(main)
+    assert len(seen) == 4 and seen == sorted(set(seen)) and seen[0] == 1.0
 
 
 class Item:
