@@ -53,6 +53,21 @@ ASK_CHAIN: contextvars.ContextVar[AskChain] = contextvars.ContextVar("casty_ask_
 """The ask chain of the code running now: an ask back into a key of it that still waits would deadlock."""
 
 
+def _settle(waiters: list[Any], version: int, pages: dict[str, bytes], error: BaseException | None) -> None:
+    """Give a group of replicated writes their outcome: futures (a waiting write) or callbacks (``_stage_quietly``)."""
+    for waiter in waiters:
+        if isinstance(waiter, asyncio.Future):
+            if waiter.done():
+                continue
+            if error is None:
+                waiter.set_result((version, pages))
+            else:
+                waiter.set_exception(error)
+                waiter.exception()  # retrieved: the waiting task may be gone (cancelled) by now
+        else:
+            waiter(version, pages, error)
+
+
 class KeyRecords:
     """The node's copy of every key's pages, by entity: ``versions[entity]`` grows with every write.
 
@@ -431,22 +446,21 @@ class Activation:
             entry = slot.writes.pop(event.version, None)
             if entry is None:
                 return
-            future, pages = entry
+            waiters, pages = entry
             records = self.system._records
             if event.version > records.versions.get(self.entity, 0) and self.pages is not None:
                 self.pages.clear()
                 self.pages.update(pages)
                 records.versions[self.entity] = event.version
-            if not future.done():
-                future.set_result(None)
+            _settle(waiters, event.version, pages, None)
         elif isinstance(event, EpochFenced | WriteTimedOut):
             entry = slot.writes.pop(event.version, None)
-            if entry is not None and not entry[0].done():
+            if entry is not None:
                 if isinstance(event, EpochFenced):
                     error: Unavailable = Fenced(f"{where}: write {event.version} fenced: a newer owner epoch {tuple(event.newer)} exists")
                 else:
                     error = Unavailable(f"{where}: write {event.version} got no write quorum within write_timeout = {self._write_timeout():g} s")
-                entry[0].set_exception(error)
+                _settle(entry[0], event.version, entry[1], error)
         elif isinstance(event, Lost | AcquireTimedOut):
             if acquiring is not None and not acquiring.done():
                 why = "lost to a newer owner epoch" if isinstance(event, Lost) else "no quorum of replicas answered in time"
@@ -479,32 +493,24 @@ class Activation:
             return
         self._replica = None
         slot.close()
-        writes, slot.writes = slot.writes, {}
-        if writes:
+        waiters = slot.unsettled()
+        if waiters:
             error = Unavailable(f"{self.type.name}[{self.key!r}]: the activation ended before the write was confirmed")
-            for future, _pages in writes.values():
-                if not future.done():
-                    future.set_exception(error)
-                    future.exception()  # retrieved: nobody may be waiting any more
+            _settle(waiters, 0, {}, error)
 
     async def _write_replicated(
         self, lease: int | None, updates: Mapping[str, bytes | None], operation: str, *, fence: bool = True
     ) -> int:
-        """A write through the key's owner epoch, confirmed once a write quorum of replicas holds it."""
-        if fence:
-            self._check_lease(lease, operation)
-        slot = self._replica
-        shown = self.lease if lease is None else lease
-        if slot is None or slot.owner.phase not in ("held", "lost"):
-            self.system._emit_event(ev.WriteFailed, self.type.name, self.key, shown, operation, "unavailable")
-            raise Unavailable(f"{self.type.name}[{self.key!r}]: {operation}: the key's owner epoch is not held")
-        version, outputs = slot.owner.write(slot.now(), updates)
-        future: asyncio.Future[None] = self._loop.create_future()
-        pages = slot.owner.pages  # this write's whole page set (each write builds a new dict)
-        slot.writes[version] = (future, pages)
-        slot.perform(outputs)
+        """A write through the key's owner epoch, confirmed once a write quorum of replicas holds it.
+
+        The write joins this turn's group of the key (``OwnerSlot.stage``): it gets the version
+        of the group's one replicated write, and the pages of that version.
+        """
+        slot, shown = self._replicated_slot(lease, operation, fence)
+        future: asyncio.Future[tuple[int, dict[str, bytes]]] = self._loop.create_future()
+        slot.stage(updates, future)
         try:
-            await future
+            version, pages = await future
         except Fenced:
             self.system._emit_event(ev.WriteFailed, self.type.name, self.key, shown, operation, "fenced")
             raise
@@ -515,6 +521,40 @@ class Activation:
             await self._store_replicated(pages, version, shown, operation)
         self.system._emit_event(ev.WriteConfirmed, self.type.name, self.key, shown, version, tuple(updates))
         return version
+
+    def _replicated_slot(self, lease: int | None, operation: str, fence: bool) -> tuple[OwnerSlot, int]:
+        """The slot to stage a write in, and the lease the write's events show; raises (and reports) if there is none."""
+        if fence:
+            self._check_lease(lease, operation)
+        slot = self._replica
+        shown = self.lease if lease is None else lease
+        if slot is None or slot.owner.phase not in ("held", "lost"):
+            self.system._emit_event(ev.WriteFailed, self.type.name, self.key, shown, operation, "unavailable")
+            raise Unavailable(f"{self.type.name}[{self.key!r}]: {operation}: the key's owner epoch is not held")
+        return slot, shown
+
+    def _stage_quietly(self, updates: Mapping[str, bytes | None], operation: str) -> None:
+        """The key's own write from a timer callback, in a cluster, with no store: staged, reported when settled, no task.
+
+        What ``_commit_quietly`` does for such a key, without a coroutine and a task per firing:
+        the outcome is only reported (``WriteConfirmed`` or ``WriteFailed``); the next owner of
+        the key repeats what was not confirmed.
+        """
+        try:
+            slot, shown = self._replicated_slot(None, operation, True)
+        except Unavailable:
+            return  # reported as WriteFailed
+        names = tuple(updates)
+        system = self.system
+        name, key = self.type.name, self.key
+
+        def settled(version: int, _pages: dict[str, bytes], error: BaseException | None) -> None:
+            if error is None:
+                system._emit_event(ev.WriteConfirmed, name, key, shown, version, names)
+            else:
+                system._emit_event(ev.WriteFailed, name, key, shown, operation, "fenced" if isinstance(error, Fenced) else "unavailable")
+
+        slot.stage(updates, settled)
 
     async def _store_replicated(self, pages: Mapping[str, bytes], version: int, lease: int | None, operation: str) -> None:
         """A durable type's copy of a quorum-confirmed write: saved before the write counts (``durable="write"``), or flushed later.
@@ -910,6 +950,9 @@ class Activation:
 
     def _commit_soon(self, updates: Mapping[str, bytes | None], operation: str) -> None:
         """The key's own write from a timer callback: applied now, or saved in the background if write-through."""
+        if self._replica is not None and self._store is None:
+            self._stage_quietly(updates, operation)
+            return
         if self._confirm_later:
             task = self._loop.create_task(self._commit_quietly(updates, operation))
             self.system._track(task)

@@ -126,7 +126,7 @@ def test_ownership_repeat(repeat: Run, tmp_path: Path) -> None:
     assert n2_bar.get_y() < lane(ax, "n2") < n2_bar.get_y() + n2_bar.get_height()
     assert n3_bar.get_x() + n3_bar.get_width() == pytest.approx(crash_s)
     assert n2_bar.get_x() + n2_bar.get_width() == pytest.approx(trace.rows[-1].t)
-    assert {"epoch (1, n3#1)\nfound nothing", "epoch (2, n2#1)\nfound v4"} <= set(texts(ax))
+    assert {"epoch (1, n3#1)\nfound nothing", "epoch (2, n2#1)\nfound v3"} <= set(texts(ax))
     # firings: one dot per first delivery of a due, one diamond for the repeat, on n2's lane after the crash
     fired = trace.of("schedule.fired", key=key)
     repeats = points(ax, "schedule.repeat")
@@ -209,7 +209,7 @@ def test_spacetime_takeover_window(repeat: Run, tmp_path: Path) -> None:
     arrivals = {(s.node, s.get("dst"), s.t_ns + s.get("delay_ns")) for s in sent}
     no_receiver = [r for r in trace.of("net.dropped") if r.get("reason") == "no receiver" and (r.node, r.get("dst"), r.t_ns) in arrivals]
     assert len(points(ax, "frame.dropped")) == len(no_receiver) > 0
-    assert "epoch (2, n2#1) of cl_ticker[{}], found v4".format(repeat.world.results["key"]) in "\n".join(texts(ax))
+    assert "epoch (2, n2#1) of cl_ticker[{}], found v3".format(repeat.world.results["key"]) in "\n".join(texts(ax))
     assert len(with_gid(ax, "node.down")) == 1  # n3 is down for the whole window
     assert {"epoch: Prepare / Promise", "replication: Write / Ack", "frame dropped", "node down"} <= set(legend(ax))
     quiet = spacetime_diagram(trace, heartbeats=False)

@@ -47,11 +47,12 @@ This is a driver, not a core: it decides nothing (see ``casty.cluster.replicatio
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
 from ..ports import Transport
+from ..timers import TimerHeap
 from .driver import REPLICATION_CHANNEL, Dispatcher
 from .handoff import SYNC_TIMER, Handoff, Imported, RoundEnded, RoundStarted, SyncDump, SyncRequest
 from .replication import ZERO_EPOCH, Ack, Acquired, Entity, Epoch, KeyOwner, Lost, Nack, Prepare, Promise, ReplicaStore, Snapshot, Write
@@ -106,24 +107,70 @@ from .wire import Wire
 __all__ = ["ReplicationService", "OwnerSlot", "Batch", "BATCH_BYTES", "FRAMES"]
 
 
-class OwnerSlot:
-    """One ``KeyOwner`` on the node's loop: its timers, and where its reports go."""
+Settle = Callable[[int, dict[str, bytes], BaseException | None], None]
+"""A write's outcome for a caller that does not wait: (version, its pages, None) once confirmed, or the error."""
 
-    __slots__ = ("service", "owner", "on_report", "_timers", "closed", "acquiring", "writes")
+class OwnerSlot:
+    """One ``KeyOwner`` on the node's loop: its timers, where its reports go, and the writes waiting for a quorum.
+
+    **Group commit.** Writes made in one loop turn (a schedule's next-due write and the state
+    write of the message it told, a body's two updates...) are staged and given to the owner
+    as *one* ``KeyOwner.write`` at the end of the turn, just before the turn's frames leave:
+    one version, one frame per replica, one round of acks for all of them. Each write still
+    gets its own outcome: every waiter of the group is settled with the group's version and
+    pages, or with its error. Nothing is confirmed sooner or more than before: a write
+    waits for the quorum of a version that contains it.
+    """
+
+    __slots__ = ("service", "owner", "on_report", "_timers", "closed", "acquiring", "writes", "_staged", "_staged_waiters")
 
     def __init__(self, service: ReplicationService, owner: KeyOwner, on_report: Callable[[Any], None]) -> None:
         self.service = service
         self.owner = owner
         self.on_report = on_report
-        self._timers: dict[str, asyncio.TimerHandle | asyncio.Handle] = {}
+        self._timers: dict[str, int] = {}  # timer name -> its number in the service's TimerHeap
         self.closed = False
         # kept here for the activation that opened the slot: its acquisition, and its writes
-        # waiting for a quorum (version -> (future, the pages as of that write))
+        # waiting for a quorum (version -> (waiters, the pages as of that write))
         self.acquiring: asyncio.Future[Acquired] | None = None
-        self.writes: dict[int, tuple[asyncio.Future[None], dict[str, bytes]]] = {}
+        self.writes: dict[int, tuple[list[Any], dict[str, bytes]]] = {}
+        self._staged: dict[str, bytes | None] | None = None  # this turn's updates, merged, not yet written
+        self._staged_waiters: list[Any] = []
 
     def now(self) -> float:
         return self.service.loop.time()
+
+    def stage(self, updates: Mapping[str, bytes | None], waiter: asyncio.Future[tuple[int, dict[str, bytes]]] | Settle) -> None:
+        """Add a write to this turn's group (see the class docstring); ``waiter`` learns its outcome."""
+        staged = self._staged
+        if staged is None:
+            self._staged = dict(updates)
+            self._staged_waiters = [waiter]
+            self.service._stage(self)
+        else:
+            staged.update(updates)  # later updates win, as applying them in turn would
+            self._staged_waiters.append(waiter)
+
+    def commit_staged(self) -> None:
+        """The end of the turn: the group becomes one ``KeyOwner.write`` (the service calls this before it flushes)."""
+        updates = self._staged
+        if updates is None or self.closed:
+            return
+        waiters = self._staged_waiters
+        self._staged = None
+        self._staged_waiters = []
+        version, outputs = self.owner.write(self.now(), updates)
+        self.writes[version] = (waiters, self.owner.pages)  # this write's whole page set (each write builds a new dict)
+        self.perform(outputs)
+
+    def unsettled(self) -> list[Any]:
+        """Every waiter without an outcome yet (staged or written), taken away: the activation fails them as it ends."""
+        waiters = [waiter for group, _pages in self.writes.values() for waiter in group]
+        waiters.extend(self._staged_waiters)
+        self.writes = {}
+        self._staged = None
+        self._staged_waiters = []
+        return waiters
 
     def perform(self, outputs: Iterable[Output]) -> None:
         """Carry out the owner's outputs, in order (nothing once closed)."""
@@ -134,18 +181,20 @@ class OwnerSlot:
             if isinstance(output, Send):
                 service.send(output.to, output.frame)
             elif isinstance(output, SetTimer):
+                timers = service.timers
                 old = self._timers.pop(output.name, None)
                 if old is not None:
-                    old.cancel()
-                self._timers[output.name] = service.loop.call_at(output.at, self._fire, output.name)
+                    timers.cancel(old)
+                self._timers[output.name] = timers.arm_method(output.at, OwnerSlot._fire, self, output.name)
             elif isinstance(output, CancelTimer):
-                handle = self._timers.pop(output.name, None)
-                if handle is not None:
-                    handle.cancel()
+                seq = self._timers.pop(output.name, None)
+                if seq is not None:
+                    service.timers.cancel(seq)
             elif isinstance(output, Report):
-                if isinstance(output.event, Lost):
-                    service.saw(output.event.entity, output.event.newer)
-                self.on_report(output.event)
+                event = output.event
+                if isinstance(event, Lost):
+                    service.saw(event.entity, event.newer)
+                self.on_report(event)
 
     def _fire(self, name: str) -> None:
         self._timers.pop(name, None)
@@ -153,13 +202,14 @@ class OwnerSlot:
             self.perform(self.owner.timer(name, self.service.loop.time()))
 
     def close(self) -> None:
-        """Stop the owner: its timers are cancelled, its frames no longer reach it."""
+        """Stop the owner: its timers are cancelled, its frames no longer reach it, a staged group is not written."""
         if self.closed:
             return
         self.perform(self.owner.close())
         self.closed = True
-        for handle in self._timers.values():
-            handle.cancel()
+        timers = self.service.timers
+        for seq in self._timers.values():
+            timers.cancel(seq)
         self._timers.clear()
         self.service._release(self)
 
@@ -203,6 +253,8 @@ class ReplicationService:
         self._sync_timer: asyncio.TimerHandle | None = None
         self._round_reason = "opened"
         self._outbox: dict[str, list[object]] = {}  # frames queued this loop turn, per destination (this node too)
+        self._staged: list[OwnerSlot] = []  # slots with a group of writes staged this turn (OwnerSlot.stage)
+        self.timers: Final = TimerHeap(loop)  # the owners' write, resend and acquire timers: one loop timer for all
         self._flush_armed = False
         self._owners: dict[Entity, OwnerSlot] = {}
         self._newer: dict[Entity, Epoch] = {}  # per key, the newest epoch a lost owner here learned of
@@ -335,6 +387,24 @@ class ReplicationService:
         if self._owners.get(slot.owner.entity) is slot:
             del self._owners[slot.owner.entity]
 
+    def _stage(self, slot: OwnerSlot) -> None:
+        """``slot`` staged the first write of its group this turn: write it at the end of the turn (``_flush``)."""
+        self._staged.append(slot)
+        if not self._flush_armed:
+            self._arm_flush()
+
+    def _arm_flush(self) -> None:
+        """Flush once what is ready to run now has run: ``call_later(0)``, not ``call_soon``.
+
+        ``call_soon`` would run the flush right after the callbacks queued *before* the first
+        frame of the turn, so the work those callbacks wake up (a body that a firing's tell
+        woke, which writes the state) would miss the batch and the group commit. A zero-delay
+        timer runs after them: on asyncio's loop in the next iteration, after that iteration's
+        ready callbacks; on the simulator's, once the instant's drain is over.
+        """
+        self._flush_armed = True
+        self.loop.call_later(0, self._flush)
+
     def send(self, to: str, frame: object) -> None:
         """Queue a frame for ``to``; every frame queued in this loop turn leaves together at the end of it (``_flush``)."""
         if self._closed:
@@ -344,8 +414,7 @@ class ReplicationService:
         if box is None:
             self._outbox[to] = [frame]
             if not self._flush_armed:
-                self._flush_armed = True
-                self.loop.call_soon(self._flush)
+                self._arm_flush()
         else:
             box.append(frame)
 
@@ -361,6 +430,9 @@ class ReplicationService:
         flush loses the batch, as it would lose frames still in a socket buffer. Batches stay
         under ``BATCH_BYTES``, well below a transport's frame limit.
         """
+        staged, self._staged = self._staged, []
+        for slot in staged:  # first the turn's groups of writes: their frames leave with the rest
+            slot.commit_staged()
         self._flush_armed = False
         outbox, self._outbox = self._outbox, {}
         if self._closed:
@@ -421,6 +493,7 @@ class ReplicationService:
         for slot in list(self._owners.values()):
             slot.close()
         self._closed = True
+        self.timers.close()
         if self._sync_timer is not None:
             self._sync_timer.cancel()
             self._sync_timer = None
