@@ -1,0 +1,111 @@
+"""ReplicationService on a node: a turn's writes of a key are one replicated write, and a turn's frames leave in typed runs."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import timedelta
+
+import pytest
+
+from casty import ActorSystem, Askable, Context, actor
+from casty.cluster.config import Cluster
+from casty.cluster.driver import REPLICATION_CHANNEL
+from casty.cluster.replicas import BATCH_BYTES, Acks, Batch, ReplicationService, Writes
+from casty.cluster.replication import Ack, Epoch, Prepare, Write
+from sim.network import Latency, LinkModel
+from sim.world import World
+
+NODES = ("n1", "n2", "n3")
+CLUSTER = Cluster(seeds=["n1"], heartbeat=0.2, suspect_after=1.0, dead_after=1.0)
+
+
+@dataclass(frozen=True)
+class Start(Askable[int]):
+    pass
+
+
+@dataclass(frozen=True)
+class Beat:
+    pass
+
+
+@actor(initial=0)
+async def beater(ctx: Context[int, Start | Beat]) -> None:
+    """Start arms a 1 s schedule of Beat; each Beat counts one."""
+    async for msg in ctx.inbox:
+        if isinstance(msg, Start):
+            await ctx.schedule("beat", timedelta(seconds=1), timedelta(seconds=1), Beat())
+            msg.reply_to.tell(ctx.state.value)
+        else:
+            await ctx.state.update(lambda n: n + 1)
+
+
+@pytest.fixture
+def world() -> Iterator[World]:
+    w = World(5, network=LinkModel(latency=Latency(0.002, 0.0005)))
+    for name in NODES:
+        w.add_node(name, cluster=CLUSTER)
+    w.run(until=3.0)
+    yield w
+    w.close()
+
+
+def service(world: World, node: str) -> ReplicationService:
+    cluster = world.system(node)._cluster
+    assert cluster is not None
+    return cluster.replication
+
+
+def test_a_firing_and_the_state_write_of_its_message_are_one_replicated_write(world: World) -> None:
+    """A schedule's next-due write and its message's state write, made in one turn, are confirmed under one version."""
+
+    async def start(system: ActorSystem) -> None:
+        await system.ref(beater, "b").ask(Start())
+
+    world.spawn("n1", start)
+    world.run(until=9.0)
+    fired = world.trace.of("schedule.fired", key="b")
+    confirmed = [row for row in world.trace.of("write.confirmed", key="b") if row.t >= fired[0].t]
+    assert len(fired) >= 4
+    versions = [int(row.get("version")) for row in confirmed]
+    by_version: dict[int, list[str]] = {}
+    for row in confirmed:
+        by_version.setdefault(int(row.get("version")), []).extend(row.get("pages"))
+    # every firing: one version carrying both the schedules page and the state page, versions one apart
+    assert all(sorted(pages) == ["@schedules", "state"] for pages in by_version.values()), by_version
+    assert sorted(by_version) == list(range(min(versions), min(versions) + len(by_version)))
+    assert len(by_version) in (len(fired), len(fired) - 1)  # the last firing's write may still be in flight
+
+
+def test_a_turn_of_writes_leaves_as_one_typed_run(world: World) -> None:
+    """Writes queued for one node leave as a single Writes frame; a Prepare between them splits the run, in order."""
+    node = service(world, "n1")
+    wire = node.wire
+    epoch = Epoch(1, "n1#1")
+    writes = [Write(("t", f"k{i}"), epoch, 1, {"state": b"x"}) for i in range(5)]
+    [one] = node._encode(list(writes))
+    run = wire.decode(one).frame
+    assert isinstance(run, Writes) and run.frames == tuple(writes)
+    mixed = node._encode([writes[0], writes[1], Prepare(("t", "p"), epoch), writes[2]])
+    frames = [wire.decode(data).frame for data in mixed]
+    assert [type(frame) for frame in frames] == [Writes, Prepare, Write]
+    acks = [Ack(("t", f"k{i}"), epoch, 1) for i in range(3)]
+    [acked] = node._encode(list(acks))
+    assert wire.decode(acked).frame == Acks(tuple(acks))
+
+
+def test_a_run_too_big_for_one_frame_is_halved_under_the_limit(world: World) -> None:
+    """A run whose encoding exceeds BATCH_BYTES is cut into parts that each fit, keeping every frame in order."""
+    node = service(world, "n1")
+    epoch = Epoch(1, "n1#1")
+    page = b"p" * (BATCH_BYTES // 5)
+    writes = [Write(("t", f"k{i}"), epoch, 1, {"state": page}) for i in range(12)]
+    parts = node._encode(list(writes))
+    assert len(parts) > 1 and all(len(data) <= BATCH_BYTES for data in parts)
+    back = [frame for data in parts for frame in node.wire.decode(data).frame.frames]
+    assert back == writes
+    batches = node._batches(parts)
+    assert all(len(data) <= BATCH_BYTES + 64 for data in batches)
+    assert all(isinstance(node.wire.decode(data).frame, Batch | Writes) for data in batches)
+    assert node.wire.decode(parts[0]).channel == REPLICATION_CHANNEL
