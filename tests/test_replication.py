@@ -451,7 +451,7 @@ def test_acquire_timeout_and_late_stale_timers() -> None:
     owner = KeyOwner(ENTITY, "r1", acquire_timeout=2.0, resend_every=None)
     owner.acquire(0.0, REPLICAS)
     assert owner.timer("acquire", 1.0) == []
-    assert owner.timer("write:1", 3.0) == []
+    assert owner.timer("write", 3.0) == []
     assert reports(owner.timer("acquire", 2.0)) == [AcquireTimedOut(ENTITY, Epoch(1, "r1"))]
     assert owner.phase == "idle"
     assert owner.timer("acquire", 9.0) == []
@@ -1161,3 +1161,37 @@ def test_an_empty_replica_that_is_not_ready_cannot_hide_a_confirmed_write() -> N
     assert isinstance(reply, Send)
     owner.receive("r2", reply.frame, 0.2)
     assert owner.phase == "writing_back" and owner.version == 5
+
+
+def test_one_write_timer_times_out_each_pending_write_at_its_own_deadline() -> None:
+    """The write timer is set once; confirmed writes leave it armed; firing times out only writes past their deadline, then re-arms."""
+    owner = KeyOwner(ENTITY, "r1", write_timeout=1.0, resend_every=None)
+    stores = {name: ReplicaStore() for name in REPLICAS}
+    pump(owner, stores, owner.acquire(0.0, REPLICAS))
+    v1, outs = owner.write(10.0, {"s": b"1"})
+    assert [o for o in outs if isinstance(o, SetTimer)] == [SetTimer("write", 11.0)]
+    assert [type(e) for e in pump(owner, stores, outs, 10.0)] == [Confirmed]
+    v2, outs = owner.write(10.5, {"s": b"2"})
+    assert not [o for o in outs if isinstance(o, SetTimer | CancelTimer)]  # still armed for 11.0
+    v3, outs = owner.write(10.7, {"s": b"3"})
+    assert owner.timer("write", 10.9) == []  # before the deadline it was armed for: nothing
+    assert owner.timer("write", 11.0) == [SetTimer("write", 11.5)]  # v1 confirmed long ago: just re-armed for v2
+    assert owner.timer("write", 11.5) == [
+        Report(WriteTimedOut(ENTITY, owner.epoch, v2)),
+        SetTimer("write", 11.7),
+    ]
+    assert owner.timer("write", 11.7) == [Report(WriteTimedOut(ENTITY, owner.epoch, v3))]
+    assert owner.timer("write", 12.0) == []  # disarmed: nothing pending
+
+
+def test_the_resend_timer_left_armed_waits_for_the_oldest_pending_write_to_age() -> None:
+    """A resend timer armed by an earlier write does not resend a write younger than resend_every: it moves to that write's turn."""
+    owner = KeyOwner(ENTITY, "r1", write_timeout=5.0, resend_every=0.5)
+    stores = {name: ReplicaStore() for name in REPLICAS}
+    pump(owner, stores, owner.acquire(0.0, REPLICAS))
+    _v1, outs = owner.write(10.0, {"s": b"1"})
+    pump(owner, stores, outs, 10.0)  # confirmed; the resend timer (10.5) stays armed
+    _v2, _outs = owner.write(10.4, {"s": b"2"})  # lost on the way
+    assert owner.timer("resend", 10.5) == [SetTimer("resend", 10.9)]
+    outs = owner.timer("resend", 10.9)
+    assert sorted(s.to for s in sends(outs)) == list(REPLICAS) and SetTimer("resend", 11.4) in outs

@@ -460,8 +460,12 @@ ACQUIRE_TIMER = "acquire"
 """The owner's timer for the whole acquisition (promises and write-back)."""
 RESEND_TIMER = "resend"
 """The owner's timer for sending the current round again to replicas that have not answered."""
-WRITE_TIMER = "write:"
-"""Prefix of a write's timeout timer: ``"write:<version>"``."""
+WRITE_TIMER = "write"
+"""The owner's timer for its pending writes' timeouts: armed at the oldest pending write's deadline.
+
+One timer for every pending write, left armed when writes are confirmed (a key that writes
+every second would otherwise set and cancel a timer per write): when it fires it times out
+the writes whose deadline passed, and arms again for the oldest one still pending, if any."""
 
 
 def _apply(pages: Mapping[str, bytes], updates: Mapping[str, bytes | None]) -> dict[str, bytes]:
@@ -486,8 +490,10 @@ class KeyOwner:
 
     Frames from other keys, unknown senders, older epochs, or that a phase no longer
     waits for are ignored (beyond remembering the rounds they show), so duplicates and
-    stragglers are harmless. Timers: ``"acquire"``, ``"resend"`` and ``"write:<version>"``;
-    a timer call that comes after its deadline was moved or its work finished does nothing.
+    stragglers are harmless. Timers: ``"acquire"``, ``"resend"`` and ``"write"``; a timer
+    call that comes before its deadline or after its work finished does nothing. The write
+    and resend timers stay armed when the writes they watch are confirmed: firing with
+    nothing to do is cheaper than a cancel and a re-arm per write.
     """
 
     __slots__ = (
@@ -495,6 +501,7 @@ class KeyOwner:
         "phase", "epoch", "version", "pages", "replicas", "level", "newer",
         "_read_quorum", "_write_quorum", "_round_seen", "_deadline", "_updates",
         "_promises", "_blank", "_floor", "_found", "_found_deleted", "_acked", "_pending", "_resend_at",
+        "_write_timer_at",
     )
 
     def __init__(
@@ -533,8 +540,9 @@ class KeyOwner:
         self._found = ZERO_STAMP
         self._found_deleted = False
         self._acked: dict[str, int] = {}  # replica -> greatest version it acked under self.epoch
-        self._pending: dict[int, float] = {}  # version -> deadline, in version order
+        self._pending: dict[int, float] = {}  # version -> deadline, in version order (so in deadline order)
         self._resend_at: float | None = None
+        self._write_timer_at: float | None = None  # when the write timer is armed to fire, if it is
 
     # ------------------------------------------------------------ acquiring ----
 
@@ -605,14 +613,17 @@ class KeyOwner:
         self._pending[self.version] = deadline
         frame = Write(self.entity, self.epoch, self.version, dict(self.pages))
         out: list[Output] = [Send(replica, frame) for replica in self.replicas]
-        out.append(SetTimer(WRITE_TIMER + str(self.version), deadline))
+        if self._write_timer_at is None:
+            self._write_timer_at = deadline
+            out.append(SetTimer(WRITE_TIMER, deadline))
         self._arm_resend(now, out)
         return self.version, out
 
     def close(self) -> list[Output]:
         """Stop (the key is released, or its node leaves): cancel the timers; pending writes get no outcome."""
-        out: list[Output] = [CancelTimer(WRITE_TIMER + str(version)) for version in self._pending]
+        out: list[Output] = []
         self._pending.clear()
+        self._disarm_write_timer(out)
         if self.phase in ("preparing", "writing_back"):
             out.append(CancelTimer(ACQUIRE_TIMER))
         self.phase = "idle"
@@ -703,11 +714,8 @@ class KeyOwner:
             if holders is None:
                 break  # fewer replicas hold a later version: nothing after this one is confirmed either
             del self._pending[version]
-            out.append(CancelTimer(WRITE_TIMER + str(version)))
             out.append(Report(Confirmed(self.entity, self.epoch, version, holders)))
-        if not self._pending:
-            self._disarm_resend(out)
-        return out
+        return out  # the write and resend timers stay armed: they find nothing to do (see WRITE_TIMER)
 
     def _holders(self, version: int) -> tuple[str, ...] | None:
         """The replicas holding ``version`` or later under this epoch, if they make a write quorum."""
@@ -720,9 +728,9 @@ class KeyOwner:
         if self.phase in ("preparing", "writing_back"):
             out.append(CancelTimer(ACQUIRE_TIMER))
         for version in self._pending:
-            out.append(CancelTimer(WRITE_TIMER + str(version)))
             out.append(Report(Fenced(self.entity, self.epoch, version, newer)))
         self._pending.clear()
+        self._disarm_write_timer(out)
         self._disarm_resend(out)
         self.phase = "lost"
         self.newer = newer
@@ -743,21 +751,30 @@ class KeyOwner:
             return out
         if name == RESEND_TIMER:
             return self._resend(now)
-        if name.startswith(WRITE_TIMER):
-            try:
-                version = int(name[len(WRITE_TIMER):])
-            except ValueError:
-                return []
-            deadline = self._pending.get(version)
-            if deadline is None or now < deadline:
-                return []
-            del self._pending[version]
-            out = []
-            if not self._pending:
-                self._disarm_resend(out)
-            out.append(Report(WriteTimedOut(self.entity, self.epoch, version)))
-            return out
+        if name == WRITE_TIMER:
+            return self._time_out_writes(now)
         return []
+
+    def _time_out_writes(self, now: float) -> list[Output]:
+        """The write timer fired: every pending write past its deadline times out; arm again for the oldest left."""
+        if self._write_timer_at is None or now < self._write_timer_at:
+            return []
+        self._write_timer_at = None
+        out: list[Output] = []
+        pending = self._pending
+        for version, deadline in list(pending.items()):
+            if deadline > now:
+                self._write_timer_at = deadline
+                out.append(SetTimer(WRITE_TIMER, deadline))
+                break
+            del pending[version]
+            out.append(Report(WriteTimedOut(self.entity, self.epoch, version)))
+        return out
+
+    def _disarm_write_timer(self, out: list[Output]) -> None:
+        if self._write_timer_at is not None:
+            self._write_timer_at = None
+            out.append(CancelTimer(WRITE_TIMER))
 
     def _arm_resend(self, now: float, out: list[Output]) -> None:
         if self.resend_every is None or self._resend_at is not None:
@@ -782,7 +799,18 @@ class KeyOwner:
         if self.phase == "preparing":
             prepare = Prepare(self.entity, self.epoch)
             out.extend(Send(replica, prepare) for replica in self.replicas if replica not in self._promises)
-        elif self.phase == "writing_back" or (self.phase == "held" and self._pending):
+        elif self.phase == "held" and self._pending and self.resend_every is not None:
+            # The timer stays armed across confirmations: the oldest write pending now may be
+            # younger than resend_every, its acks still on their way. Wait until it is not.
+            sent = next(iter(self._pending.values())) - self.write_timeout
+            if now < sent + self.resend_every:
+                self._resend_at = sent + self.resend_every
+                out.append(SetTimer(RESEND_TIMER, self._resend_at))
+                return out
+            newest = self.version
+            frame = Write(self.entity, self.epoch, newest, dict(self.pages))
+            out.extend(Send(replica, frame) for replica in self.replicas if self._acked.get(replica, 0) < newest)
+        elif self.phase == "writing_back":
             newest = self.version
             frame = Write(self.entity, self.epoch, newest, dict(self.pages))
             out.extend(Send(replica, frame) for replica in self.replicas if self._acked.get(replica, 0) < newest)
