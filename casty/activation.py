@@ -28,6 +28,8 @@ from typing import TYPE_CHECKING, Any
 
 from . import observer as ev
 from .actor import ActorType, known_actor, lookup_actor
+from .cluster.replication import Acquired, AcquireTimedOut, Confirmed, Lost, Stamp, WriteTimedOut
+from .cluster.replication import Fenced as EpochFenced
 from .context import EMPTY, Context, Inbox
 from .errors import ActorFailed, CastyError, Fenced, MailboxFull, NotStarted, SchemaError, Unavailable
 from .ref import EntityRef, ReplyRef
@@ -54,18 +56,26 @@ ASK_CHAIN: contextvars.ContextVar[AskChain] = contextvars.ContextVar("casty_ask_
 
 
 def _settle(waiters: list[Any], version: int, pages: dict[str, bytes], error: BaseException | None) -> None:
-    """Give a group of replicated writes their outcome: futures (a waiting write) or callbacks (``_stage_quietly``)."""
+    """Give a group of replicated writes their outcome.
+
+    A waiter is a future (a write someone awaits) or, for a write nobody awaits
+    (``Activation._stage_quietly``), the tuple ``(system, actor, key, lease, operation, pages)``
+    of the event that reports it.
+    """
     for waiter in waiters:
-        if isinstance(waiter, asyncio.Future):
-            if waiter.done():
-                continue
+        if type(waiter) is tuple:
+            system, actor_name, key, lease, operation, names = waiter
             if error is None:
-                waiter.set_result((version, pages))
+                system._emit_event(ev.WriteConfirmed, actor_name, key, lease, version, names)
             else:
-                waiter.set_exception(error)
-                waiter.exception()  # retrieved: the waiting task may be gone (cancelled) by now
+                system._emit_event(ev.WriteFailed, actor_name, key, lease, operation, "fenced" if isinstance(error, Fenced) else "unavailable")
+        elif waiter.done():
+            continue
+        elif error is None:
+            waiter.set_result((version, pages))
         else:
-            waiter(version, pages, error)
+            waiter.set_exception(error)
+            waiter.exception()  # retrieved: the waiting task may be gone (cancelled) by now
 
 
 class KeyRecords:
@@ -365,8 +375,6 @@ class Activation:
         return limit if limit > 0 else 5.0
 
     async def _acquire_replicated(self) -> bool:
-        from .cluster.replication import Acquired, Stamp
-
         """Win an owner epoch over the key's replicas; adopt the newest state they hold, written back with ``@active``.
 
         The body starts only once a write quorum holds ``@active`` (and the initial state of a
@@ -431,28 +439,26 @@ class Activation:
 
     def _on_replication(self, event: Any) -> None:
         """A report of the key's owner: settles the acquisition or a write, or ends the activation (``Lost``)."""
-        from .cluster.replication import Acquired, AcquireTimedOut, Confirmed, Lost, WriteTimedOut
-        from .cluster.replication import Fenced as EpochFenced
-
         slot = self._replica
         if slot is None:
+            return
+        if type(event) is Confirmed:  # the one report of every write: first, and without building any text
+            entry = slot.writes.pop(event.version, None)
+            if entry is None:
+                return
+            waiters, pages = entry
+            versions = self.system._records.versions
+            if event.version > versions.get(self.entity, 0) and self.pages is not None:
+                self.pages.clear()
+                self.pages.update(pages)
+                versions[self.entity] = event.version
+            _settle(waiters, event.version, pages, None)
             return
         where = f"{self.type.name}[{self.key!r}]"
         acquiring = slot.acquiring
         if isinstance(event, Acquired):
             if acquiring is not None and not acquiring.done():
                 acquiring.set_result(event)
-        elif isinstance(event, Confirmed):
-            entry = slot.writes.pop(event.version, None)
-            if entry is None:
-                return
-            waiters, pages = entry
-            records = self.system._records
-            if event.version > records.versions.get(self.entity, 0) and self.pages is not None:
-                self.pages.clear()
-                self.pages.update(pages)
-                records.versions[self.entity] = event.version
-            _settle(waiters, event.version, pages, None)
         elif isinstance(event, EpochFenced | WriteTimedOut):
             entry = slot.writes.pop(event.version, None)
             if entry is not None:
@@ -538,23 +544,14 @@ class Activation:
 
         What ``_commit_quietly`` does for such a key, without a coroutine and a task per firing:
         the outcome is only reported (``WriteConfirmed`` or ``WriteFailed``); the next owner of
-        the key repeats what was not confirmed.
+        the key repeats what was not confirmed. Its waiter is a plain tuple of what the report
+        needs (see ``_settle``): no closure per firing for the garbage collector to trace.
         """
         try:
             slot, shown = self._replicated_slot(None, operation, True)
         except Unavailable:
             return  # reported as WriteFailed
-        names = tuple(updates)
-        system = self.system
-        name, key = self.type.name, self.key
-
-        def settled(version: int, _pages: dict[str, bytes], error: BaseException | None) -> None:
-            if error is None:
-                system._emit_event(ev.WriteConfirmed, name, key, shown, version, names)
-            else:
-                system._emit_event(ev.WriteFailed, name, key, shown, operation, "fenced" if isinstance(error, Fenced) else "unavailable")
-
-        slot.stage(updates, settled)
+        slot.stage(updates, (self.system, self.type.name, self.key, shown, operation, tuple(updates)))
 
     async def _store_replicated(self, pages: Mapping[str, bytes], version: int, lease: int | None, operation: str) -> None:
         """A durable type's copy of a quorum-confirmed write: saved before the write counts (``durable="write"``), or flushed later.

@@ -86,43 +86,12 @@ class Acks:
 FRAMES: tuple[type, ...] = (Batch, Writes, Acks)
 """The driver's own frames (for the transport codec's tag table)."""
 
-def _superseded(frames: list[object]) -> list[object]:
-    """``frames`` without the ``Write`` frames that a newer ``Write`` of the same key and epoch, later in the list, covers.
-
-    Every write carries the whole page set, and an ack of version v confirms every version up
-    to v (``casty.cluster.replication``, rules 3 and 4): a firing's next-due write and the state
-    write its message makes in the same turn cost one frame per replica, not two.
-    """
-    newest: dict[tuple[Entity, Epoch], int] = {}
-    writes = 0
-    for frame in frames:
-        if type(frame) is Write:
-            writes += 1
-            key = (frame.entity, frame.epoch)
-            if frame.version > newest.get(key, -1):
-                newest[key] = frame.version
-    if writes == len(newest):
-        return frames
-    kept: list[object] = []
-    for frame in frames:
-        if type(frame) is Write:
-            key = (frame.entity, frame.epoch)
-            if newest.get(key) != frame.version:
-                continue
-            del newest[key]  # the first copy of the newest version only
-        kept.append(frame)
-    return kept
-
-
 ReplicaSet = Callable[[Entity], tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]]
 """Where a key lives: its replicas under the current ring, under the ring before, and under the current ring without this node."""
 from .wire import Wire
 
 __all__ = ["ReplicationService", "OwnerSlot", "Batch", "Writes", "Acks", "BATCH_BYTES", "FRAMES"]
 
-
-Settle = Callable[[int, dict[str, bytes], BaseException | None], None]
-"""A write's outcome for a caller that does not wait: (version, its pages, None) once confirmed, or the error."""
 
 class OwnerSlot:
     """One ``KeyOwner`` on the node's loop: its timers, where its reports go, and the writes waiting for a quorum.
@@ -154,8 +123,8 @@ class OwnerSlot:
     def now(self) -> float:
         return self.service.loop.time()
 
-    def stage(self, updates: Mapping[str, bytes | None], waiter: asyncio.Future[tuple[int, dict[str, bytes]]] | Settle) -> None:
-        """Add a write to this turn's group (see the class docstring); ``waiter`` learns its outcome."""
+    def stage(self, updates: Mapping[str, bytes | None], waiter: object) -> None:
+        """Add a write to this turn's group (see the class docstring); ``waiter`` is what the activation settles with its outcome."""
         staged = self._staged
         if staged is None:
             self._staged = dict(updates)
@@ -437,8 +406,8 @@ class ReplicationService:
 
         A thousand keys firing at one instant write to the same two or three replicas: batching
         turns thousands of frames (and as many deliveries, each a loop turn at the receiver)
-        into a handful, over TCP as in the simulator. A ``Write`` superseded in the same turn
-        by a newer one of its key and epoch is not sent (``_superseded``). Frames for this
+        into a handful, over TCP as in the simulator (and a key's writes of the turn are one
+        write already: ``OwnerSlot.stage``). Frames for this
         node's own replica go to its ``_receive`` as objects (the same code as a remote one;
         frames are frozen, and stores and owners copy the pages they keep). A crash before the
         flush loses the batch, as it would lose frames still in a socket buffer. Batches stay
@@ -453,7 +422,6 @@ class ReplicationService:
             return
         local: list[object] = []
         for to, frames in outbox.items():  # insertion order: deterministic
-            frames = _superseded(frames)
             if to == self.node:
                 local = frames
                 continue

@@ -375,25 +375,30 @@ class ReplicaStore:
         epoch E never takes one of an older epoch again. None (no answer): this replica is
         not ready for the key and did not promise this epoch while not ready.
         """
-        filling = not self.is_ready(frame.entity)
-        if filling and self._blank_promises.get(frame.entity) != frame.epoch:
+        entity = frame.entity
+        epoch = frame.epoch
+        ready = self._ready
+        filling = ready is not None and not ready(entity)
+        if filling and self._blank_promises.get(entity) != epoch:
             return None
-        record = self._record(frame.entity)
-        if frame.epoch < record.promised:
-            return Nack(frame.entity, frame.epoch, frame.version, record.promised)
+        record = self._records.get(entity)
+        if record is None:
+            record = self._records[entity] = _Record()
+        if epoch < record.promised:
+            return Nack(entity, epoch, frame.version, record.promised)
         if not filling:
-            self._blank_promises.pop(frame.entity, None)
+            if self._blank_promises:
+                self._blank_promises.pop(entity, None)
         elif self._filled is not None:
             # The write of an owner that won a read quorum of ready replicas after this one
             # came back: it carries the whole newest state, and this replica promised its
             # epoch, so from here on it is a replica like the others.
-            self._filled(frame.entity)
-        record.promised = frame.epoch
-        stamp = Stamp(frame.epoch, frame.version)
-        if stamp > record.stamp:
-            record.stamp = stamp
+            self._filled(entity)
+        record.promised = epoch
+        if (epoch, frame.version) > record.stamp:  # a plain tuple: the Stamp is built only when kept
+            record.stamp = Stamp(epoch, frame.version)
             record.pages = dict(frame.pages)
-        return Ack(frame.entity, frame.epoch, frame.version)
+        return Ack(entity, epoch, frame.version)
 
     # --------------------------------------------------------------- queries ----
 
@@ -607,11 +612,11 @@ class KeyOwner:
             return self.version, [Report(Fenced(self.entity, self.epoch, self.version, self.newer))]
         if self.phase != "held":
             raise RuntimeError(f"{self.entity}: write while {self.phase} (the body starts after Acquired)")
-        self.pages = {} if tombstone else _apply(self.pages, updates)
+        self.pages = {} if tombstone else _apply(self.pages, updates)  # a new dict: the frame may share it
         self.version += 1
         deadline = now + self.write_timeout
         self._pending[self.version] = deadline
-        frame = Write(self.entity, self.epoch, self.version, dict(self.pages))
+        frame = Write(self.entity, self.epoch, self.version, self.pages)
         out: list[Output] = [Send(replica, frame) for replica in self.replicas]
         if self._write_timer_at is None:
             self._write_timer_at = deadline
@@ -634,6 +639,15 @@ class KeyOwner:
 
     def receive(self, src: str, frame: object, now: float) -> list[Output]:
         """A frame from replica ``src`` arrived."""
+        if type(frame) is Ack:  # the frame of every write: checked first, the same way as below
+            if frame.entity != self.entity:
+                return []
+            epoch = frame.epoch
+            if epoch.round > self._round_seen:
+                self._round_seen = epoch.round
+            if epoch != self.epoch or src not in self.replicas or self.phase in ("idle", "lost"):
+                return []
+            return self._on_ack(src, frame, now)
         if not isinstance(frame, Promise | Ack | Nack) or frame.entity != self.entity:
             return []
         self._see(frame.epoch)
@@ -719,8 +733,9 @@ class KeyOwner:
 
     def _holders(self, version: int) -> tuple[str, ...] | None:
         """The replicas holding ``version`` or later under this epoch, if they make a write quorum."""
-        holders = tuple(replica for replica in self.replicas if self._acked.get(replica, 0) >= version)
-        return holders if len(holders) >= self._write_quorum else None
+        acked = self._acked
+        holders = [replica for replica in self.replicas if acked.get(replica, 0) >= version]
+        return tuple(holders) if len(holders) >= self._write_quorum else None
 
     def _lose(self, newer: Epoch) -> list[Output]:
         """A newer epoch exists: fail what is pending, report ``Lost``, refuse all further writes."""
