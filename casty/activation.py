@@ -55,20 +55,52 @@ ASK_CHAIN: contextvars.ContextVar[AskChain] = contextvars.ContextVar("casty_ask_
 """The ask chain of the code running now: an ask back into a key of it that still waits would deadlock."""
 
 
-def _settle(waiters: list[Any], version: int, pages: dict[str, bytes], error: BaseException | None) -> None:
-    """Give a group of replicated writes their outcome.
+class _Staged:
+    """A replicated write nobody needs the pages of, staged in its key's group (``OwnerSlot.stage``).
 
-    A waiter is a future (a write someone awaits) or, for a write nobody awaits
-    (``Activation._stage_quietly``), the tuple ``(system, actor, key, lease, operation, pages)``
-    of the event that reports it.
+    When the group is settled it reports the write (``WriteConfirmed`` or ``WriteFailed``),
+    takes a state write's value as the activation's state, and settles the future a body
+    awaits, if any: the outcome of a state write or of a schedule's firing without a chain of
+    coroutines per write.
     """
+
+    __slots__ = ("activation", "lease", "operation", "names", "future", "value")
+
+    def __init__(
+        self, activation: Activation, lease: int, operation: str, names: tuple[str, ...],
+        future: asyncio.Future[None] | None = None, value: Any = None,
+    ) -> None:
+        self.activation = activation
+        self.lease = lease
+        self.operation = operation
+        self.names = names
+        self.future = future
+        self.value = value  # the new state, for a state write (names == ("state",))
+
+    def settle(self, version: int, error: BaseException | None) -> None:
+        activation = self.activation
+        system = activation.system
+        future = self.future
+        if error is None:
+            if self.names is _STATE_PAGES and version >= activation._state_version:
+                activation._state_version = version
+                activation.state_value = self.value
+            system._emit_event(ev.WriteConfirmed, activation.type.name, activation.key, self.lease, version, self.names)
+            if future is not None and not future.done():
+                future.set_result(None)
+        else:
+            why = "fenced" if isinstance(error, Fenced) else "unavailable"
+            system._emit_event(ev.WriteFailed, activation.type.name, activation.key, self.lease, self.operation, why)
+            if future is not None and not future.done():
+                future.set_exception(error)
+                future.exception()  # retrieved: the waiting task may be gone (cancelled) by now
+
+
+def _settle(waiters: list[Any], version: int, pages: dict[str, bytes], error: BaseException | None) -> None:
+    """Give a group of replicated writes their outcome: a ``_Staged`` settles itself; a future gets (version, pages)."""
     for waiter in waiters:
-        if type(waiter) is tuple:
-            system, actor_name, key, lease, operation, names = waiter
-            if error is None:
-                system._emit_event(ev.WriteConfirmed, actor_name, key, lease, version, names)
-            else:
-                system._emit_event(ev.WriteFailed, actor_name, key, lease, operation, "fenced" if isinstance(error, Fenced) else "unavailable")
+        if type(waiter) is _Staged:
+            waiter.settle(version, error)
         elif waiter.done():
             continue
         elif error is None:
@@ -544,14 +576,13 @@ class Activation:
 
         What ``_commit_quietly`` does for such a key, without a coroutine and a task per firing:
         the outcome is only reported (``WriteConfirmed`` or ``WriteFailed``); the next owner of
-        the key repeats what was not confirmed. Its waiter is a plain tuple of what the report
-        needs (see ``_settle``): no closure per firing for the garbage collector to trace.
+        the key repeats what was not confirmed.
         """
         try:
             slot, shown = self._replicated_slot(None, operation, True)
         except Unavailable:
             return  # reported as WriteFailed
-        slot.stage(updates, (self.system, self.type.name, self.key, shown, operation, tuple(updates)))
+        slot.stage(updates, _Staged(self, shown, operation, tuple(updates)))
 
     async def _store_replicated(self, pages: Mapping[str, bytes], version: int, lease: int | None, operation: str) -> None:
         """A durable type's copy of a quorum-confirmed write: saved before the write counts (``durable="write"``), or flushed later.
@@ -1050,22 +1081,30 @@ class Activation:
             self._flush_handle = None
         self.system._dirty.pop(self, None)
 
-    def write_state_now(self, lease: int, value: Any) -> bool:
-        """``write_state`` without a coroutine when the write is confirmed at once (no write-through store).
+    def write_state_soon(self, lease: int, value: Any) -> Awaitable[None] | None:
+        """Write the state: None once done at once (no store to wait for, no cluster), else what to await.
 
-        False (nothing done) when it must wait for the store: then ``await write_state``.
+        In a cluster with no store behind the key, what to await is the future a ``_Staged``
+        settles: no coroutine per write. Otherwise it is ``write_state``.
         """
-        if self._confirm_later:
-            return False
         data = self.system.codec.encode_value(value, "state", of=self.type.name)
-        version = self._write_page_now(lease, STATE_PAGE, _STATE_PAGES, data, "state.set")
-        if version >= self._state_version:
-            self._state_version = version
-            self.state_value = value
-        return True
+        if not self._confirm_later:
+            version = self._write_page_now(lease, STATE_PAGE, _STATE_PAGES, data, "state.set")
+            if version >= self._state_version:
+                self._state_version = version
+                self.state_value = value
+            return None
+        if self._replica is not None and self._store is None:
+            slot, shown = self._replicated_slot(lease, "state.set", True)
+            future: asyncio.Future[None] = self._loop.create_future()
+            slot.stage({STATE_PAGE: data}, _Staged(self, shown, "state.set", _STATE_PAGES, future, value))
+            return future
+        return self.write_state(lease, value, data)
 
-    async def write_state(self, lease: int, value: Any) -> None:
-        data = self.system.codec.encode_value(value, "state", of=self.type.name)
+    async def write_state(self, lease: int, value: Any, data: bytes | None = None) -> None:
+        """Write the state and wait until it is confirmed (``data``: the value already encoded)."""
+        if data is None:
+            data = self.system.codec.encode_value(value, "state", of=self.type.name)
         if not self._confirm_later:  # _commit without its coroutine: confirmed at once
             version = self._write_now(lease, {STATE_PAGE: data}, "state.set")
         else:

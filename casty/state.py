@@ -41,9 +41,9 @@ class State(Generic[S]):
 
     async def set(self, value: S) -> S:
         """Write ``value``; returns it once the write is confirmed. ``Fenced`` if this run was replaced."""
-        activation = self._activation
-        if not activation.write_state_now(self._lease, value):
-            await activation.write_state(self._lease, value)
+        waiting = self._activation.write_state_soon(self._lease, value)
+        if waiting is not None:
+            await waiting
         return value
 
     async def update(self, fn: Callable[[S], S | Awaitable[S]]) -> S:
@@ -54,9 +54,9 @@ class State(Generic[S]):
             new: S = await result
         else:
             new = result  # type: ignore[assignment]  # not awaitable: an S (typing.cast would cost a call)
-        activation = self._activation
-        if not activation.write_state_now(self._lease, new):
-            await activation.write_state(self._lease, new)
+        waiting = self._activation.write_state_soon(self._lease, new)
+        if waiting is not None:
+            await waiting
         return new
 
     async def delete(self) -> None:
