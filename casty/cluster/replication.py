@@ -296,14 +296,30 @@ class WriteTimedOut:
 
 
 class _Record:
-    """A replica's state for one key; ``stamp.epoch <= promised`` always."""
+    """A replica's state for one key; ``stamp.epoch <= promised`` always.
 
-    __slots__ = ("promised", "stamp", "pages")
+    The stamp is kept as its two parts and built on demand: a write of the epoch already
+    held (nearly every write) then changes only ``version`` and ``pages``, and no tuple per
+    write lives on until the next one (NamedTuples stay tracked by the garbage collector,
+    and a thousand keys writing every second would keep promoting them to its oldest
+    generation).
+    """
+
+    __slots__ = ("promised", "epoch", "version", "pages")
 
     def __init__(self) -> None:
         self.promised = ZERO_EPOCH
-        self.stamp = ZERO_STAMP
+        self.epoch = ZERO_EPOCH  # the stamp's epoch
+        self.version = 0  # the stamp's version
         self.pages: dict[str, bytes] = {}
+
+    @property
+    def stamp(self) -> Stamp:
+        return Stamp(self.epoch, self.version)
+
+    def keep(self, stamp: Stamp, pages: Mapping[str, bytes]) -> None:
+        self.epoch, self.version = stamp
+        self.pages = dict(pages)
 
 
 class ReplicaStore:
@@ -394,11 +410,16 @@ class ReplicaStore:
             # came back: it carries the whole newest state, and this replica promised its
             # epoch, so from here on it is a replica like the others.
             self._filled(entity)
-        record.promised = epoch
-        if (epoch, frame.version) > record.stamp:  # a plain tuple: the Stamp is built only when kept
-            record.stamp = Stamp(epoch, frame.version)
+        if epoch != record.promised:  # nearly always equal: keep the object held (see _Record)
+            record.promised = epoch
+        version = frame.version
+        held = record.epoch
+        if epoch > held or (version > record.version and epoch == held):
+            if epoch != held:
+                record.epoch = epoch
+            record.version = version
             record.pages = dict(frame.pages)
-        return Ack(entity, epoch, frame.version)
+        return Ack(entity, epoch, version)
 
     # --------------------------------------------------------------- queries ----
 
@@ -448,8 +469,7 @@ class ReplicaStore:
             record.promised = promised
             changed = True
         if snapshot.stamp > record.stamp:
-            record.stamp = snapshot.stamp
-            record.pages = dict(snapshot.pages)
+            record.keep(snapshot.stamp, snapshot.pages)
             changed = True
         return changed
 
