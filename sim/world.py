@@ -34,6 +34,7 @@ from casty.ports import Store
 
 from .clock import NodeClock
 from .disk import SimDisk
+from .gcpolicy import YOUNG_THRESHOLD, young_collections_every
 from .loop import VirtualLoop
 from .network import LinkModel, SimEndpoint, SimNetwork
 from .trace import Trace
@@ -152,9 +153,15 @@ class World:
         start: datetime = DEFAULT_START,
         network: LinkModel = LinkModel(),
         keep: Callable[[str], bool] | None = None,
+        gc_young: int | None = YOUNG_THRESHOLD,
     ) -> None:
-        """``keep`` chooses which event kinds become trace rows (all by default); the rest are only counted."""
+        """``keep`` chooses which event kinds become trace rows (all by default); the rest are only counted.
+
+        ``gc_young``: CPython's young-generation threshold while ``run`` runs (see ``sim.gcpolicy``;
+        None keeps the process's own).
+        """
         self.seed = seed
+        self.gc_young = gc_young
         self.env = simpy.Environment(initial_time=0)
         self.epoch_us = to_us(start)
         self.trace = Trace(keep=keep)
@@ -181,12 +188,13 @@ class World:
 
     def run(self, until: float | timedelta | None = None) -> None:
         """Run until the given true time (seconds from the start), or until nothing is scheduled."""
-        if until is None:
-            self.env.run()
-        else:
-            target = seconds_to_ns(until)
-            if target > self.env.now:
-                self.env.run(until=target)
+        with young_collections_every(self.gc_young):
+            if until is None:
+                self.env.run()
+            else:
+                target = seconds_to_ns(until)
+                if target > self.env.now:
+                    self.env.run(until=target)
         self._raise_loop_errors()
 
     def _raise_loop_errors(self) -> None:

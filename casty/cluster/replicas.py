@@ -485,9 +485,10 @@ class ReplicationService:
         if self._closed:
             return
         kind = type(frame)
-        if kind is Acks or kind is Writes:
-            for one in frame.frames:  # type: ignore[attr-defined]
-                self._receive(src, one)
+        if kind is Acks:
+            self._receive_acks(src, frame.frames)  # type: ignore[attr-defined]
+        elif kind is Writes:
+            self._receive_writes(src, frame.frames)  # type: ignore[attr-defined]
         elif kind is Ack or kind is Promise or kind is Nack:
             slot = self._owners.get(frame.entity)  # type: ignore[attr-defined]
             if slot is not None:
@@ -503,6 +504,28 @@ class ReplicationService:
                 self.dispatcher.handle(src, data)  # each one checked and routed as if it came alone
         elif isinstance(frame, SyncRequest | SyncDump):
             self._perform_handoff(self.handoff.receive(src, frame, self._export, self._knows))
+
+    def _receive_acks(self, src: str, acks: tuple[Ack, ...]) -> None:
+        """A run of acks: each to its key's owner slot, as ``_receive`` would, with the clock read once."""
+        owners = self._owners
+        now = self.loop.time()
+        for ack in acks:
+            slot = owners.get(ack.entity)
+            if slot is not None:
+                outputs = slot.owner.receive(src, ack, now)
+                if outputs:
+                    slot.perform(outputs)
+
+    def _receive_writes(self, src: str, writes: tuple[Write, ...]) -> None:
+        """A run of writes: each answered by the store, as ``_receive`` would (``ReplicaStore.on_write``, no output list)."""
+        if not self.opened:
+            return  # not in the protocol yet: no ack (the owner resends)
+        on_write = self.store.on_write
+        send = self.send
+        for write in writes:
+            answer = on_write(write)
+            if answer is not None:
+                send(src, answer)
 
     def close(self) -> None:
         """Stop serving the channel; every owner slot is closed (pending writes get no outcome)."""
