@@ -223,15 +223,16 @@ class ReplicationService:
         self._replica_set = replica_set
         self._on_handoff = on_handoff
         self._alone_is_ready = alone_is_ready  # a founder with no other seed: alone, it is the whole cluster
+        self._ready: dict[Entity, tuple[str, ...]] = {}  # keys found ready, with their replicas then (kept while those stay)
         self.store: Final = ReplicaStore(
             ready=self._is_ready if replica_set is not None else None,
             filled=self._filled if replica_set is not None else None,
+            ready_keys=self._ready,  # the same dict, changed in place only
         )
         self.handoff: Final = Handoff(node, first_round=incarnation)
         self.opened = replica_set is None
         self._settled = False  # a sync round of this life ended: its view of the ring is no longer a joiner's partial one
         self._prev_settled = False  # ... and it was so before the last ring change
-        self._ready: dict[Entity, tuple[str, ...]] = {}  # keys found ready, with their replicas then (kept while those stay)
         self._peers: tuple[str, ...] = ()
         self._sync_timer: asyncio.TimerHandle | None = None
         self._round_reason = "opened"
@@ -284,7 +285,9 @@ class ReplicationService:
         self._prev_settled = self._settled
         replica_set = self._replica_set
         if replica_set is not None:
-            self._ready = {entity: was for entity, was in self._ready.items() if replica_set(entity)[0] == was}
+            moved = [entity for entity, was in self._ready.items() if replica_set(entity)[0] != was]
+            for entity in moved:  # in place: the store looks this very dict up (ready_keys)
+                del self._ready[entity]
         if self.opened and not self._closed and replica_set is not None:
             self._round_reason = "ring"
             self._perform_handoff(self.handoff.begin(self.loop.time(), peers))

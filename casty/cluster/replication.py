@@ -70,7 +70,7 @@ the protocol for a grace period longer than any acquisition (``casty.cluster.rep
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Container, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal, NamedTuple
 
@@ -182,7 +182,11 @@ class Promise:
 
 @dataclass(frozen=True, slots=True)
 class Write:
-    """Owner -> replica: the whole page set of ``entity`` as of ``version`` under ``epoch``."""
+    """Owner -> replica: the whole page set of ``entity`` as of ``version`` under ``epoch``.
+
+    ``pages`` is never changed once in a frame (the owner builds a new dict per write, a
+    decoded frame has its own): the local replica keeps the very dict, with no copy.
+    """
 
     entity: Entity
     epoch: Epoch
@@ -344,11 +348,19 @@ class ReplicaStore:
       promised: ``filled(entity)`` tells the driver, which counts the key ready from then on.
     """
 
-    __slots__ = ("_records", "_ready", "_filled", "_blank_promises")
+    __slots__ = ("_records", "_ready", "_ready_keys", "_filled", "_blank_promises")
 
-    def __init__(self, ready: Callable[[Entity], bool] | None = None, filled: Callable[[Entity], None] | None = None) -> None:
+    def __init__(
+        self,
+        ready: Callable[[Entity], bool] | None = None,
+        filled: Callable[[Entity], None] | None = None,
+        *,
+        ready_keys: Container[Entity] = frozenset(),
+    ) -> None:
+        """``ready_keys``: keys the driver already knows are ready, looked up before ``ready`` is called (a write per key per second)."""
         self._records: dict[Entity, _Record] = {}
         self._ready = ready
+        self._ready_keys = ready_keys
         self._filled = filled
         self._blank_promises: dict[Entity, Epoch] = {}  # epochs promised while not ready, per key
 
@@ -394,7 +406,7 @@ class ReplicaStore:
         entity = frame.entity
         epoch = frame.epoch
         ready = self._ready
-        filling = ready is not None and not ready(entity)
+        filling = ready is not None and entity not in self._ready_keys and not ready(entity)
         if filling and self._blank_promises.get(entity) != epoch:
             return None
         record = self._records.get(entity)
@@ -418,7 +430,7 @@ class ReplicaStore:
             if epoch != held:
                 record.epoch = epoch
             record.version = version
-            record.pages = dict(frame.pages)
+            record.pages = frame.pages  # a frame's pages are never changed (see Write): no copy
         return Ack(entity, epoch, version)
 
     # --------------------------------------------------------------- queries ----
@@ -743,11 +755,14 @@ class KeyOwner:
                 self.entity, self.epoch, self.version, dict(self.pages), found, self._found_deleted
             )))
             return out
-        for version in list(self._pending):
+        pending = self._pending
+        if not pending or frame.version < next(iter(pending)):
+            return out  # nothing pending, or this ack is older than every pending write: it confirms nothing new
+        for version in list(pending):
             holders = self._holders(version)
             if holders is None:
                 break  # fewer replicas hold a later version: nothing after this one is confirmed either
-            del self._pending[version]
+            del pending[version]
             out.append(Report(Confirmed(self.entity, self.epoch, version, holders)))
         return out  # the write and resend timers stay armed: they find nothing to do (see WRITE_TIMER)
 

@@ -10,13 +10,17 @@ drive them line by line, with no loop at all.
 
 from __future__ import annotations
 
+# Outputs are built per frame and per write, and a frozen dataclass pays a call of
+# object.__setattr__ per field to be built: these are slotted but not frozen. Treat them
+# as values all the same: nothing changes an output once a core returned it.
+
 from dataclasses import dataclass
 from typing import Any
 
 __all__ = ["Send", "SetTimer", "CancelTimer", "Report", "Output"]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Send:
     """Send ``frame`` (a frozen dataclass of the core's protocol) to node ``to``."""
 
@@ -24,7 +28,7 @@ class Send:
     frame: Any
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class SetTimer:
     """(Re)arm the core's timer ``name`` to fire at monotonic time ``at`` (seconds); the driver calls back ``timer(name)``."""
 
@@ -32,14 +36,14 @@ class SetTimer:
     at: float
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class CancelTimer:
     """Disarm the core's timer ``name`` if it is set."""
 
     name: str
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Report:
     """A fact for the node and its observer (a member changed status, an epoch was won, ...)."""
 
