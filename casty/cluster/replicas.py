@@ -86,6 +86,30 @@ class Acks:
 FRAMES: tuple[type, ...] = (Batch, Writes, Acks)
 """The driver's own frames (for the transport codec's tag table)."""
 
+def _runs(frames: list[object]) -> list[object]:
+    """``frames`` in order, each run of two or more ``Write`` (or ``Ack``) frames as one ``Writes`` (``Acks``).
+
+    In the steady state an owner sends a replica nothing but writes and a replica answers
+    nothing but acks: each direction is then one typed run, encoded and decoded by msgspec in
+    one call rather than one call (and one envelope) per key, and handled in one tight loop
+    (``ReplicationService._receive_writes``, ``_receive_acks``), the local replica's too.
+    """
+    out: list[object] = []
+    i, n = 0, len(frames)
+    while i < n:
+        kind = type(frames[i])
+        j = i + 1
+        if kind is Write or kind is Ack:
+            while j < n and type(frames[j]) is kind:
+                j += 1
+        if j - i > 1:
+            out.append(Writes(tuple(frames[i:j])) if kind is Write else Acks(tuple(frames[i:j])))  # type: ignore[arg-type]
+        else:
+            out.append(frames[i])
+        i = j
+    return out
+
+
 ReplicaSet = Callable[[Entity], tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]]
 """Where a key lives: its replicas under the current ring, under the ring before, and under the current ring without this node."""
 from .wire import Wire
@@ -411,8 +435,8 @@ class ReplicationService:
         turns thousands of frames (and as many deliveries, each a loop turn at the receiver)
         into a handful, over TCP as in the simulator (and a key's writes of the turn are one
         write already: ``OwnerSlot.stage``). Frames for this
-        node's own replica go to its ``_receive`` as objects (the same code as a remote one;
-        frames are frozen, and stores and owners copy the pages they keep). A crash before the
+        node's own replica go to its ``_receive`` as objects, in the same runs (the same code as
+        a remote one; frames are never changed once sent). A crash before the
         flush loses the batch, as it would lose frames still in a socket buffer. Batches stay
         under ``BATCH_BYTES``, well below a transport's frame limit.
         """
@@ -430,30 +454,18 @@ class ReplicationService:
                 continue
             for data in self._batches(self._encode(frames)):
                 self.transport.send(to, data)
-        for frame in local:
+        for frame in _runs(local):
             self._receive(self.node, frame)
 
     def _encode(self, frames: list[object]) -> list[bytes]:
-        """One node's frames of the turn, encoded in order; a run of two or more ``Write`` (or ``Ack``) is one ``Writes`` (``Acks``).
-
-        In the steady state an owner sends a replica nothing but writes and a replica answers
-        nothing but acks: each direction is then one typed run, encoded and decoded by msgspec
-        in one call rather than one call (and one envelope) per key.
-        """
+        """One node's frames of the turn, encoded in order, runs as one frame each (``_runs``), each part under ``BATCH_BYTES``."""
         encode = self.wire.encode
         pieces: list[bytes] = []
-        i, n = 0, len(frames)
-        while i < n:
-            kind = type(frames[i])
-            j = i + 1
-            if kind is Write or kind is Ack:
-                while j < n and type(frames[j]) is kind:
-                    j += 1
-            if j - i > 1:
-                pieces.extend(self._encode_run(frames[i:j]))
+        for frame in _runs(frames):
+            if type(frame) is Writes or type(frame) is Acks:
+                pieces.extend(self._encode_run(list(frame.frames)))
             else:
-                pieces.append(encode(REPLICATION_CHANNEL, frames[i]))
-            i = j
+                pieces.append(encode(REPLICATION_CHANNEL, frame))
         return pieces
 
     def _encode_run(self, run: list[Any]) -> list[bytes]:
