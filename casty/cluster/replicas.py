@@ -7,10 +7,14 @@ One per cluster node, on the node's one ``Dispatcher``:
   timers, to which the ``Promise``/``Ack``/``Nack`` frames of that key (``frame.entity``) go.
   Its reports go to the activation's callback.
 
-Frames to this very node are handed to its own ``_receive`` at the end of the loop turn, as
-objects (the local replica obeys the same rules as a remote one, through the same code;
-frames are frozen and stores and owners copy the pages they keep). Frames to other nodes
-leave at the end of the turn too, batched per destination.
+**The end of a turn.** Nothing leaves at once. A key's writes of one turn are staged and
+become one ``KeyOwner.write`` (``OwnerSlot.stage``: group commit); then, once the work ready
+at this instant has run (``_arm_flush``), every frame queued leaves: per destination one
+transport message, in which a run of writes (or of acks) is one typed frame (``Writes``,
+``Acks``). Frames to this very node are handed to its own ``_receive`` as objects, in the
+same runs (the local replica obeys the same rules as a remote one, through the same code;
+frames are never changed once sent). A thousand keys whose schedules fire at one instant
+thus cost each replica one message and one answer, not a thousand of each.
 Epochs are minted as ``"<node>#<incarnation>"``: one life of the node.
 
 **Opening the replica.** The node's ``ReplicaStore`` answers no ``Prepare`` or ``Write``
@@ -57,6 +61,7 @@ from .driver import REPLICATION_CHANNEL, Dispatcher
 from .handoff import SYNC_TIMER, Handoff, Imported, RoundEnded, RoundStarted, SyncDump, SyncRequest
 from .replication import ZERO_EPOCH, Ack, Acquired, Entity, Epoch, KeyOwner, Lost, Nack, Prepare, Promise, ReplicaStore, Snapshot, Write
 from .sansio import CancelTimer, Output, Report, Send, SetTimer
+from .wire import Wire
 
 BATCH_BYTES: Final = 1 << 20
 """The most bytes of frames one ``Batch`` carries (a transport refuses frames over 4 MiB)."""
@@ -86,6 +91,7 @@ class Acks:
 FRAMES: tuple[type, ...] = (Batch, Writes, Acks)
 """The driver's own frames (for the transport codec's tag table)."""
 
+
 def _runs(frames: list[object]) -> list[object]:
     """``frames`` in order, each run of two or more ``Write`` (or ``Ack``) frames as one ``Writes`` (``Acks``).
 
@@ -112,7 +118,6 @@ def _runs(frames: list[object]) -> list[object]:
 
 ReplicaSet = Callable[[Entity], tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]]
 """Where a key lives: its replicas under the current ring, under the ring before, and under the current ring without this node."""
-from .wire import Wire
 
 __all__ = ["ReplicationService", "OwnerSlot", "Batch", "Writes", "Acks", "BATCH_BYTES", "FRAMES"]
 
