@@ -1184,14 +1184,30 @@ def test_one_write_timer_times_out_each_pending_write_at_its_own_deadline() -> N
     assert owner.timer("write", 12.0) == []  # disarmed: nothing pending
 
 
-def test_the_resend_timer_left_armed_waits_for_the_oldest_pending_write_to_age() -> None:
-    """A resend timer armed by an earlier write does not resend a write younger than resend_every: it moves to that write's turn."""
+def test_the_resend_timer_waits_for_the_oldest_pending_write_to_age() -> None:
+    """Armed by an earlier write that got confirmed meanwhile, the resend timer does not resend a younger write: it moves to that write's turn."""
     owner = KeyOwner(ENTITY, "r1", write_timeout=5.0, resend_every=0.5)
     stores = {name: ReplicaStore() for name in REPLICAS}
     pump(owner, stores, owner.acquire(0.0, REPLICAS))
-    _v1, outs = owner.write(10.0, {"s": b"1"})
-    pump(owner, stores, outs, 10.0)  # confirmed; the resend timer (10.5) stays armed
-    _v2, _outs = owner.write(10.4, {"s": b"2"})  # lost on the way
-    assert owner.timer("resend", 10.5) == [SetTimer("resend", 10.9)]
+    v1, outs = owner.write(10.0, {"s": b"1"})
+    assert SetTimer("resend", 10.5) in outs
+    _v2, outs = owner.write(10.4, {"s": b"2"})  # lost on the way
+    assert not [o for o in outs if isinstance(o, SetTimer)]  # the resend timer is armed already
+    ack = Ack(ENTITY, owner.epoch, v1)
+    assert reports(owner.receive("r1", ack, 10.45) + owner.receive("r2", ack, 10.45)) == [
+        Confirmed(ENTITY, owner.epoch, v1, ("r1", "r2"))
+    ]
+    assert owner.timer("resend", 10.5) == [SetTimer("resend", 10.9)]  # v2 is pending but only 0.1 s old
     outs = owner.timer("resend", 10.9)
     assert sorted(s.to for s in sends(outs)) == list(REPLICAS) and SetTimer("resend", 11.4) in outs
+
+
+def test_the_resend_timer_is_cancelled_once_nothing_is_pending() -> None:
+    """A write confirmed before its resend time leaves no resend timer behind."""
+    owner = KeyOwner(ENTITY, "r1", write_timeout=5.0, resend_every=0.5)
+    stores = {name: ReplicaStore() for name in REPLICAS}
+    pump(owner, stores, owner.acquire(0.0, REPLICAS))
+    v1, outs = owner.write(10.0, {"s": b"1"})
+    ack = Ack(ENTITY, owner.epoch, v1)
+    assert CancelTimer("resend") in owner.receive("r1", ack, 10.01) + owner.receive("r2", ack, 10.01)
+    assert owner.timer("resend", 10.5) == []

@@ -191,7 +191,10 @@ class OwnerSlot:
             if self.closed:
                 return
             if isinstance(output, Send):
-                service.send(output.to, output.frame)
+                if output.to == service.node and type(output.frame) is Write:
+                    service.write_locally(self, output.frame)
+                else:
+                    service.send(output.to, output.frame)
             elif isinstance(output, SetTimer):
                 timers = service.timers
                 old = self._timers.pop(output.name, None)
@@ -524,6 +527,20 @@ class ReplicationService:
                 self.dispatcher.handle(src, data)  # each one checked and routed as if it came alone
         elif isinstance(frame, SyncRequest | SyncDump):
             self._perform_handoff(self.handoff.receive(src, frame, self._export, self._knows))
+
+    def write_locally(self, slot: OwnerSlot, write: Write) -> None:
+        """An owner's write to this node's own replica: taken at once, and its answer given to the owner at once.
+
+        The same store and owner code a frame would reach, with no trip through the outbox:
+        the local replica's ack is the one every write gets first, and a loopback is instant.
+        """
+        if not self.opened or self._closed:
+            return  # not in the protocol yet: no ack (the owner resends), as for a frame
+        answer = self.store.on_write(write)
+        if answer is not None and not slot.closed:
+            outputs = slot.owner.receive(self.node, answer, self.loop.time())
+            if outputs:
+                slot.perform(outputs)
 
     def _receive_acks(self, src: str, acks: tuple[Ack, ...]) -> None:
         """A run of acks: each to its key's owner slot, as ``_receive`` would, with the clock read once."""

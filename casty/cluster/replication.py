@@ -533,8 +533,8 @@ class KeyOwner:
     waits for are ignored (beyond remembering the rounds they show), so duplicates and
     stragglers are harmless. Timers: ``"acquire"``, ``"resend"`` and ``"write"``; a timer
     call that comes before its deadline or after its work finished does nothing. The write
-    and resend timers stay armed when the writes they watch are confirmed: firing with
-    nothing to do is cheaper than a cancel and a re-arm per write.
+    timer stays armed when the writes it watches are confirmed (see ``WRITE_TIMER``); the
+    resend timer is cancelled once nothing is pending.
     """
 
     __slots__ = (
@@ -768,7 +768,9 @@ class KeyOwner:
                 break  # fewer replicas hold a later version: nothing after this one is confirmed either
             del pending[version]
             out.append(Report(Confirmed(self.entity, self.epoch, version, holders)))
-        return out  # the write and resend timers stay armed: they find nothing to do (see WRITE_TIMER)
+        if not pending:
+            self._disarm_resend(out)  # cheaper to cancel than to fire for nothing; the write timer stays (WRITE_TIMER)
+        return out
 
     def _holders(self, version: int) -> tuple[str, ...] | None:
         """The replicas holding ``version`` or later under this epoch, if they make a write quorum."""
