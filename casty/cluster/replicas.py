@@ -55,6 +55,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
+import msgspec
+
 from ..ports import Transport
 from ..timers import TimerHeap
 from .driver import REPLICATION_CHANNEL, Dispatcher
@@ -74,15 +76,13 @@ class Batch:
     frames: tuple[bytes, ...]
 
 
-@dataclass(frozen=True, slots=True)
-class Writes:
+class Writes(msgspec.Struct, frozen=True, gc=False, array_like=True):
     """A run of ``Write`` frames for one node, in the order they were sent: encoded and decoded in one call."""
 
     frames: tuple[Write, ...]
 
 
-@dataclass(frozen=True, slots=True)
-class Acks:
+class Acks(msgspec.Struct, frozen=True, gc=False, array_like=True):
     """A run of ``Ack`` frames for one node, in the order they were sent: encoded and decoded in one call."""
 
     frames: tuple[Ack, ...]

@@ -182,15 +182,15 @@ class Promise:
     blank: bool = False
 
 
-class Write(msgspec.Struct, frozen=True, gc=False):
+class Write(msgspec.Struct, frozen=True, gc=False, array_like=True):
     """Owner -> replica: the whole page set of ``entity`` as of ``version`` under ``epoch``.
 
     ``pages`` is never changed once in a frame (the owner builds a new dict per write, a
     decoded frame has its own): the local replica keeps the very dict, with no copy.
 
     A ``msgspec.Struct``, not a dataclass like the rarer frames: the frame of every write is
-    built in C, and (no field can hold a reference back to it) is not tracked by the garbage
-    collector.
+    built in C, is not tracked by the garbage collector (no field can hold a reference back
+    to it), and travels as an array, without its field names.
     """
 
     entity: Entity
@@ -199,7 +199,7 @@ class Write(msgspec.Struct, frozen=True, gc=False):
     pages: dict[str, bytes]
 
 
-class Ack(msgspec.Struct, frozen=True, gc=False):
+class Ack(msgspec.Struct, frozen=True, gc=False, array_like=True):
     """Replica -> owner: accepted the write ``(epoch, version)``; it now holds at least that version."""
 
     entity: Entity
