@@ -85,7 +85,9 @@ class _Staged:
             if self.names is _STATE_PAGES and version >= activation._state_version:
                 activation._state_version = version
                 activation.state_value = self.value
-            system._emit_event(ev.WriteConfirmed, activation.type.name, activation.key, self.lease, version, self.names)
+            observer = system._observer
+            if observer is not None:
+                observer(ev.WriteConfirmed(activation.type.name, activation.key, self.lease, version, self.names))
             if future is not None and not future.done():
                 future.set_result(None)
         else:
@@ -578,11 +580,13 @@ class Activation:
         the outcome is only reported (``WriteConfirmed`` or ``WriteFailed``); the next owner of
         the key repeats what was not confirmed.
         """
-        try:
-            slot, shown = self._replicated_slot(None, operation, True)
-        except Unavailable:
-            return  # reported as WriteFailed
-        slot.stage(updates, _Staged(self, shown, operation, tuple(updates)))
+        slot = self._replica
+        if self._closed or slot is None or slot.owner.phase not in ("held", "lost"):
+            try:
+                slot, _shown = self._replicated_slot(None, operation, True)
+            except Unavailable:
+                return  # reported as WriteFailed
+        slot.stage(updates, _Staged(self, self.lease, operation, tuple(updates)))
 
     async def _store_replicated(self, pages: Mapping[str, bytes], version: int, lease: int | None, operation: str) -> None:
         """A durable type's copy of a quorum-confirmed write: saved before the write counts (``durable="write"``), or flushed later.
@@ -1094,10 +1098,12 @@ class Activation:
                 self._state_version = version
                 self.state_value = value
             return None
-        if self._replica is not None and self._store is None:
-            slot, shown = self._replicated_slot(lease, "state.set", True)
+        slot = self._replica
+        if slot is not None and self._store is None:
+            if self._closed or lease != self.lease or slot.owner.phase not in ("held", "lost"):
+                slot, _shown = self._replicated_slot(lease, "state.set", True)  # raises, and reports why
             future: asyncio.Future[None] = self._loop.create_future()
-            slot.stage({STATE_PAGE: data}, _Staged(self, shown, "state.set", _STATE_PAGES, future, value))
+            slot.stage({STATE_PAGE: data}, _Staged(self, lease, "state.set", _STATE_PAGES, future, value))
             return future
         return self.write_state(lease, value, data)
 

@@ -744,9 +744,10 @@ class KeyOwner:
     def _on_ack(self, src: str, frame: Ack, now: float) -> list[Output]:
         if self.phase not in ("writing_back", "held"):
             return []
-        if frame.version <= self._acked.get(src, 0) or frame.version > self.version:
+        acked = self._acked
+        if frame.version <= acked.get(src, 0) or frame.version > self.version:
             return []  # a duplicate, an older write this replica already covers, or nonsense
-        self._acked[src] = frame.version
+        acked[src] = frame.version
         out: list[Output] = []
         if self.phase == "writing_back":
             if self._holders(self.version) is None:
@@ -760,8 +761,17 @@ class KeyOwner:
             )))
             return out
         pending = self._pending
-        if not pending or frame.version < next(iter(pending)):
-            return out  # nothing pending, or this ack is older than every pending write: it confirms nothing new
+        if not pending:
+            return out
+        oldest = next(iter(pending))
+        if frame.version < oldest:
+            return out  # older than every pending write: it confirms nothing new
+        held = 0
+        for replica in self.replicas:  # _holders(oldest), counted without building it: most acks confirm nothing
+            if acked.get(replica, 0) >= oldest:
+                held += 1
+        if held < self._write_quorum:
+            return out
         for version in list(pending):
             holders = self._holders(version)
             if holders is None:
