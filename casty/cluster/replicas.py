@@ -61,7 +61,7 @@ from ..ports import Transport
 from ..timers import TimerHeap
 from .driver import REPLICATION_CHANNEL, Dispatcher
 from .handoff import SYNC_TIMER, Handoff, Imported, RoundEnded, RoundStarted, SyncDump, SyncRequest
-from .replication import ZERO_EPOCH, Ack, Acquired, Entity, Epoch, KeyOwner, Lost, Nack, Prepare, Promise, ReplicaStore, Snapshot, Write
+from .replication import RESEND_TIMER, ZERO_EPOCH, Ack, Acquired, Entity, Epoch, KeyOwner, Lost, Nack, Prepare, Promise, ReplicaStore, Snapshot, Write
 from .sansio import CancelTimer, Output, Report, Send, SetTimer
 from .wire import Wire
 
@@ -202,12 +202,18 @@ class OwnerSlot:
                     service.saw(event.entity, event.newer)
                 self.on_report(event)
             elif type(output) is SetTimer:
+                if output.name == RESEND_TIMER:
+                    service.resend_at(self, output.at)
+                    continue
                 timers = service.timers
                 old = self._timers.pop(output.name, None)
                 if old is not None:
                     timers.cancel(old)
                 self._timers[output.name] = timers.arm_method(output.at, OwnerSlot._fire, self, output.name)
             elif type(output) is CancelTimer:
+                if output.name == RESEND_TIMER:
+                    service.resend_cancel(self)
+                    continue
                 seq = self._timers.pop(output.name, None)
                 if seq is not None:
                     service.timers.cancel(seq)
@@ -227,6 +233,7 @@ class OwnerSlot:
         for seq in self._timers.values():
             timers.cancel(seq)
         self._timers.clear()
+        self.service.resend_cancel(self)
         self.service._release(self)
 
 
@@ -271,7 +278,10 @@ class ReplicationService:
         self._round_reason = "opened"
         self._outbox: dict[str, list[object]] = {}  # frames queued this loop turn, per destination (this node too)
         self._staged: list[OwnerSlot] = []  # slots with a group of writes staged this turn (OwnerSlot.stage)
-        self.timers: Final = TimerHeap(loop)  # the owners' write, resend and acquire timers: one loop timer for all
+        self.timers: Final = TimerHeap(loop)  # the owners' write and acquire timers: one loop timer for all
+        self._resends: dict[OwnerSlot, float] = {}  # the owners' resend timers (resend_at): slot -> when
+        self._resend_sweep: int | None = None  # the sweep's number in self.timers, while armed
+        self._resend_sweep_at = 0.0
         self._flush_armed = False
         self._owners: dict[Entity, OwnerSlot] = {}
         self._newer: dict[Entity, Epoch] = {}  # per key, the newest epoch a lost owner here learned of
@@ -405,6 +415,48 @@ class ReplicationService:
     def _release(self, slot: OwnerSlot) -> None:
         if self._owners.get(slot.owner.entity) is slot:
             del self._owners[slot.owner.entity]
+
+    # --- resend timers -------------------------------------------------------------------
+
+    def resend_at(self, slot: OwnerSlot, at: float) -> None:
+        """Arm ``slot``'s resend timer (``KeyOwner``'s ``"resend"``) for ``at``.
+
+        Every write of every key arms it and nearly every write is confirmed well before it
+        fires, which then cancels it: a dict entry per key instead of a timer, and one sweep
+        armed for the earliest entry, make that a set and a pop.
+        """
+        resends = self._resends
+        resends.pop(slot, None)
+        resends[slot] = at
+        if self._resend_sweep is None or at < self._resend_sweep_at:
+            self._arm_resend_sweep(at)
+
+    def resend_cancel(self, slot: OwnerSlot) -> None:
+        self._resends.pop(slot, None)
+
+    def _arm_resend_sweep(self, at: float) -> None:
+        if self._resend_sweep is not None:
+            self.timers.cancel(self._resend_sweep)
+        self._resend_sweep_at = at
+        self._resend_sweep = self.timers.arm_method(at, ReplicationService._sweep_resends, self, None)
+
+    def _sweep_resends(self, _arg: None) -> None:
+        """Fire every resend timer that is due, in the order they were armed; arm again for the earliest left."""
+        self._resend_sweep = None
+        now = self.loop.time()
+        due: list[OwnerSlot] = []
+        earliest: float | None = None
+        for slot, at in self._resends.items():
+            if at <= now:
+                due.append(slot)
+            elif earliest is None or at < earliest:
+                earliest = at
+        for slot in due:
+            del self._resends[slot]
+        for slot in due:
+            slot._fire(RESEND_TIMER)
+        if earliest is not None and (self._resend_sweep is None or earliest < self._resend_sweep_at):
+            self._arm_resend_sweep(earliest)
 
     def _stage(self, slot: OwnerSlot) -> None:
         """``slot`` staged the first write of its group this turn: write it at the end of the turn (``_flush``)."""
