@@ -109,3 +109,42 @@ def test_a_run_too_big_for_one_frame_is_halved_under_the_limit(world: World) -> 
     assert all(len(data) <= BATCH_BYTES + 64 for data in batches)
     assert all(isinstance(node.wire.decode(data).frame, Batch | Writes) for data in batches)
     assert node.wire.decode(parts[0]).channel == REPLICATION_CHANNEL
+
+
+@dataclass(frozen=True)
+class Bump(Askable[int]):
+    pass
+
+
+@actor(initial=0)
+async def bumper(ctx: Context[int, Bump]) -> None:
+    """Each Bump adds one and answers the count once the write is confirmed."""
+    async for msg in ctx.inbox:
+        msg.reply_to.tell(await ctx.state.update(lambda n: n + 1))
+
+
+def test_a_write_lost_on_its_way_is_resent_and_confirmed(world: World) -> None:
+    """Frames of a write lost to both other replicas: the owner's resend, half a second later, gets it confirmed."""
+    owner = world.system("n1").placement(bumper, "b").owner
+    assert owner is not None
+    others = [n for n in NODES if n != owner]
+    answers: list[int] = []
+
+    async def bump(system: ActorSystem) -> None:
+        answers.append(await system.ref(bumper, "b").ask(Bump()))
+
+    world.spawn(owner, bump)
+    world.run(until=world.now + 0.5)
+    assert answers == [1]
+    for other in others:
+        world.network.link(owner, other, loss=1.0)
+    sent_at = world.now
+    world.spawn(owner, bump)
+    world.run(until=sent_at + 0.3)
+    assert answers == [1]  # no quorum: the owner's own replica alone
+    for other in others:
+        world.network.link(owner, other, loss=0.0)
+    world.run(until=sent_at + 1.0)
+    assert answers == [1, 2]
+    confirmed = [row for row in world.trace.of("write.confirmed", key="b") if row.t > sent_at]
+    assert len(confirmed) == 1 and 0.5 <= confirmed[0].t - sent_at < 0.6  # the resend, not the write timeout
