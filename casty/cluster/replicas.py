@@ -163,7 +163,7 @@ class OwnerSlot:
             staged.update(updates)  # later updates win, as applying them in turn would
             self._staged_waiters.append(waiter)
 
-    def commit_staged(self) -> None:
+    def commit_staged(self, now: float) -> None:
         """The end of the turn: the group becomes one ``KeyOwner.write`` (the service calls this before it flushes)."""
         updates = self._staged
         if updates is None or self.closed:
@@ -171,7 +171,7 @@ class OwnerSlot:
         waiters = self._staged_waiters
         self._staged = None
         self._staged_waiters = []
-        version, outputs = self.owner.write(self.now(), updates)
+        version, outputs = self.owner.write(now, updates)
         self.writes[version] = (waiters, self.owner.pages)  # this write's whole page set (each write builds a new dict)
         self.perform(outputs)
 
@@ -502,8 +502,9 @@ class ReplicationService:
         under ``BATCH_BYTES``, well below a transport's frame limit.
         """
         staged, self._staged = self._staged, []
+        now = self.loop.time()
         for slot in staged:  # first the turn's groups of writes: their frames leave with the rest
-            slot.commit_staged()
+            slot.commit_staged(now)
         self._flush_armed = False
         outbox, self._outbox = self._outbox, {}
         if self._closed:

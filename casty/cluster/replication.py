@@ -648,17 +648,28 @@ class KeyOwner:
             return self.version, [Report(Fenced(self.entity, self.epoch, self.version, self.newer))]
         if self.phase != "held":
             raise RuntimeError(f"{self.entity}: write while {self.phase} (the body starts after Acquired)")
-        self.pages = {} if tombstone else _apply(self.pages, updates)  # a new dict: the frame may share it
-        self.version += 1
+        if tombstone:
+            pages: dict[str, bytes] = {}
+        else:
+            pages = dict(self.pages)  # a new dict: the frame shares it, so it is never changed after
+            for name, data in updates.items():  # _apply, inline: once per write of every key
+                if data is None:
+                    pages.pop(name, None)
+                else:
+                    pages[name] = data
+        self.pages = pages
+        version = self.version = self.version + 1
         deadline = now + self.write_timeout
-        self._pending[self.version] = deadline
-        frame = Write(self.entity, self.epoch, self.version, self.pages)
+        self._pending[version] = deadline
+        frame = Write(self.entity, self.epoch, version, pages)
         out: list[Output] = [Send(replica, frame) for replica in self.replicas]
         if self._write_timer_at is None:
             self._write_timer_at = deadline
             out.append(SetTimer(WRITE_TIMER, deadline))
-        self._arm_resend(now, out)
-        return self.version, out
+        if self._resend_at is None and self.resend_every is not None:  # _arm_resend, inline
+            self._resend_at = now + self.resend_every
+            out.append(SetTimer(RESEND_TIMER, self._resend_at))
+        return version, out
 
     def close(self) -> list[Output]:
         """Stop (the key is released, or its node leaves): cancel the timers; pending writes get no outcome."""
