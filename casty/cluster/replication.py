@@ -271,8 +271,7 @@ class AcquireTimedOut:
     epoch: Epoch
 
 
-@dataclass(frozen=True, slots=True)
-class Confirmed:
+class Confirmed(msgspec.Struct, frozen=True):
     """Write ``version`` of ``epoch`` is held by a write quorum: these ``replicas`` acked it (or a later version)."""
 
     entity: Entity

@@ -10,41 +10,38 @@ drive them line by line, with no loop at all.
 
 from __future__ import annotations
 
-# Outputs are built per frame and per write, and a frozen dataclass pays a call of
-# object.__setattr__ per field to be built: these are slotted but not frozen. Treat them
-# as values all the same: nothing changes an output once a core returned it.
+# Outputs are built per frame and per write: msgspec Structs, whose constructor is C (a
+# dataclass's is a Python function, and a frozen one pays an object.__setattr__ per field).
+# Treat them as values: nothing changes an output once a core returned it.
 
-from dataclasses import dataclass
 from typing import Any
+
+import msgspec
 
 __all__ = ["Send", "SetTimer", "CancelTimer", "Report", "Output"]
 
 
-@dataclass(slots=True)
-class Send:
-    """Send ``frame`` (a frozen dataclass of the core's protocol) to node ``to``."""
+class Send(msgspec.Struct):
+    """Send ``frame`` (a frame of the core's protocol: a frozen dataclass or Struct) to node ``to``."""
 
     to: str
     frame: Any
 
 
-@dataclass(slots=True)
-class SetTimer:
+class SetTimer(msgspec.Struct):
     """(Re)arm the core's timer ``name`` to fire at monotonic time ``at`` (seconds); the driver calls back ``timer(name)``."""
 
     name: str
     at: float
 
 
-@dataclass(slots=True)
-class CancelTimer:
+class CancelTimer(msgspec.Struct):
     """Disarm the core's timer ``name`` if it is set."""
 
     name: str
 
 
-@dataclass(slots=True)
-class Report:
+class Report(msgspec.Struct):
     """A fact for the node and its observer (a member changed status, an epoch was won, ...)."""
 
     event: Any
