@@ -158,7 +158,10 @@ class OwnerSlot:
         if staged is None:
             self._staged = dict(updates)
             self._staged_waiters = [waiter]
-            self.service._stage(self)
+            service = self.service  # the first write of the key's turn: the service writes the group at its flush
+            service._staged.append(self)
+            if not service._flush_armed:
+                service._arm_flush()
         else:
             staged.update(updates)  # later updates win, as applying them in turn would
             self._staged_waiters.append(waiter)
@@ -457,12 +460,6 @@ class ReplicationService:
             slot._fire(RESEND_TIMER)
         if earliest is not None and (self._resend_sweep is None or earliest < self._resend_sweep_at):
             self._arm_resend_sweep(earliest)
-
-    def _stage(self, slot: OwnerSlot) -> None:
-        """``slot`` staged the first write of its group this turn: write it at the end of the turn (``_flush``)."""
-        self._staged.append(slot)
-        if not self._flush_armed:
-            self._arm_flush()
 
     def _arm_flush(self) -> None:
         """Flush once what is ready to run now has run: ``call_later(0)``, not ``call_soon``.
