@@ -17,7 +17,7 @@ Four words carry this lab:
 * **Epoch.** Before a node may run a key, it asks the replicas for a new **owner epoch**, a pair `(round, node)`:
   it sends `Prepare`, and each replica that has promised nothing newer answers `Promise` with the newest state it holds.
   With a quorum of promises the node is the owner; it starts the key from the newest state it was given
-  (`found v4`: version 4 of the key's state). Each node life has a number, so `(2, n1#1)` is round 2 won by `n1`
+  (`found v3`: version 3 of the key's state). Each node life has a number, so `(2, n1#1)` is round 2 won by `n1`
   in its first life (`n1#2` would be `n1` after a restart).
 * **Fencing.** Every write carries the owner's epoch. A replica that has promised a *newer* epoch refuses it
   (`Nack`): the write is **fenced**. So an old owner that does not know it was replaced cannot overwrite the new owner.
@@ -69,7 +69,7 @@ md("""
 * `n3` does not know it is alone: it keeps firing, but its writes cannot reach a quorum (hollow red circles: *no
   quorum*), so none of them counts.
 * `n1` and `n2` stop hearing `n3`, declare it dead, and `n1` wins epoch `(2, n1#1)` from the two replicas it can reach.
-  It starts from the newest confirmed version (`found v10`) and goes on counting.
+  It starts from the newest confirmed version (`found v6`) and goes on counting.
 * From that moment `n3`'s epoch is **stale** (hatched). When the network heals, `n3`'s next writes reach replicas that
   promised epoch 2: they are refused (**fenced**, red X's), and `n3`'s activation ends as *lost*.
 * Later, `n3` is the key's owner on the ring again and wins epoch `(3, n3#1)`, starting from `n1`'s count, not its own.
