@@ -130,14 +130,14 @@ def test_registry_refuses_tag_clashes_and_unregistered_classes() -> None:
         (b"\xc1", "garbage", "not a cluster frame"),
         (b"hello world", "garbage", "not a cluster frame"),
         (_RAW.encode({"tag": "Heartbeat"}), "garbage", "expected msgpack"),
-        (_RAW.encode([1, "m", "Heartbeat"]), "garbage", "not a cluster frame"),
-        (_RAW.encode([2, "m", "Leaving", {}]), "version", "wire version 2"),
-        (_RAW.encode([1, "", "Leaving", {}]), "channel", "invalid channel"),
-        (_RAW.encode([1, "m", "Gossip", {}]), "tag", "unknown frame tag 'Gossip'"),
-        (_RAW.encode([1, "m", "os:system", ["rm -rf /"]]), "tag", "unknown frame tag 'os:system'"),
-        (_RAW.encode([1, "m", "Leaving", {"node": 3, "incarnation": 1, "seq": 1}]), "body", "Expected `str`, got `int`"),
-        (_RAW.encode([1, "m", "Leaving", {"node": "n1"}]), "body", "missing required field"),
-        (_RAW.encode([1, "r", "Ack", {"entity": ["a"], "epoch": [1, "n"], "version": 1}]), "body", "Ack"),
+        (_RAW.encode([WIRE_VERSION, "m", "Heartbeat"]), "garbage", "not a cluster frame"),
+        (_RAW.encode([WIRE_VERSION + 1, "m", "Leaving", {}]), "version", f"wire version {WIRE_VERSION + 1}"),
+        (_RAW.encode([WIRE_VERSION, "", "Leaving", {}]), "channel", "invalid channel"),
+        (_RAW.encode([WIRE_VERSION, "m", "Gossip", {}]), "tag", "unknown frame tag 'Gossip'"),
+        (_RAW.encode([WIRE_VERSION, "m", "os:system", ["rm -rf /"]]), "tag", "unknown frame tag 'os:system'"),
+        (_RAW.encode([WIRE_VERSION, "m", "Leaving", {"node": 3, "incarnation": 1, "seq": 1}]), "body", "Expected `str`, got `int`"),
+        (_RAW.encode([WIRE_VERSION, "m", "Leaving", {"node": "n1"}]), "body", "missing required field"),
+        (_RAW.encode([WIRE_VERSION, "r", "Ack", {"entity": ["a"], "epoch": [1, "n"], "version": 1}]), "body", "Ack"),
         (pickle.dumps(Leaving("n3", 1, 42)), "garbage", "not a cluster frame"),
     ],
 )
@@ -176,11 +176,11 @@ def test_decoding_never_imports() -> None:
     """Tags naming modules (os, subprocess, antigravity, pickle payloads) import nothing: sys.modules is unchanged."""
     wire = Wire(ALL_FRAMES)
     hostile = [
-        _RAW.encode([1, "m", tag, {}])
+        _RAW.encode([WIRE_VERSION, "m", tag, {}])
         for tag in ("antigravity", "antigravity:fly", "this:s", "os:system", "subprocess:Popen", "builtins:eval", "__import__")
     ]
     hostile.append(pickle.dumps(object()))
-    hostile.append(_RAW.encode([1, "m", "casty.cluster.membership:Heartbeat", {}]))
+    hostile.append(_RAW.encode([WIRE_VERSION, "m", "casty.cluster.membership:Heartbeat", {}]))
     good = [wire.encode("m", s) for s in SAMPLES]
     before = set(sys.modules)
     for data in hostile:

@@ -9,7 +9,7 @@ Wire format (msgpack, via msgspec), one array per frame::
 
     [version, channel, tag, body]
 
-- ``version``: ``WIRE_VERSION`` (1). A node refuses any other, with a ``WireError``.
+- ``version``: ``WIRE_VERSION`` (2). A node refuses any other, with a ``WireError``.
 - ``channel``: which core of the node the frame is for (``"m"`` membership, ``"r"``
   replication, later routing, handoff, claims): several cores share one transport, and
   one ``Dispatcher`` per transport (see ``casty.cluster.driver``) routes by channel.
@@ -18,7 +18,11 @@ Wire format (msgpack, via msgspec), one array per frame::
   registered classes may not share a tag; tags are checked when the ``Wire`` is built.
 - ``body``: the frame's fields as a msgpack map (field name -> value), as msgspec encodes
   a dataclass. Maps cost a few bytes per field but let a newer node add a field with a
-  default without breaking an older one (unknown fields are ignored when decoding).
+  default without breaking an older one (unknown fields are ignored when decoding). The
+  frames of every write (``Write``, ``Ack`` and their runs ``Writes``, ``Acks``) are the
+  exception: ``array_like`` msgspec Structs, their fields positional, for size and speed; a
+  field added to one of them is a new wire version. Version 2 is the one where they became
+  arrays.
 
 Decoding is safe by construction: the tag is looked up in the registry, never in the
 import system (no ``importlib``, no pickle), and the body is decoded by a msgspec decoder
@@ -42,7 +46,7 @@ from ..errors import CastyError
 
 __all__ = ["WIRE_VERSION", "MAX_CHANNEL", "Envelope", "Wire", "WireError", "check_channel"]
 
-WIRE_VERSION: Final = 1
+WIRE_VERSION: Final = 2
 """The version of the envelope layout; a node refuses frames of any other version."""
 
 MAX_CHANNEL: Final = 32
