@@ -109,7 +109,8 @@ def _runs(frames: list[object]) -> list[object]:
             while j < n and type(frames[j]) is kind:
                 j += 1
         if j - i > 1:
-            out.append(Writes(tuple(frames[i:j])) if kind is Write else Acks(tuple(frames[i:j])))  # type: ignore[arg-type]
+            run: Any = tuple(frames[i:j])  # all of one kind: Write or Ack
+            out.append(Writes(run) if kind is Write else Acks(run))
         else:
             out.append(frames[i])
         i = j
@@ -558,16 +559,16 @@ class ReplicationService:
     def _receive(self, src: str, frame: object) -> None:
         if self._closed:
             return
-        kind = type(frame)
-        if kind is Acks:
-            self._receive_acks(src, frame.frames)  # type: ignore[attr-defined]
-        elif kind is Writes:
-            self._receive_writes(src, frame.frames)  # type: ignore[attr-defined]
-        elif kind is Ack or kind is Promise or kind is Nack:
-            slot = self._owners.get(frame.entity)  # type: ignore[attr-defined]
+        # by type identity, the frames of every write first (cheaper than isinstance chains)
+        if type(frame) is Acks:
+            self._receive_acks(src, frame.frames)
+        elif type(frame) is Writes:
+            self._receive_writes(src, frame.frames)
+        elif type(frame) is Ack or type(frame) is Promise or type(frame) is Nack:
+            slot = self._owners.get(frame.entity)
             if slot is not None:
                 slot.perform(slot.owner.receive(src, frame, self.loop.time()))
-        elif kind is Write or kind is Prepare:
+        elif type(frame) is Write or type(frame) is Prepare:
             if not self.opened:
                 return  # not in the protocol yet: no promise, no ack (the owner resends)
             for output in self.store.receive(src, frame):
