@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import math
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import timedelta
@@ -18,7 +19,7 @@ from typing import Any, Generic, Literal, TypeVar, get_args, get_origin, overloa
 from .codec import MessageSchema, resolve_hints, union_members
 from .errors import SchemaError, UnknownActor
 
-__all__ = ["actor", "ActorType", "Backoff", "known_actor", "lookup_actor", "seconds"]
+__all__ = ["actor", "ActorType", "Backoff", "duration", "known_actor", "lookup_actor", "seconds"]
 
 S = TypeVar("S")
 M = TypeVar("M")
@@ -28,19 +29,40 @@ OnFull = Literal["refuse", "wait"]
 Durable = Literal["write"] | timedelta | None
 
 
-def seconds(value: timedelta | float | int | None, what: str) -> float | None:
-    """A duration given as a timedelta or as seconds, as float seconds (None stays None)."""
-    if value is None:
-        return None
+_MAX_SECONDS = timedelta.max.total_seconds()
+
+
+def duration(value: timedelta | float | int, what: str, *, positive: bool = False) -> float:
+    """A duration given as a timedelta or as seconds, as float seconds, checked where the option is written.
+
+    NaN compares false with everything, so a NaN deadline is never reached and a NaN idle
+    time made the idle check re-arm itself for "now" forever (100% CPU); infinity never
+    fires either, and past ``timedelta.max`` no timedelta or datetime can say when. So a
+    duration is a finite number of seconds up to ``timedelta.max``, never negative, and
+    not zero where ``positive`` (a zero ask timeout would fail every ask). Every duration
+    option of the runtime goes through here, so they all refuse the same values the same way.
+    """
     if isinstance(value, timedelta):
         out = value.total_seconds()
     elif isinstance(value, (int, float)) and not isinstance(value, bool):
-        out = float(value)
+        try:
+            out = float(value)
+        except OverflowError:  # an int beyond any float
+            out = math.inf
     else:
         raise TypeError(f"{what} must be a timedelta or a number of seconds, not {type(value).__qualname__}")
+    if not abs(out) <= _MAX_SECONDS:
+        raise ValueError(f"{what} must be a finite duration of at most timedelta.max, got {value!r}")
     if out < 0:
         raise ValueError(f"{what} must not be negative, got {value!r}")
+    if positive and out == 0:
+        raise ValueError(f"{what} must be positive, got {value!r}")
     return out
+
+
+def seconds(value: timedelta | float | int | None, what: str, *, positive: bool = False) -> float | None:
+    """``duration`` for an option where None means "not set" (None stays None)."""
+    return None if value is None else duration(value, what, positive=positive)
 
 
 @dataclass(frozen=True)
@@ -52,10 +74,19 @@ class Backoff:
     factor: float = 2.0
 
     def __post_init__(self) -> None:
+        # Checked here, not at the first restart: a bad backoff would otherwise surface as an
+        # error out of the restart path, long after the line that wrote it.
+        for name in ("first", "limit"):
+            value = getattr(self, name)
+            if not isinstance(value, timedelta):
+                raise TypeError(f"Backoff.{name} must be a timedelta, not {type(value).__qualname__}")
+        factor = self.factor
+        if isinstance(factor, bool) or not isinstance(factor, (int, float)):
+            raise TypeError(f"Backoff.factor must be a number, not {type(factor).__qualname__}")
         if self.first <= timedelta(0) or self.limit < self.first:
             raise ValueError(f"Backoff needs 0 < first <= limit, got first={self.first}, limit={self.limit}")
-        if self.factor < 1.0:
-            raise ValueError(f"Backoff factor must be >= 1, got {self.factor}")
+        if not (math.isfinite(factor) and factor >= 1.0):
+            raise ValueError(f"Backoff.factor must be a finite number >= 1, got {factor!r}")
 
     def delay(self, failures: int) -> float:
         """Seconds to wait after ``failures`` consecutive failures (1 = the first)."""
@@ -65,7 +96,10 @@ class Backoff:
         # Bound the exponent so that a long failure streak cannot overflow the float.
         if exponent > 64:
             return limit
-        return min(limit, first * self.factor**exponent)
+        try:
+            return min(limit, first * self.factor**exponent)
+        except OverflowError:  # a huge (finite) factor: far past the limit
+            return limit
 
 
 _REGISTRY: dict[str, ActorType[Any, Any]] = {}
@@ -107,13 +141,17 @@ class ActorType(Generic[S, M]):
             raise ValueError(f"{self.name}: mailbox must be None or >= 1, got {mailbox}")
         if not (durable is None or durable == "write" or isinstance(durable, timedelta)):
             raise ValueError(f"{self.name}: durable must be None, 'write' or a timedelta, got {durable!r}")
+        if isinstance(durable, timedelta):  # the write-behind interval: zero or less would flush on every turn
+            duration(durable, f"{self.name}: durable", positive=True)
+        if backoff is not None and not isinstance(backoff, Backoff):
+            raise TypeError(f"{self.name}: backoff must be None or a Backoff, not {type(backoff).__qualname__}")
         self.replicas = replicas
         self.write = write
         self.mailbox = mailbox
         self.on_full = on_full
         self.idle_after = seconds(idle_after, f"{self.name}: idle_after")
-        self.ask_timeout = seconds(ask_timeout, f"{self.name}: ask_timeout")
-        self.write_timeout = seconds(write_timeout, f"{self.name}: write_timeout")
+        self.ask_timeout = seconds(ask_timeout, f"{self.name}: ask_timeout", positive=True)
+        self.write_timeout = seconds(write_timeout, f"{self.name}: write_timeout", positive=True)
         self.backoff = backoff
         self.durable = durable
         self.pinned = pinned

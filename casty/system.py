@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from . import observer as ev
 from .activation import ASK_CHAIN, Activation, Envelope, KeyRecords, PendingAsk
-from .actor import ActorType, Backoff, known_actor, lookup_actor, seconds
+from .actor import ActorType, Backoff, duration, known_actor, lookup_actor, seconds
 from .clock import SystemClock
 from .codec import Codec
 from .errors import ConfigurationError, InvalidIdentity, MailboxFull, NotStarted, ReentrancyError, SchemaError, Unavailable
@@ -96,11 +96,13 @@ class ActorSystem:
         self.transport = transport
         self._cluster: ClusterNode | None = None  # set at entry when cluster= is given
         self.node = node
-        self.idle_after: float | None = seconds(idle_after, "idle_after")
+        self.idle_after: float | None = seconds(idle_after, "idle_after")  # None: keys never idle out
+        if not isinstance(backoff, Backoff):
+            raise TypeError(f"backoff must be a Backoff, not {type(backoff).__qualname__}")
         self.backoff = backoff
-        self.ask_timeout = seconds(ask_timeout, "ask_timeout") or 0.0
-        self.write_timeout = seconds(write_timeout, "write_timeout") or 0.0
-        self.leave_timeout = seconds(leave_timeout, "leave_timeout") or 0.0
+        self.ask_timeout = duration(ask_timeout, "ask_timeout", positive=True)
+        self.write_timeout = duration(write_timeout, "write_timeout", positive=True)
+        self.leave_timeout = duration(leave_timeout, "leave_timeout")
         self.store = store
         self.clock: Clock = clock if clock is not None else SystemClock()
         self.random = rng if rng is not None else random.Random()

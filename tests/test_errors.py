@@ -8,7 +8,9 @@ Every error is raised at the call that caused it, with a message naming what was
 from __future__ import annotations
 
 import asyncio
+import math
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -25,6 +27,8 @@ from casty import (
     UnknownActor,
     actor,
 )
+from casty.actor import Backoff
+from casty.cluster.config import Cluster
 from casty.observer import MessageDropped
 from casty.ref import EntityRef
 from conftest import LoopClock, Recorder, run_virtual
@@ -424,3 +428,141 @@ def test_message_union_with_non_frozen_dataclass_is_schema_error() -> None:
     with pytest.raises(SchemaError) as info:
         actor(odd)
     assert "NotADataclass" in str(info.value)
+
+
+# ============================================================================ durations: NaN, infinite, wrong type
+
+
+SYSTEM_DURATIONS = ("idle_after", "ask_timeout", "write_timeout", "leave_timeout")
+ACTOR_DURATIONS = ("idle_after", "ask_timeout", "write_timeout")
+
+
+@pytest.mark.parametrize("option", SYSTEM_DURATIONS)
+@pytest.mark.parametrize(
+    ("value", "text"),
+    [(math.nan, "nan"), (math.inf, "inf"), (10**400, "1" + "0" * 400), (1e300, "1e+300")],
+    ids=["nan", "inf", "huge-int", "past-timedelta-max"],
+)
+def test_system_duration_not_finite_is_value_error_at_construction(option: str, value: float, text: str) -> None:
+    """ActorSystem(option=NaN, inf, or more than timedelta.max) raises ValueError naming the option and the value (a NaN idle_after used to spin the loop)."""
+    with pytest.raises(ValueError) as info:
+        ActorSystem(**{option: value})  # type: ignore[arg-type]
+    assert str(info.value) == f"{option} must be a finite duration of at most timedelta.max, got {text}"
+
+
+@pytest.mark.parametrize("option", ACTOR_DURATIONS)
+@pytest.mark.parametrize(("value", "text"), [(math.nan, "nan"), (-math.inf, "-inf"), (math.inf, "inf")])
+def test_actor_duration_not_finite_is_value_error_at_decoration(option: str, value: float, text: str) -> None:
+    """@actor(option=NaN or ±inf) raises ValueError naming the type, the option and the value."""
+
+    async def timed(ctx: Context[int, Echo]) -> None:
+        pass
+
+    with pytest.raises(ValueError) as info:
+        actor(initial=0, **{option: value})(timed)
+    name = f"{__name__}:test_actor_duration_not_finite_is_value_error_at_decoration.<locals>.timed"
+    assert str(info.value) == f"{name}: {option} must be a finite duration of at most timedelta.max, got {text}"
+
+
+@pytest.mark.parametrize("option", ["ask_timeout", "write_timeout"])
+def test_zero_ask_or_write_timeout_is_value_error(option: str) -> None:
+    """A zero ask or write timeout (every ask or write would fail at once) is refused on the system and on a type."""
+
+    async def zero(ctx: Context[int, Echo]) -> None:
+        pass
+
+    with pytest.raises(ValueError) as info:
+        ActorSystem(**{option: 0})  # type: ignore[arg-type]
+    assert str(info.value) == f"{option} must be positive, got 0"
+    with pytest.raises(ValueError) as info:
+        actor(initial=0, **{option: timedelta(0)})(zero)
+    assert str(info.value).endswith(f"zero: {option} must be positive, got datetime.timedelta(0)")
+
+
+@pytest.mark.parametrize("value", [True, "5", None])
+def test_duration_of_wrong_type_is_type_error(value: Any) -> None:
+    """A bool, a str, or None given as the system's ask_timeout raises TypeError naming the option and the type."""
+    with pytest.raises(TypeError) as info:
+        ActorSystem(ask_timeout=value)
+    assert str(info.value) == f"ask_timeout must be a timedelta or a number of seconds, not {type(value).__qualname__}"
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "text"),
+    [
+        ({"factor": math.nan}, ValueError, "Backoff.factor must be a finite number >= 1, got nan"),
+        ({"factor": math.inf}, ValueError, "Backoff.factor must be a finite number >= 1, got inf"),
+        ({"factor": "2"}, TypeError, "Backoff.factor must be a number, not str"),
+        ({"factor": True}, TypeError, "Backoff.factor must be a number, not bool"),
+        ({"first": 0.1}, TypeError, "Backoff.first must be a timedelta, not float"),
+        ({"limit": 10}, TypeError, "Backoff.limit must be a timedelta, not int"),
+    ],
+)
+def test_backoff_bad_field_is_refused_at_construction(kwargs: dict[str, Any], error: type[Exception], text: str) -> None:
+    """Backoff with a NaN/inf factor raises ValueError, with a factor or time of the wrong type TypeError, each naming the field."""
+    with pytest.raises(error) as info:
+        Backoff(**kwargs)
+    assert str(info.value) == text
+
+
+def test_backoff_with_huge_factor_caps_at_limit() -> None:
+    """A finite but huge factor gives the limit after a few failures instead of an OverflowError out of delay()."""
+    backoff = Backoff(first=timedelta(milliseconds=100), limit=timedelta(seconds=10), factor=1e300)
+    assert [backoff.delay(n) for n in (1, 2, 3, 100)] == [0.1, 10.0, 10.0, 10.0]
+
+
+def test_backoff_of_wrong_type_is_type_error() -> None:
+    """backoff= that is not a Backoff raises TypeError at construction, not an AttributeError at the first restart."""
+
+    async def backs(ctx: Context[int, Echo]) -> None:
+        pass
+
+    with pytest.raises(TypeError) as info:
+        ActorSystem(backoff=0.1)  # type: ignore[arg-type]
+    assert str(info.value) == "backoff must be a Backoff, not float"
+    with pytest.raises(TypeError) as info:
+        actor(initial=0, backoff=timedelta(seconds=1))(backs)
+    assert str(info.value).endswith("backs: backoff must be None or a Backoff, not timedelta")
+
+
+@pytest.mark.parametrize(
+    ("value", "text"),
+    [(timedelta(0), "must be positive, got datetime.timedelta(0)"), (timedelta(seconds=-1), "must not be negative, got datetime.timedelta(days=-1, seconds=86399)")],
+    ids=["zero", "negative"],
+)
+def test_durable_write_behind_interval_must_be_positive(value: timedelta, text: str) -> None:
+    """durable=timedelta(0) or a negative timedelta raises ValueError naming the type and the option."""
+
+    async def behind(ctx: Context[int, Echo]) -> None:
+        pass
+
+    with pytest.raises(ValueError) as info:
+        actor(initial=0, durable=value)(behind)
+    assert str(info.value).endswith(f"behind: durable {text}")
+
+
+@pytest.mark.parametrize("option", ["heartbeat", "suspect_after", "dead_after", "remove_after", "rejoin_grace"])
+def test_cluster_duration_infinite_is_value_error(option: str) -> None:
+    """Cluster(option=inf) is refused with ValueError naming the option (positive() let inf through)."""
+    with pytest.raises(ValueError) as info:
+        Cluster(["a"], **{option: math.inf})
+    assert str(info.value) == f"{option} must be a finite duration of at most timedelta.max, got inf"
+
+
+def test_bad_durations_leave_a_running_node_serving() -> None:
+    """Refused durations (a system, a type, a Backoff) made while a node runs leave that node answering."""
+
+    async def late(ctx: Context[int, Echo]) -> None:
+        pass
+
+    async def main(clock: LoopClock) -> None:
+        async with ActorSystem(clock=clock) as system:
+            with pytest.raises(ValueError):
+                ActorSystem(idle_after=math.nan)
+            with pytest.raises(ValueError):
+                actor(initial=0, idle_after=math.nan)(late)
+            with pytest.raises(ValueError):
+                Backoff(factor=math.nan)
+            await still_serves(system)
+
+    run_virtual(main)
