@@ -22,6 +22,7 @@ import msgspec
 import networkx as nx  # type: ignore[import-untyped]
 import simpy
 
+from casty.cluster.limits import MAX_FRAME
 from casty.ports import FrameHandler
 
 if TYPE_CHECKING:
@@ -71,7 +72,15 @@ class LinkModel:
 
 
 class SimEndpoint:
-    """One node's view of the network: the Transport port of that node."""
+    """One node's view of the network: the Transport port of that node.
+
+    Its frame limit is TCP's (``casty.cluster.limits.MAX_FRAME``): a frame over it is
+    dropped in ``send`` and recorded as ``net.dropped`` with reason ``"too large"``, as
+    ``TcpTransport.send`` drops it, so that what cannot cross a real network cannot cross
+    this one either.
+    """
+
+    max_frame: int = MAX_FRAME
 
     def __init__(self, network: SimNetwork, node: str) -> None:
         self._network = network
@@ -87,8 +96,12 @@ class SimEndpoint:
     def send(self, destination: str, frame: bytes) -> None:
         if not isinstance(frame, (bytes, bytearray, memoryview)):
             raise TypeError(f"a frame is bytes, got {type(frame).__qualname__}")
-        if not self.closed:
-            self._network._send(self._node, destination, bytes(frame))
+        if self.closed:
+            return
+        if len(frame) > self.max_frame:
+            self._network._record("net.dropped", self._node, {"dst": destination, "size": len(frame), "reason": "too large", "frame": _frame_tag(bytes(frame))})
+            return
+        self._network._send(self._node, destination, bytes(frame))
 
     def set_handler(self, handler: FrameHandler) -> None:
         self._handler = handler

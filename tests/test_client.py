@@ -30,7 +30,8 @@ from casty.cluster.membership import MembershipConfig
 from casty.cluster.node import NodeConfig, NodeProcess
 from casty.cluster.routing import CLUSTER_WIRE, WrongOwner
 from casty.cluster.wire import WireError
-from casty.errors import InvalidIdentity, SchemaError, Unavailable, UnknownActor
+from casty.cluster.limits import MAX_FRAME
+from casty.errors import InvalidIdentity, MessageTooLarge, SchemaError, Unavailable, UnknownActor
 from tests.nodes import free_ports, run
 
 TYPE = "tests.cluster_app:tally"
@@ -213,5 +214,27 @@ def test_a_client_with_no_reachable_seed_gets_unavailable() -> None:
             with pytest.raises(Unavailable, match="no gateway could be reached"):
                 await client.ask(TYPE, "k", "Inc")
             assert loop.time() - started < 4.0
+
+    run(body)
+
+
+def test_a_request_over_the_frame_limit_raises_message_too_large_at_once() -> None:
+    """A client request whose frame exceeds MAX_FRAME raises MessageTooLarge at once (not a timeout); the client keeps working."""
+
+    async def body() -> None:
+        (port,) = free_ports(1)
+        node = await one_node(port, [])
+        try:
+            async with ClusterClient([f"127.0.0.1:{port}"], timeout=2.0) as client:
+                loop = asyncio.get_running_loop()
+                started = loop.time()
+                with pytest.raises(MessageTooLarge, match=f"over the {MAX_FRAME}-byte frame limit"):
+                    await client.ask(TYPE, "k", "Inc", {"pad": "x" * MAX_FRAME})
+                with pytest.raises(MessageTooLarge, match=f"over the {MAX_FRAME}-byte frame limit"):
+                    await client.tell(TYPE, "k", "Inc", {"pad": "x" * MAX_FRAME})
+                assert loop.time() - started < 0.5
+                assert await client.ask(TYPE, "k", "Inc") == 1
+        finally:
+            await node.stop()
 
     run(body)

@@ -74,6 +74,7 @@ from ..errors import (
     Fenced,
     InvalidIdentity,
     MailboxFull,
+    MessageTooLarge,
     NotStarted,
     ReentrancyError,
     SchemaError,
@@ -82,6 +83,7 @@ from ..errors import (
 )
 from ..observer import Event
 from ..ref import Askable
+from .limits import MAX_FRAME, check_frame
 from .tcp import Address, ConnectFailed, ConnectionLost, TcpTransport
 from .wire import Wire, WireError
 
@@ -202,7 +204,7 @@ _ERRORS: Final[dict[str, type[Exception]]] = {
     cls.__name__: cls
     for cls in (
         Unavailable, Fenced, SchemaError, UnknownActor, InvalidIdentity, MailboxFull, ReentrancyError, NotStarted,
-        ConfigurationError, TimeoutError, ValueError, TypeError,
+        ConfigurationError, MessageTooLarge, TimeoutError, ValueError, TypeError,
     )
 }
 
@@ -234,7 +236,8 @@ class Gateway:
     ``send(node, bytes)`` is the node's transport send (it dials a client back from its id);
     ``forget(node)`` drops a client from the address book once ``keep_clients`` newer clients
     have come (never a member: ``is_member``). At most ``max_inflight`` calls run at once; one
-    more is answered ``Unavailable`` at once.
+    more is answered ``Unavailable`` at once. A reply whose frame would exceed ``max_frame`` is
+    answered ``MessageTooLarge`` instead (the transport would drop it, and the client time out).
     """
 
     def __init__(
@@ -247,8 +250,10 @@ class Gateway:
         is_member: Callable[[str], bool] | None = None,
         max_inflight: int = 1024,
         keep_clients: int = 256,
+        max_frame: int = MAX_FRAME,
     ) -> None:
         self.system: Final = system
+        self.max_frame: Final = max_frame
         self._send = send
         self.hosted: Final = dict(hosted)
         self._forget = forget
@@ -309,8 +314,11 @@ class Gateway:
     def _answer(self, src: str, result: Result) -> None:
         try:
             data = encode_client_frame(result)
+            check_frame(len(data), self.max_frame, "the reply")
         except WireError as exc:
             data = encode_client_frame(Result(result.request, None, "SchemaError", f"the reply cannot be sent: {exc}"))
+        except MessageTooLarge as exc:  # the transport would drop it and leave the client to time out
+            data = encode_client_frame(Result(result.request, None, "MessageTooLarge", str(exc)))
         self.served += 1
         self._send(src, data)
 
@@ -619,7 +627,9 @@ class ClusterClient:
             raise NotStarted("the client is not started: use `async with ClusterClient(seeds) as client:`")
         core = self.core
         request = core.next_request()
-        data = encode_client_frame(make(request))
+        frame = make(request)
+        data = encode_client_frame(frame)
+        check_frame(len(data), tcp.max_frame, f"{type(frame).__name__} request")  # the transport would drop it unsent
         future: asyncio.Future[Result] = asyncio.get_running_loop().create_future()
         self._futures[request] = future
         send = core.submit(request, data, connected=core.gateway in tcp.outgoing)

@@ -200,6 +200,11 @@ class AddressedTransport:
     def node(self) -> str:
         return self.tcp.node
 
+    @property
+    def max_frame(self) -> int:
+        """The TCP transport's frame limit: what the router checks a message against before sending it."""
+        return self.tcp.max_frame
+
     def send(self, destination: str, frame: bytes) -> None:
         if destination not in self._known and destination != self.tcp.node:
             address = address_of(destination)

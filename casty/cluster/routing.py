@@ -47,6 +47,7 @@ from ..errors import CastyError
 from ..ports import Transport
 from .driver import Dispatcher
 from .handoff import FRAMES as HANDOFF_FRAMES
+from .limits import check_frame, frame_limit
 from .membership import FRAMES as MEMBERSHIP_FRAMES
 from .replicas import FRAMES as BATCH_FRAMES
 from .replication import FRAMES as REPLICATION_FRAMES
@@ -150,10 +151,11 @@ def next_retry(delay: float) -> float:
 
 
 class _Route:
-    __slots__ = ("frame", "deadline", "delay", "waiting", "handle")
+    __slots__ = ("frame", "data", "deadline", "delay", "waiting", "handle")
 
-    def __init__(self, frame: Deliver, deadline: float) -> None:
+    def __init__(self, frame: Deliver, data: bytes, deadline: float) -> None:
         self.frame = frame
+        self.data = data  # the frame encoded: every attempt sends the same bytes
         self.deadline = deadline
         self.delay = FIRST_RETRY
         self.waiting = False  # a retry is armed (not sent yet)
@@ -193,6 +195,7 @@ class Router:
         self.on_failed = on_failed
         self.on_refused = on_refused
         self.write_timeout = write_timeout
+        self.max_frame: Final = frame_limit(transport)
         self._routes: dict[int, _Route] = {}
         self._closed = False
         self.sent = 0
@@ -202,8 +205,15 @@ class Router:
     # --- sending -------------------------------------------------------------------------
 
     def route(self, frame: Deliver) -> None:
-        """Get ``frame`` to its key's owner (this node included, should the view change meanwhile)."""
-        entry = _Route(frame, self.loop.time() + self.write_timeout)
+        """Get ``frame`` to its key's owner (this node included, should the view change meanwhile).
+
+        The frame is encoded once, here, and checked against the transport's frame limit:
+        one too large raises ``MessageTooLarge`` to the caller of ``tell``/``ask`` at once,
+        where the transport would drop it on every attempt and leave an ask to time out.
+        """
+        data = self.wire.encode(ROUTING_CHANNEL, frame)
+        check_frame(len(data), self.max_frame, f"{frame.actor}[{frame.key!r}]")
+        entry = _Route(frame, data, self.loop.time() + self.write_timeout)
         self._routes[frame.request] = entry
         self._attempt(entry)
 
@@ -239,7 +249,8 @@ class Router:
         elif owner is None:
             self._retry(entry, "no owner: this node has no quorum or sees no replica alive")
         else:
-            self._send(owner, frame)
+            self.sent += 1
+            self.transport.send(owner, entry.data)
             # Nothing confirms a delivery: forget the route once no WrongOwner can matter any more.
             entry.handle = self.loop.call_at(entry.deadline + MAX_RETRY, self._expire, entry)
 

@@ -78,6 +78,7 @@ import msgspec
 from ..errors import CastyError
 from ..observer import Event
 from ..ports import FrameHandler, Observer
+from .limits import MAX_FRAME
 
 __all__ = [
     "MAGIC",
@@ -102,8 +103,6 @@ __all__ = [
 MAGIC: Final = "casty/1"
 """The protocol name and version a ``Hello`` must carry."""
 
-MAX_FRAME: Final = 4 * 1024 * 1024
-"""The default largest frame payload, in bytes (4 MiB)."""
 
 HANDSHAKE_MAX: Final = 1024
 """The largest first frame of a connection (the handshake), in bytes."""
@@ -493,6 +492,11 @@ class TcpTransport:
     @property
     def cluster(self) -> str:
         return self._cluster
+
+    @property
+    def max_frame(self) -> int:
+        """The largest frame this transport sends or accepts (``casty.cluster.limits.MAX_FRAME`` by default)."""
+        return self._max_frame
 
     @property
     def address(self) -> Address:
