@@ -92,3 +92,4 @@ def _load() -> None:
     from . import replicas_lost  # noqa: F401
     from . import takeover  # noqa: F401
     from . import rolling  # noqa: F401
+    from . import double_restart  # noqa: F401
