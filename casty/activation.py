@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from . import observer as ev
-from .actor import ActorType, known_actor, lookup_actor
+from .actor import ActorType, known_actor
 from .cluster.replication import Acquired, AcquireTimedOut, Confirmed, Lost, Stamp, WriteTimedOut
 from .cluster.replication import Fenced as EpochFenced
 from .context import EMPTY, Context, Inbox
@@ -380,7 +380,7 @@ class Activation:
         pages = self.pages = system._records.pages_of(self.entity)
         behavior_page = pages.get(BEHAVIOR_PAGE)
         if behavior_page is not None:
-            self.behavior = lookup_actor(system.codec.decode_value(behavior_page, str, "@behavior"))
+            self.behavior = known_actor(system.codec.decode_value(behavior_page, str, "@behavior"))  # never an import
         recovered = STATE_PAGE in pages
         self.lease = system._next_lease()
         updates: dict[str, bytes | None] = {ACTIVE_PAGE: system.codec.encode_value([system.node, self.lease], "@active")}

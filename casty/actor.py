@@ -1,14 +1,15 @@
 """``@actor``: turns an ``async def body(ctx: Context[S, M])`` into an actor type.
 
-The type is named ``module:qualname`` of its body, which is how a node that meets an
-unfamiliar name (in ``@behavior``, or in a ref that crossed the network) finds it: by
-importing that module. The decorator reads ``S`` and ``M`` from the annotation once, so
-that every message and state value can be checked and encoded without guessing.
+The type is named ``module:qualname`` of its body, and every type the process defines is
+registered under that name. A name met later (in a ref that crossed the network, in an
+``@behavior`` page, as a key of the store) resolves only through that registry: a name
+from outside never imports anything, or a peer could make a node import a module of its
+choosing. The decorator reads ``S`` and ``M`` from the annotation once, so that every
+message and state value can be checked and encoded without guessing.
 """
 
 from __future__ import annotations
 
-import importlib
 import inspect
 import math
 from collections.abc import Awaitable, Callable
@@ -19,7 +20,7 @@ from typing import Any, Generic, Literal, TypeVar, get_args, get_origin, overloa
 from .codec import MessageSchema, resolve_hints, union_members
 from .errors import SchemaError, UnknownActor
 
-__all__ = ["actor", "ActorType", "Backoff", "duration", "known_actor", "lookup_actor", "seconds"]
+__all__ = ["actor", "ActorType", "Backoff", "duration", "known_actor", "seconds"]
 
 S = TypeVar("S")
 M = TypeVar("M")
@@ -213,32 +214,12 @@ def actor(body: Callable[[Any], Awaitable[None]] | None = None, /, **options: An
 def known_actor(name: str) -> ActorType[Any, Any]:
     """The actor type called ``name`` if this process has already defined it; never imports anything.
 
-    For names that arrive from the network (a routed message, a replica's key, a page): a
-    peer must not be able to make this process import a module of its choosing.
+    The only way a name becomes a type: names arrive from the network (a routed message, a
+    ref inside one, a replica's key, a page) or from the store, and none of them may make
+    this process import a module. A program hosts a type by importing its module itself
+    (``python -m casty node --module``, or an ordinary import).
     """
-    found = _REGISTRY.get(name)
+    found = _REGISTRY.get(name) if type(name) is str else None
     if found is None:
         raise UnknownActor(f"actor type {name!r} is not hosted here (no such @actor was defined in this process)")
     return found
-
-
-def lookup_actor(name: str) -> ActorType[Any, Any]:
-    """The actor type called ``module:qualname``, importing its module if it is not known yet."""
-    found = _REGISTRY.get(name)
-    if found is not None:
-        return found
-    module_name, sep, qualname = name.partition(":")
-    if not sep or not module_name or not qualname:
-        raise UnknownActor(f"{name!r} is not an actor type name (expected module:qualname)")
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise UnknownActor(f"actor type {name!r}: cannot import module {module_name!r}: {exc}") from exc
-    obj: Any = module
-    for part in qualname.split("."):
-        obj = getattr(obj, part, None)
-        if obj is None:
-            break
-    if not isinstance(obj, ActorType):
-        raise UnknownActor(f"actor type {name!r}: {qualname!r} in {module_name!r} is not an @actor")
-    return obj

@@ -55,6 +55,8 @@ LAST_YEAR: Final = 2099
 """Quartz's year range; also the search horizon, so a search always ends."""
 
 _ONE_SECOND: Final = timedelta(seconds=1)
+_BEFORE_FIRST_YEAR: Final = datetime(FIRST_YEAR - 1, 1, 1, tzinfo=timezone.utc)
+"""Earlier than any fire time in any zone: a search from any earlier instant gives the same answer."""
 
 
 # --- fields -----------------------------------------------------------------------------
@@ -530,8 +532,16 @@ class Cron:
         Cron's zone (a wall time in a DST gap is read per PEP 495, with its ``fold``).
         ``None`` when the expression has no fire time left up to the end of 2099.
         """
-        instant = _to_utc(dt if dt.tzinfo is not None else dt.replace(tzinfo=self._tz))
-        local = instant.astimezone(self._tz)  # via UTC: normalizes a naive gap time
+        try:
+            instant = _to_utc(dt if dt.tzinfo is not None else dt.replace(tzinfo=self._tz))
+            local = instant.astimezone(self._tz)  # via UTC: normalizes a naive gap time
+        except OverflowError:
+            # Within a day of datetime.min or max, the zone's offset carries dt out of the
+            # range datetimes have. Either end lies outside 1970-2099, where nothing fires:
+            # after the top there is no fire time, after the bottom the first one.
+            if dt.year > LAST_YEAR:
+                return None
+            return self.next_after(_BEFORE_FIRST_YEAR)
         if local.year > LAST_YEAR:
             return None
         wall = local.replace(tzinfo=None, microsecond=0, fold=0)

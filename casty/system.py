@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from . import observer as ev
 from .activation import ASK_CHAIN, Activation, Envelope, KeyRecords, PendingAsk
-from .actor import ActorType, Backoff, duration, known_actor, lookup_actor, seconds
+from .actor import ActorType, Backoff, duration, known_actor, seconds
 from .clock import SystemClock
 from .codec import Codec
 from .errors import ConfigurationError, InvalidIdentity, MailboxFull, NotStarted, ReentrancyError, SchemaError, Unavailable
@@ -241,19 +241,18 @@ class ActorSystem:
             raise InvalidIdentity(f"{actor.name}: a key must not be empty")
 
     def _type_named(self, name: str) -> ActorType[Any, Any]:
-        found = self._types.get(name)
-        if found is None:
-            found = lookup_actor(name)
-            self._types[name] = found
-        return found
+        """The type called ``name``, among those this process defined; ``UnknownActor`` otherwise.
 
-    def _type_hosted(self, name: str) -> ActorType[Any, Any]:
-        """``_type_named`` for a name from the network: only types this process defined, no import (see ``known_actor``)."""
+        Never an import, whatever the name's origin: a ref's name may come from a peer's
+        frame, a client's JSON, a replica's or the store's pages (see ``known_actor``).
+        """
         found = self._types.get(name)
         if found is None:
             found = known_actor(name)
             self._types[name] = found
         return found
+
+    _type_hosted = _type_named
 
     def _activation_for(self, actor: ActorType[Any, Any], key: str, initial: Any) -> Activation:
         entity = (actor.name, key)
@@ -271,12 +270,20 @@ class ActorSystem:
             del self._activations[activation.entity]
 
     def _ref_from_wire(self, obj: list[Any]) -> Ref[Any]:
+        """A ref decoded from bytes, bound to this system. An entity ref must name a type this process
+        defined (``UnknownActor`` naming it, never an import) and a non-empty key; ``ValueError`` (a
+        ``SchemaError`` once the codec has it) for anything else that is not an encoded ref."""
         kind = obj[0]
         if kind == "@e" and len(obj) == 3:
-            return EntityRef(self, str(obj[1]), str(obj[2]))
-        if kind == "@r" and len(obj) == 3:
-            return ReplyRef(self, str(obj[1]), int(obj[2]))
-        if kind == "@n":
+            name, key = obj[1], obj[2]
+            if type(key) is not str or not key:
+                raise ValueError(f"an encoded entity ref needs a non-empty string key, got {key!r}")
+            if type(name) is not str or name not in self._types:
+                self._type_named(name)  # UnknownActor: never an import
+            return EntityRef(self, name, key)
+        if kind == "@r" and len(obj) == 3 and type(obj[1]) is str and type(obj[2]) is int:
+            return ReplyRef(self, obj[1], obj[2])
+        if kind == "@n" and len(obj) == 1:
             return NOBODY
         raise ValueError(f"not an encoded ref: {obj!r}")
 

@@ -612,6 +612,38 @@ def test_every_second_across_a_gap_is_fast() -> None:
     assert cron.next_after(at(2026, 3, 29, 1, 59, 59, tz=BERLIN)) == at(2026, 3, 29, 3, 0, 0, tz=BERLIN)
 
 
+TOKYO = zoneinfo.ZoneInfo("Asia/Tokyo")
+
+
+@pytest.mark.parametrize(
+    ("start", "tz"),
+    [
+        pytest.param(datetime.max, NEW_YORK, id="naive-max-west-of-utc"),
+        pytest.param(datetime.max.replace(tzinfo=UTC), TOKYO, id="utc-max-east-of-utc"),
+        pytest.param(datetime.max.replace(tzinfo=TOKYO), NEW_YORK, id="tokyo-max-in-new-york"),
+    ],
+)
+def test_next_after_the_last_datetime_in_any_zone_is_none(start: datetime, tz: tzinfo) -> None:
+    """next_after (and period_hint) a time whose reading in the zone is past year 9999 is None, not an OverflowError."""
+    cron = Cron("0 0 0 * * ?", tz)
+    assert cron.next_after(start) is None
+    assert cron.period_hint(start) is None
+
+
+@pytest.mark.parametrize(
+    ("start", "tz"),
+    [
+        pytest.param(datetime.min, TOKYO, id="naive-min-east-of-utc"),
+        pytest.param(datetime.min.replace(tzinfo=UTC), NEW_YORK, id="utc-min-west-of-utc"),
+    ],
+)
+def test_next_after_the_first_datetime_in_any_zone_is_the_first_fire_time(start: datetime, tz: tzinfo) -> None:
+    """next_after a time whose reading in the zone is before year 1 is the first fire time (1970), not an OverflowError."""
+    cron = Cron("0 0 0 * * ?", tz)
+    assert cron.next_after(start) == datetime(1970, 1, 1, tzinfo=tz)
+    assert cron.period_hint(start) == timedelta(days=1)
+
+
 # --- a model of expressions, for the property tests ---------------------------------------
 
 
