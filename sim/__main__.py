@@ -4,6 +4,7 @@
     python -m sim run NAME --seed N [--until DURATION] [--jsonl FILE] [--perfetto FILE] [--digest] [--check]
     python -m sim sweep NAME --seeds 0:500 --workers 2
     python -m sim tour --out DIR
+    python -m sim mutants [--only NAMES] [--seeds 200] [--workers 1] [--budget S] [--list]   (sim/mutants.py)
 """
 
 from __future__ import annotations
@@ -28,6 +29,11 @@ def parse_duration(text: str) -> timedelta:
 
 
 def main(argv: list[str] | None = None) -> int:
+    args_in = sys.argv[1:] if argv is None else argv
+    if args_in[:1] == ["mutants"]:  # its own options: see sim/mutants.py
+        from .mutants import main as mutants
+
+        return mutants(args_in[1:])
     parser = argparse.ArgumentParser(prog="python -m sim", description="casty lab: the deterministic world")
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("list", help="print the built-in scenarios, one per line")

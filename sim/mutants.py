@@ -1,0 +1,745 @@
+"""Checker power, measured by mutation: break one rule of the runtime, see which sweep notices.
+
+A sweep that passes says little unless it fails on a broken runtime. Each ``Mutant`` here is
+a small declarative patch that breaks one rule the runtime relies on: ``(file, exact source
+snippet, its replacement)`` edits plus the rule it breaks and the scenarios most likely to
+notice. ``python -m sim mutants`` applies one mutant at a time to a *copy* of the runtime
+(``casty/`` and ``sim/`` copied to a temporary directory; the working tree is never touched),
+runs the built-in scenarios on that copy in subprocesses (``PYTHONPATH`` = the copy), and
+stops a scenario at its first failing seed. It prints one row per mutant: the rule, the
+scenario and the first seed that caught it, and the first failure's text.
+
+    python -m sim mutants                       # every mutant, 200 seeds per scenario, 1 worker
+    python -m sim mutants --list                # the catalogue, and whether each snippet is still there
+    python -m sim mutants --only r3-write-below-promise,claim-last-writer-wins --seeds 50 --workers 2
+    python -m sim mutants --scenarios cluster-random,swarm --budget 300   # at most 300 s per mutant
+    python -m sim mutants --rev HEAD            # copy the runtime from a commit instead of the working tree
+
+Verdicts:
+
+* ``CAUGHT``: a seed of a scenario failed (a check failed or the run raised) on the mutant,
+  and the same scenario and seed pass on an unpatched copy made the same way (a seed that
+  fails without the mutant proves nothing about it: the search goes on past it).
+* ``NOT CAUGHT within N seeds``: no scenario tried failed (or the time budget ran out first).
+* ``STALE``: a snippet is not in its file exactly once (the code moved): the mutant tests
+  nothing until its snippet is updated. Never reported as caught or as passed.
+  ``tests/test_mutants.py`` fails on a stale mutant, so a refactor cannot disable one quietly.
+* ``INVALID``: the patched copy does not import (a syntax error, a missing name), or the
+  first failure is a ``NameError``-like error: the patch is broken, not the rule.
+
+Scenarios are tried in order: the mutant's own targeted (cheap) ones first, then the
+general ones (``cluster-random``, then ``swarm`` where it exists); ``--scenarios`` replaces
+that list. Names the copy does not register are skipped. Seeds run in ``--workers``
+subprocesses (at most 2): worker ``i`` takes seeds ``i, i + workers, ...``, and a scenario is
+over once a failing seed is known and every smaller seed has passed, so the seed reported is
+the first failing one whatever the number of workers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import selectors
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Literal
+
+__all__ = [
+    "Edit",
+    "Mutant",
+    "MUTANTS",
+    "GENERAL_SCENARIOS",
+    "Stale",
+    "Outcome",
+    "stale_edits",
+    "apply_mutant",
+    "copy_runtime",
+    "import_error",
+    "hunt",
+    "format_table",
+    "main",
+]
+
+ROOT = Path(__file__).resolve().parent.parent
+"""The repository root (the directory holding ``casty/`` and ``sim/``)."""
+
+PACKAGES = ("casty", "sim")
+"""What a copy holds: the runtime and the world that drives it (the scenarios and checks)."""
+
+GENERAL_SCENARIOS = ("cluster-random", "swarm")
+"""Tried after a mutant's own scenarios: random fault plans (``swarm`` once it is registered)."""
+
+MAX_WORKERS = 2
+"""The machine has two cores: more workers only slow everyone down."""
+
+INVALID_ERRORS = ("NameError", "UnboundLocalError", "SyntaxError", "IndentationError", "ImportError", "ModuleNotFoundError")
+"""A run that dies of one of these means the patch is broken code, not a broken rule."""
+
+
+@dataclass(frozen=True)
+class Edit:
+    """Replace ``snippet`` (which must occur exactly once in ``file``) with ``replacement``."""
+
+    file: str
+    snippet: str
+    replacement: str
+
+
+@dataclass(frozen=True)
+class Mutant:
+    """One ablation: the edits that break ``rule``, and the scenarios to try first (cheap, targeted)."""
+
+    name: str
+    rule: str
+    edits: tuple[Edit, ...]
+    targets: tuple[str, ...] = ()
+
+
+class Stale(Exception):
+    """A mutant's snippet is not in its file exactly once: the code moved and the mutant must be updated."""
+
+
+def _one(file: str, snippet: str, replacement: str) -> tuple[Edit, ...]:
+    return (Edit(file, snippet, replacement),)
+
+
+REPLICATION = "casty/cluster/replication.py"
+ACTIVATION = "casty/activation.py"
+
+MUTANTS: tuple[Mutant, ...] = (
+    Mutant(
+        "r1-promise-below",
+        "replication 1: a replica promises only an epoch >= its promise (here: any epoch, and the promise may go down)",
+        _one(
+            REPLICATION,
+            "        if frame.epoch < record.promised:\n"
+            "            return Nack(frame.entity, frame.epoch, None, record.promised)\n"
+            "        record.promised = frame.epoch\n",
+            "        record.promised = frame.epoch\n",
+        ),
+        ("stale-owner-fenced", "ownership-repeat", "rolling-restart-3"),
+    ),
+    Mutant(
+        "r2-adopt-first-promise",
+        "replication 2: acquire adopts the newest stamp of the read quorum (here: the first replica's, in ring order)",
+        _one(
+            REPLICATION,
+            "if promise is not None and (best is None or promise.stamp > best.stamp):",
+            "if promise is not None and best is None:",
+        ),
+        ("stale-owner-fenced", "ownership-repeat", "rolling-restart-3"),
+    ),
+    Mutant(
+        "r2-acquired-before-write-back",
+        "replication 2: Acquired only once the write-back reached the write quorum (here: on the first ack)",
+        _one(
+            REPLICATION,
+            "        if self.phase == \"writing_back\":\n"
+            "            if self._holders(self.version) is None:\n"
+            "                return []\n",
+            "        if self.phase == \"writing_back\":\n",
+        ),
+        ("stale-owner-fenced", "ownership-repeat", "rolling-restart-3"),
+    ),
+    Mutant(
+        "r3-write-below-promise",
+        "replication 3: a write is accepted only with epoch >= the promise (here: any epoch)",
+        _one(
+            REPLICATION,
+            "        if epoch < record.promised:\n"
+            "            return Nack(entity, epoch, frame.version, record.promised)\n"
+            "        if not filling:\n",
+            "        if not filling:\n",
+        ),
+        ("stale-owner-fenced", "ownership-repeat", "rolling-restart-3"),
+    ),
+    Mutant(
+        "r4-confirm-on-one-ack",
+        "replication 4: Confirmed once a write quorum acked (here: once any one replica did, the owner's own)",
+        (
+            Edit(
+                REPLICATION,
+                "        if held < self._write_quorum:\n            return out\n",
+                "        if held < 1:\n            return out\n",
+            ),
+            Edit(
+                REPLICATION,
+                "return tuple(holders) if len(holders) >= self._write_quorum else None",
+                "return tuple(holders) if len(holders) >= 1 else None",
+            ),
+        ),
+        ("stale-owner-fenced", "ownership-repeat", "rolling-restart-3"),
+    ),
+    Mutant(
+        "r5-nack-does-not-fence",
+        "replication 5: a Nack naming a newer epoch ends the owner (here: it is ignored, the owner goes on)",
+        _one(
+            REPLICATION,
+            "            if frame.promised > self.epoch:\n                return self._lose(frame.promised)\n",
+            "            if frame.promised > self.epoch:\n                pass\n",
+        ),
+        ("stale-owner-fenced", "ownership-repeat", "rolling-restart-3"),
+    ),
+    Mutant(
+        "r6-tombstone-unordered",
+        "replication 6: a tombstone keeps its stamp, so older pages never come back (here: it resets the stamp to zero)",
+        _one(
+            REPLICATION,
+            "        version = frame.version\n        held = record.epoch\n",
+            "        version = frame.version\n"
+            "        if not frame.pages:  # mutant: a tombstone forgets its stamp\n"
+            "            record.epoch, record.version, record.pages = ZERO_EPOCH, 0, {}\n"
+            "            return Ack(entity, epoch, version)\n"
+            "        held = record.epoch\n",
+        ),
+        ("cron-single-fire",),
+    ),
+    Mutant(
+        "quorum-any-alive",
+        "membership quorum: a node owns keys only while it sees more than half of the members alive (here: always)",
+        _one("casty/cluster/placement.py", "    return 2 * alive > members\n", "    return alive > 0\n"),
+        ("stale-owner-fenced", "rolling-restart-3"),
+    ),
+    Mutant(
+        "blank-promise-counts",
+        "handoff readiness: a blank promise (replica not ready) does not count toward the read quorum (here: it does)",
+        _one(
+            REPLICATION,
+            "        if frame.blank:\n            # Not ready:",
+            "        if False:\n            # Not ready:",
+        ),
+        ("rolling-restart-3", "rolling-restart", "ownership-repeat"),
+    ),
+    Mutant(
+        "ready-at-once",
+        "handoff readiness: a replica is ready once the other replicas answered its sync round (here: at once)",
+        _one(
+            "casty/cluster/replicas.py",
+            "        if all(answered(peer) for peer in others):\n",
+            "        if True:\n",
+        ),
+        ("rolling-restart-3", "rolling-restart", "ownership-repeat"),
+    ),
+    Mutant(
+        "unready-accepts-any-write",
+        "handoff readiness: a replica not ready accepts only writes of an epoch it promised since it came back (here: any)",
+        _one(
+            REPLICATION,
+            "        if filling and self._blank_promises.get(entity) != epoch:\n            return None\n",
+            "",
+        ),
+        ("rolling-restart-3", "rolling-restart", "ownership-repeat"),
+    ),
+    Mutant(
+        "no-rejoin-grace",
+        "rejoin grace: a node that had a previous life stays out of the protocol for the grace (here: it joins at once)",
+        _one(
+            "casty/cluster/runtime.py",
+            "if (heard and core.previous_life is None) or self.system.loop.time() >= self._started_at + self._grace:",
+            "if heard or self.system.loop.time() >= self._started_at + self._grace:",
+        ),
+        ("rolling-restart-3", "rolling-restart", "ownership-repeat"),
+    ),
+    Mutant(
+        "lease-not-checked",
+        "activation lease: a write from a replaced run (an older lease) is refused as Fenced (here: only a closed activation's)",
+        _one(
+            ACTIVATION,
+            "        if self._closed or (lease is not None and lease != self.lease):\n"
+            "            shown = self.lease if lease is None else lease\n",
+            "        if self._closed:\n            shown = self.lease if lease is None else lease\n",
+        ),
+        ("stale-owner-fenced", "ownership-repeat"),
+    ),
+    Mutant(
+        "catch-up-burst",
+        "catch-up (actor schedules): a late firing delivers once and skips to the next grid time (here: no skip, a burst)",
+        _one(
+            ACTIVATION,
+            "            skipped = (now - due) // every if now > due else 0\n",
+            "            skipped = 0\n",
+        ),
+        ("pause-catch-up", "clock-step", "durable-restart"),
+    ),
+    Mutant(
+        "catch-up-burst-node",
+        "catch-up (schedules.catch_up, node schedules): skip the grid times missed (here: none skipped, a burst)",
+        _one(
+            "casty/schedules.py",
+            "    skipped = max(0, now_us - due_us) // every_us\n",
+            "    skipped = 0\n",
+        ),
+        ("timers-vs-schedules", "interval-per-node", "node-restart-loses-node-schedules"),
+    ),
+    Mutant(
+        "claim-last-writer-wins",
+        "cron claim: the first claim of a tick wins, later ones get the recorded winner (here: every claimant wins)",
+        _one(
+            "casty/cluster/claims.py",
+            "    if record is not None:\n        return None, record.winner\n",
+            "",
+        ),
+        ("cron-single-fire",),
+    ),
+    Mutant(
+        "clock-activates",
+        "the clock alone does not activate: a released key's schedule waits for a message (here: its timer re-activates it)",
+        (
+            Edit(
+                ACTIVATION,
+                "        for armed in self._schedules.values():\n"
+                "            if armed.timer is not None:\n"
+                "                self.system.timers.cancel(armed.timer)\n"
+                "                armed.timer = None\n",
+                "",
+            ),
+            Edit(
+                ACTIVATION,
+                "        armed.timer = None\n        if not armed.live or self._closed:\n            return\n",
+                "        armed.timer = None\n"
+                "        if not armed.live:\n"
+                "            return\n"
+                "        if self._closed:  # mutant: the due time activates the key again\n"
+                "            self.system._activation_for(self.type, self.key, self.type.initial).deliver(Envelope(armed.message))\n"
+                "            return\n",
+            ),
+        ),
+        ("clock-does-not-activate",),
+    ),
+)
+"""The catalogue. Names are stable (``--only`` and the tests use them)."""
+
+
+# ================================================================= patching =====
+
+
+def stale_edits(mutant: Mutant, root: Path = ROOT) -> list[str]:
+    """Why each of ``mutant``'s edits cannot apply to the tree at ``root`` (empty: every snippet is there exactly once)."""
+    problems: list[str] = []
+    for edit in mutant.edits:
+        path = root / edit.file
+        if not path.is_file():
+            problems.append(f"{edit.file}: no such file")
+            continue
+        count = path.read_text(encoding="utf-8").count(edit.snippet)
+        if count != 1:
+            first = edit.snippet.strip().splitlines()[0] if edit.snippet.strip() else edit.snippet
+            problems.append(f"{edit.file}: snippet {first!r} found {count} times (expected once)")
+    return problems
+
+
+def apply_mutant(mutant: Mutant, root: Path) -> None:
+    """Patch the copy at ``root`` in place; ``Stale`` (and nothing written) if any snippet is not there exactly once.
+
+    Several edits of one file apply in order, each to the text the previous one left.
+    """
+    problems = stale_edits(mutant, root)
+    if problems:
+        raise Stale(f"{mutant.name}: " + "; ".join(problems))
+    texts: dict[str, str] = {}
+    for edit in mutant.edits:
+        text = texts.get(edit.file)
+        if text is None:
+            text = (root / edit.file).read_text(encoding="utf-8")
+        if text.count(edit.snippet) != 1:  # an earlier edit of the same file removed or doubled it
+            raise Stale(f"{mutant.name}: {edit.file}: an earlier edit changed the snippet {edit.snippet.strip()[:60]!r}")
+        texts[edit.file] = text.replace(edit.snippet, edit.replacement, 1)
+    for file, text in texts.items():
+        (root / file).write_text(text, encoding="utf-8")
+
+
+def _ignore(_dir: str, names: list[str]) -> set[str]:
+    return {name for name in names if name == "__pycache__" or name.endswith((".pyc", ".pyo"))}
+
+
+def copy_runtime(dest: Path, *, source: Path = ROOT, rev: str | None = None) -> Path:
+    """Copy ``casty/`` and ``sim/`` from ``source`` (its working tree, or commit ``rev``) into ``dest``; returns ``dest``."""
+    dest.mkdir(parents=True, exist_ok=True)
+    if rev is None:
+        for package in PACKAGES:
+            shutil.copytree(source / package, dest / package, ignore=_ignore)
+        return dest
+    archive = dest / ".rev.tar"
+    with archive.open("wb") as out:
+        done = subprocess.run(["git", "-C", str(source), "archive", rev, *PACKAGES], stdout=out, stderr=subprocess.PIPE)
+    if done.returncode != 0:
+        raise ValueError(f"git archive {rev}: {done.stderr.decode(errors='replace').strip()}")
+    with tarfile.open(archive) as tar:
+        tar.extractall(dest, filter="data")
+    archive.unlink()
+    return dest
+
+
+# ============================================================ subprocesses ======
+
+_IMPORT_CHECK = """
+import importlib, json, pkgutil, sys
+import casty, sim
+where = [casty.__file__, sim.__file__]
+for package in (casty, sim):
+    for info in pkgutil.walk_packages(package.__path__, package.__name__ + "."):
+        if info.name.rsplit(".", 1)[-1] == "__main__" or ".viz" in info.name:
+            continue
+        importlib.import_module(info.name)
+from sim import scenarios
+scenarios._load()
+print(json.dumps({"where": where, "scenarios": list(scenarios.SCENARIOS)}))
+"""
+
+_WORKER = """
+import json, sys
+import casty, sim
+from sim import scenarios
+print(json.dumps({"where": [casty.__file__, sim.__file__]}), flush=True)
+name = sys.argv[1]
+for seed in (int(s) for s in sys.argv[2].split(",")):
+    try:
+        run = scenarios.run(name, seed)
+        failures, error = [str(f) for f in run.failures], None
+    except Exception as exc:
+        failures, error = [], f"{type(exc).__name__}: {exc}"
+    print(json.dumps({"seed": seed, "failures": failures, "error": error}), flush=True)
+"""
+
+
+def _env(copy: Path) -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(copy)
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    env.setdefault("MPLBACKEND", "Agg")
+    return env
+
+
+def _inside(copy: Path, files: Sequence[str]) -> bool:
+    return all(Path(f).resolve().is_relative_to(copy.resolve()) for f in files)
+
+
+def import_error(copy: Path, python: str = sys.executable) -> tuple[str | None, list[str]]:
+    """Import every module of the copy (and register its scenarios): (the error, if any; the scenario names)."""
+    done = subprocess.run(
+        [python, "-c", _IMPORT_CHECK], cwd=copy, env=_env(copy), capture_output=True, text=True, timeout=300
+    )
+    if done.returncode != 0:
+        lines = [line for line in done.stderr.strip().splitlines() if line.strip()]
+        return (lines[-1] if lines else f"exit status {done.returncode}"), []
+    info = json.loads(done.stdout.strip().splitlines()[-1])
+    if not _inside(copy, info["where"]):
+        return f"the copy imported casty/sim from elsewhere: {info['where']}", []
+    return None, list(info["scenarios"])
+
+
+@dataclass
+class _Worker:
+    proc: subprocess.Popen[str]
+    seeds: list[int]
+    done: int = 0  # how many of its seeds have reported
+
+    @property
+    def finished(self) -> bool:
+        return self.done >= len(self.seeds)
+
+    @property
+    def next_seed(self) -> int | None:
+        return None if self.finished else self.seeds[self.done]
+
+
+SeedVerdict = tuple[int, list[str], str | None]
+"""(seed, check failures, error): what one seed of one scenario left."""
+
+
+def _first_failure(
+    copy: Path,
+    scenario: str,
+    seeds: Sequence[int],
+    workers: int,
+    deadline: float | None,
+    python: str,
+    accept: Callable[[SeedVerdict], bool],
+) -> tuple[SeedVerdict | None, int, bool]:
+    """The first seed (in ``seeds`` order) whose run fails and that ``accept`` takes; seeds known to pass; out of time?
+
+    The workers keep running past a failure that ``accept`` refuses (a seed failing on the
+    unpatched copy too), and are killed as soon as the answer is known.
+    """
+    workers = max(1, min(workers, MAX_WORKERS, len(seeds)))
+    procs: list[_Worker] = []
+    selector = selectors.DefaultSelector()
+    passed: set[int] = set()
+    failed: dict[int, SeedVerdict] = {}
+    refused: set[int] = set()
+    order = {seed: i for i, seed in enumerate(seeds)}
+    try:
+        for i in range(workers):
+            mine = list(seeds[i::workers])
+            proc = subprocess.Popen(
+                [python, "-c", _WORKER, scenario, ",".join(map(str, mine))],
+                cwd=copy, env=_env(copy), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, bufsize=1,
+            )
+            worker = _Worker(proc, mine)
+            procs.append(worker)
+            assert proc.stdout is not None
+            selector.register(proc.stdout, selectors.EVENT_READ, worker)
+        while True:
+            best = min((s for s in failed if s not in refused), key=order.__getitem__, default=None)
+            if best is not None:
+                if not accept(failed[best]):
+                    refused.add(best)
+                    passed.add(best)  # not the mutant's doing: the search goes on past it
+                    continue
+                if all(w.next_seed is None or order[w.next_seed] > order[best] for w in procs):
+                    return failed[best], len(passed), False
+            if all(w.finished for w in procs):
+                return None, len(passed), False
+            timeout = None if deadline is None else deadline - time.monotonic()
+            if timeout is not None and timeout <= 0:
+                return None, len(passed), True
+            events = selector.select(timeout=timeout)
+            for key, _mask in events:
+                worker = key.data
+                stream: IO[str] = key.fileobj  # type: ignore[assignment]
+                line = stream.readline()
+                if not line:  # the worker died: every seed it had left counts as an error
+                    selector.unregister(stream)
+                    worker.proc.wait()
+                    if not worker.finished:
+                        seed = worker.seeds[worker.done]
+                        failed[seed] = (seed, [], f"worker exited with status {worker.proc.returncode} before seed {seed} ended")
+                        worker.done = len(worker.seeds)
+                    continue
+                info = json.loads(line)
+                if "where" in info:
+                    if not _inside(copy, info["where"]):
+                        raise RuntimeError(f"a worker imported casty/sim from outside the copy: {info['where']}")
+                    continue
+                seed = int(info["seed"])
+                worker.done += 1
+                if info["failures"] or info["error"]:
+                    failed[seed] = (seed, list(info["failures"]), info["error"])
+                else:
+                    passed.add(seed)
+    finally:
+        for worker in procs:
+            if worker.proc.poll() is None:
+                worker.proc.kill()
+            worker.proc.wait()
+            if worker.proc.stdout is not None:
+                worker.proc.stdout.close()
+        selector.close()
+
+
+# ================================================================== hunting =====
+
+Status = Literal["CAUGHT", "NOT CAUGHT", "STALE", "INVALID"]
+
+
+@dataclass
+class Outcome:
+    """What one mutant came to: caught (where, how), not caught (what was tried), stale or invalid (why)."""
+
+    mutant: Mutant
+    status: Status
+    scenario: str | None = None
+    seed: int | None = None
+    detail: str = ""
+    tried: dict[str, int] = field(default_factory=dict)  # scenario -> seeds run on it
+    out_of_time: bool = False
+    seconds: float = 0.0
+
+    @property
+    def caught_by(self) -> str:
+        if self.status == "CAUGHT":
+            return f"{self.scenario} seed {self.seed}"
+        if self.status == "NOT CAUGHT":
+            tried = ", ".join(f"{name} ({count})" for name, count in self.tried.items()) or "no scenario"
+            limit = max(self.tried.values(), default=0)
+            budget = " (time budget spent)" if self.out_of_time else ""
+            return f"NOT CAUGHT within {limit} seeds of {tried}{budget}"
+        return self.status
+
+
+@contextmanager
+def _scratch(keep: bool = False) -> Iterator[Path]:
+    path = Path(tempfile.mkdtemp(prefix="casty-mutant-"))
+    try:
+        yield path
+    finally:
+        if not keep:
+            shutil.rmtree(path, ignore_errors=True)
+
+
+class Baseline:
+    """The unpatched copy: a failure counts for a mutant only if the same scenario and seed pass here."""
+
+    def __init__(self, copy: Path, python: str) -> None:
+        self.copy = copy
+        self.python = python
+        self._known: dict[tuple[str, int], bool] = {}
+
+    def passes(self, scenario: str, seed: int) -> bool:
+        key = (scenario, seed)
+        if key not in self._known:
+            verdict, _, _ = _first_failure(self.copy, scenario, [seed], 1, None, self.python, lambda _v: True)
+            self._known[key] = verdict is None
+        return self._known[key]
+
+
+def hunt(
+    mutant: Mutant,
+    *,
+    baseline: Baseline,
+    seeds: Sequence[int],
+    scenarios: Sequence[str] | None = None,
+    available: Sequence[str],
+    workers: int = 1,
+    budget: float | None = None,
+    source: Path = ROOT,
+    rev: str | None = None,
+    python: str = sys.executable,
+    progress: Callable[[str], None] | None = None,
+) -> Outcome:
+    """Patch a fresh copy with ``mutant`` and run scenarios on it until one fails; the ``Outcome``."""
+    started = time.monotonic()
+    deadline = None if budget is None else started + budget
+    with _scratch() as scratch:
+        copy = copy_runtime(scratch / "tree", source=source, rev=rev)
+        try:
+            apply_mutant(mutant, copy)
+        except Stale as exc:
+            return Outcome(mutant, "STALE", detail=str(exc), seconds=time.monotonic() - started)
+        error, _names = import_error(copy, python)
+        if error is not None:
+            return Outcome(mutant, "INVALID", detail=f"does not import: {error}", seconds=time.monotonic() - started)
+        order = list(scenarios) if scenarios is not None else [*mutant.targets, *GENERAL_SCENARIOS]
+        chosen = [name for i, name in enumerate(order) if name in available and name not in order[:i]]
+        outcome = Outcome(mutant, "NOT CAUGHT")
+        for name in chosen:
+            if progress is not None:
+                progress(f"{mutant.name}: {name} seeds {seeds[0]}..{seeds[-1]}")
+
+            def accept(verdict: SeedVerdict, name: str = name) -> bool:
+                seed, _failures, err = verdict
+                if err is not None and err.split(":", 1)[0] in INVALID_ERRORS:
+                    return True  # reported as INVALID below, whatever the baseline does
+                return baseline.passes(name, seed)
+
+            verdict, ran, out_of_time = _first_failure(copy, name, seeds, workers, deadline, python, accept)
+            outcome.tried[name] = ran + (1 if verdict is not None else 0)
+            if verdict is not None:
+                seed, failures, err = verdict
+                if err is not None and err.split(":", 1)[0] in INVALID_ERRORS:
+                    outcome.status, outcome.detail = "INVALID", f"{name} seed {seed} raised {err}"
+                else:
+                    outcome.status, outcome.scenario, outcome.seed = "CAUGHT", name, seed
+                    outcome.detail = failures[0] if failures else f"raised {err}"
+                break
+            if out_of_time:
+                outcome.out_of_time = True
+                break
+        outcome.seconds = time.monotonic() - started
+        return outcome
+
+
+def format_table(outcomes: Sequence[Outcome]) -> list[str]:
+    """One row per mutant: name, verdict (scenario and first failing seed), the first failure, the rule it breaks."""
+    rows = [("mutant", "caught by", "how", "rule it breaks")]
+    for outcome in outcomes:
+        how = " ".join(outcome.detail.split())
+        rows.append((outcome.mutant.name, outcome.caught_by, how[:90] + ("..." if len(how) > 90 else ""), outcome.mutant.rule))
+    widths = [max(len(row[i]) for row in rows) for i in range(3)]
+    lines = []
+    for i, row in enumerate(rows):
+        lines.append("  ".join(cell.ljust(widths[j]) for j, cell in enumerate(row[:3])) + "  " + row[3])
+        if i == 0:
+            lines.append("  ".join("-" * w for w in widths) + "  " + "-" * 14)
+    return lines
+
+
+# ====================================================================== CLI =====
+
+
+def _seed_range(text: str) -> range:
+    start, sep, stop = text.partition(":")
+    try:
+        seeds = range(int(start or 0), int(stop)) if sep else range(int(start))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"seeds must be a count (200) or start:stop (0:200), got {text!r}") from None
+    if len(seeds) == 0:
+        raise argparse.ArgumentTypeError(f"no seeds in {text!r}")
+    return seeds
+
+
+def _names(text: str) -> list[str]:
+    return [name.strip() for name in text.split(",") if name.strip()]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m sim mutants``: exit 0 when every mutant chosen was caught, 1 otherwise, 2 on bad arguments."""
+    parser = argparse.ArgumentParser(prog="python -m sim mutants", description=__doc__.split("\n\n")[0] if __doc__ else None)
+    parser.add_argument("--only", type=_names, default=None, help="comma-separated mutant names (default: all)")
+    parser.add_argument("--seeds", type=_seed_range, default=range(200), help="seeds per scenario: a count or start:stop (default 200)")
+    parser.add_argument("--scenarios", type=_names, default=None, help="scenarios to try, in order (default: the mutant's, then cluster-random, swarm)")
+    parser.add_argument("--workers", type=int, default=1, help=f"worker processes (1 to {MAX_WORKERS}; default 1)")
+    parser.add_argument("--budget", type=float, default=None, help="seconds at most per mutant (default: no limit)")
+    parser.add_argument("--rev", default=None, help="copy the runtime from this git revision instead of the working tree")
+    parser.add_argument("--list", action="store_true", help="print the mutants and whether each snippet is present; run nothing")
+    args = parser.parse_args(list(argv) if argv is not None else None)
+
+    if not 1 <= args.workers <= MAX_WORKERS:
+        parser.error(f"--workers must be 1 to {MAX_WORKERS}, got {args.workers}")
+    known = {mutant.name: mutant for mutant in MUTANTS}
+    if args.only is not None:
+        unknown = [name for name in args.only if name not in known]
+        if unknown:
+            parser.error(f"no mutant named {', '.join(unknown)}; try one of: {', '.join(known)}")
+        chosen = [known[name] for name in args.only]
+    else:
+        chosen = list(MUTANTS)
+
+    if args.list:
+        stale = 0
+        for mutant in chosen:
+            problems = stale_edits(mutant)
+            stale += bool(problems)
+            state = "STALE: " + "; ".join(problems) if problems else "ok"
+            print(f"{mutant.name:<30} {state}\n    {mutant.rule}\n    targets: {', '.join(mutant.targets) or '-'}")
+        return 1 if stale else 0
+
+    outcomes: list[Outcome] = []
+    with _scratch() as scratch:
+        base = copy_runtime(scratch / "baseline", rev=args.rev)
+        error, available = import_error(base)
+        if error is not None:
+            print(f"the unpatched runtime does not import: {error}", file=sys.stderr)
+            return 2
+        if args.scenarios is not None:
+            missing = [name for name in args.scenarios if name not in available]
+            if missing:
+                parser.error(f"no scenario {', '.join(missing)} in this runtime")
+        baseline = Baseline(base, sys.executable)
+        for mutant in chosen:
+            outcome = hunt(
+                mutant, baseline=baseline, seeds=args.seeds, scenarios=args.scenarios, available=available,
+                workers=args.workers, budget=args.budget, rev=args.rev,
+                progress=lambda text: print(f"  ... {text}", file=sys.stderr, flush=True),
+            )
+            print(f"{mutant.name}: {outcome.caught_by} ({outcome.seconds:.0f} s) {outcome.detail[:120]}", file=sys.stderr, flush=True)
+            outcomes.append(outcome)
+    for line in format_table(outcomes):
+        print(line)
+    caught = sum(1 for o in outcomes if o.status == "CAUGHT")
+    print(f"mutants={len(outcomes)} caught={caught} not_caught={sum(1 for o in outcomes if o.status == 'NOT CAUGHT')} "
+          f"stale={sum(1 for o in outcomes if o.status == 'STALE')} invalid={sum(1 for o in outcomes if o.status == 'INVALID')}")
+    return 0 if caught == len(outcomes) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
