@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import socket
+import struct
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
@@ -22,6 +23,10 @@ from casty.cluster.tcp import (
     HANDSHAKE_MAX,
     MAGIC,
     MAX_FRAME,
+    NONCE_SIZE,
+    Challenge,
+    Proof,
+    proof,
     ConnectFailed,
     ConnectionLost,
     FrameDecoder,
@@ -577,6 +582,253 @@ def test_silent_dialer_is_closed_after_the_handshake_timeout() -> None:
         writer.close()
         await until(lambda: len(events_b.lost()) == 1)
         assert "no handshake within 0.1s" in events_b.lost()[0].reason
+        await b.close()
+
+    run(main)
+
+
+# --- resource bounds: connection caps, handshake and idle timeouts, buffered bytes -----------
+
+
+async def raw_hello(transport: TcpTransport, node: str) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    """A raw connection that shook hands as ``node`` (its Welcome read), then holds still."""
+    reader, writer = await raw_connect(transport)
+    writer.write(encode_handshake(Hello(MAGIC, transport.cluster, node)))
+    assert isinstance(decode_reply(await read_frame(reader)), Welcome)
+    return reader, writer
+
+
+async def closed_by_peer(reader: asyncio.StreamReader) -> bool:
+    """Whether the other side closes this raw connection within 0.3 s."""
+    try:
+        async with asyncio.timeout(0.3):
+            await read_to_eof(reader)
+    except TimeoutError:
+        return False
+    return True
+
+
+@pytest.mark.parametrize(
+    "option, value",
+    [
+        ("max_connections", 0), ("max_handshakes", -1), ("max_buffered", 100),
+        ("handshake_timeout", float("nan")), ("handshake_timeout", float("inf")), ("handshake_timeout", -1.0),
+        ("idle_timeout", float("nan")), ("idle_timeout", float("inf")), ("idle_timeout", 0.0),
+        ("connect_timeout", float("nan")), ("backoff_max", float("inf")),
+    ],
+)
+def test_bad_resource_bounds_are_refused_naming_the_option(option: str, value: float) -> None:
+    """A cap or timeout that is NaN, infinite, zero, negative or too small for one frame is a ValueError naming it."""
+    options: dict[str, Any] = {option: value}
+    with pytest.raises(ValueError, match=f"^{option} "):
+        TcpTransport("n1", max_frame=1000, **options)
+
+
+def test_the_connection_cap_refuses_the_next_socket_and_the_node_keeps_serving_its_peer() -> None:
+    """With max_connections=4 and a peer connected, 3 idle raw sockets fill the cap; the next is closed at once, the peer's frames still flow both ways."""
+
+    async def main() -> None:
+        (a, b), (inbox_a, inbox_b), (_, events_b) = await started("a", "b", max_connections=4)
+        a.send("b", b"before")
+        await until(lambda: inbox_b.payloads("a") == [b"before"])
+        idle = [await raw_connect(b) for _ in range(3)]
+        await until(lambda: b.incoming == 4)
+        reader, writer = await raw_connect(b)
+        assert await closed_by_peer(reader)
+        assert b.incoming == 4 and b.stats.over_cap == 1
+        (lost,) = events_b.lost()
+        assert (lost.node, lost.reason, lost.direction) == ("", "over the connection cap (4 incoming connections)", "in")
+        a.send("b", b"after")
+        b.send("a", b"answer")
+        await until(lambda: inbox_b.payloads("a") == [b"before", b"after"] and inbox_a.payloads("b") == [b"answer"])
+        for _, w in [*idle, (reader, writer)]:
+            w.close()
+        await close_all(a, b)
+
+    run(main)
+
+
+def test_connections_stuck_in_the_handshake_make_room_for_a_new_peer() -> None:
+    """With max_handshakes=3, three silent sockets hold every handshake slot; a real peer dialing in evicts the oldest and is served."""
+
+    async def main() -> None:
+        (a, b), (_, inbox_b), (_, events_b) = await started("a", "b", max_handshakes=3)
+        silent = []
+        for _ in range(3):
+            silent.append(await raw_connect(b))
+            await until(lambda: b.incoming == len(silent))
+        a.send("b", b"hello")
+        await until(lambda: inbox_b.payloads("a") == [b"hello"])
+        assert await closed_by_peer(silent[0][0])
+        assert not await closed_by_peer(silent[1][0]) and b.stats.evicted == 1
+        assert [e.reason for e in events_b.lost()] == ["evicted: more than 3 connections in the handshake"]
+        for _, w in silent:
+            w.close()
+        await close_all(a, b)
+
+    run(main)
+
+
+def test_a_silent_connection_is_closed_after_handshake_timeout() -> None:
+    """handshake_timeout (not connect_timeout, left at 5 s) bounds how long a connection may stay silent before its Hello."""
+
+    async def main() -> None:
+        (b,), _, (events_b,) = await started("b", handshake_timeout=0.1)
+        loop = asyncio.get_running_loop()
+        started_at = loop.time()
+        reader, writer = await raw_connect(b)
+        assert await read_to_eof(reader) == b""
+        assert loop.time() - started_at < 1.0
+        writer.close()
+        await until(lambda: len(events_b.lost()) == 1)
+        assert events_b.lost()[0].reason == "no handshake within 0.1s"
+        await b.close()
+
+    run(main)
+
+
+def test_an_idle_connection_is_closed_after_idle_timeout_and_the_dialer_reconnects() -> None:
+    """A welcomed connection with no frame for idle_timeout is closed; a transport that dialed it reconnects on its next frame."""
+
+    async def main() -> None:
+        (a, b), (_, inbox_b), (events_a, events_b) = await started("a", "b", idle_timeout=0.2)
+        reader, writer = await raw_hello(b, "stranger")
+        a.send("b", b"one")
+        await until(lambda: inbox_b.payloads("a") == [b"one"])
+        assert await read_to_eof(reader) == b""
+        await until(lambda: len(events_b.lost()) == 2)
+        assert sorted((e.node, e.reason) for e in events_b.lost()) == [("a", "idle for 0.2s"), ("stranger", "idle for 0.2s")]
+        await until(lambda: len(events_a.lost()) == 1)
+        a.send("b", b"two")
+        await until(lambda: inbox_b.payloads("a") == [b"one", b"two"])
+        writer.close()
+        await close_all(a, b)
+
+    run(main)
+
+
+def test_partial_frames_over_the_global_byte_bound_are_closed_not_buffered() -> None:
+    """Five connections each hold a 9000-byte partial frame; with max_buffered=30000 the fourth and fifth are closed, 27000 bytes stay buffered."""
+
+    async def main() -> None:
+        (a, b), (_, inbox_b), (_, events_b) = await started("a", "b", max_frame=10_000, max_buffered=30_000)
+        conns = []
+        for i in range(5):
+            reader, writer = await raw_hello(b, f"s{i}")
+            writer.write(struct.pack(">I", 10_000) + b"\x00" * 9_000)
+            await writer.drain()
+            conns.append((reader, writer))
+            await until(lambda: b.buffered == min(9_004 * (i + 1), 27_012) and len(events_b.lost()) == max(0, i - 2))
+        assert [await closed_by_peer(r) for r, _ in conns] == [False, False, False, True, True]
+        reason = "protocol error: 36016 bytes buffered across connections, over max_buffered 30000"
+        assert [(e.node, e.reason) for e in events_b.lost()] == [("s3", reason), ("s4", reason)]
+        assert b.buffered == 27_012 and b.stats.over_buffered == 2
+        a.send("b", b"small")
+        await until(lambda: inbox_b.payloads("a") == [b"small"])
+        for _, w in conns:
+            w.close()
+        await until(lambda: b.buffered == 0)
+        await close_all(a, b)
+
+    run(main)
+
+
+# --- the cluster secret: an HMAC challenge in the handshake ----------------------------------
+
+SECRET = b"correct horse battery staple"
+IDS = {"cluster": "casty", "dialer": "a", "acceptor": "b"}
+
+
+def test_a_proof_binds_the_secret_the_role_the_ids_and_both_nonces() -> None:
+    """Changing any input of a proof (secret, role, cluster, either id, either nonce) changes it: none fits another connection."""
+    n1, n2 = b"\x01" * NONCE_SIZE, b"\x02" * NONCE_SIZE
+    base = proof(SECRET, "dialer", **IDS, dialer_nonce=n1, acceptor_nonce=n2)
+    others = [
+        proof(b"another secret", "dialer", **IDS, dialer_nonce=n1, acceptor_nonce=n2),
+        proof(SECRET, "acceptor", **IDS, dialer_nonce=n1, acceptor_nonce=n2),
+        proof(SECRET, "dialer", cluster="other", dialer="a", acceptor="b", dialer_nonce=n1, acceptor_nonce=n2),
+        proof(SECRET, "dialer", cluster="casty", dialer="b", acceptor="a", dialer_nonce=n1, acceptor_nonce=n2),
+        proof(SECRET, "dialer", cluster="casty", dialer="a", acceptor="c", dialer_nonce=n1, acceptor_nonce=n2),
+        proof(SECRET, "dialer", **IDS, dialer_nonce=n2, acceptor_nonce=n1),
+    ]
+    assert len(base) == 32 and len({base, *others}) == 7
+    assert base == proof(SECRET, "dialer", **IDS, dialer_nonce=n1, acceptor_nonce=n2)
+
+
+def test_a_secret_is_bytes_or_text_never_empty_never_shown() -> None:
+    """secret= takes bytes or str (UTF-8); empty or another type is refused; the transport says whether it uses one without showing it."""
+    with pytest.raises(ValueError, match="secret must not be empty"):
+        TcpTransport("a", secret="")
+    with pytest.raises(TypeError, match="secret must be bytes or str, got int"):
+        TcpTransport("a", secret=7)  # type: ignore[arg-type]
+    transport = TcpTransport("a", secret="s\u00e9same")
+    assert transport.authenticated and transport.uses_secret("s\u00e9same".encode()) and not transport.uses_secret("other")
+    assert not TcpTransport("a").authenticated and not TcpTransport("a").uses_secret("s\u00e9same")
+    assert "same" not in repr(transport)
+
+
+def test_peers_with_the_secret_talk_and_peers_without_it_or_with_another_are_refused() -> None:
+    """Two nodes with the secret exchange frames; a node without it, with another one, or without one facing a dialer that has it, is refused on both sides and nothing of it is delivered."""
+
+    async def main() -> None:
+        (a, b), (inbox_a, inbox_b), (events_a, events_b) = await started("a", "b", secret=SECRET)
+        a.send("b", b"ping")
+        b.send("a", b"pong")
+        await until(lambda: inbox_b.payloads("a") == [b"ping"] and inbox_a.payloads("b") == [b"pong"])
+        assert events_a.events == events_b.events == []
+
+        (none, plain), (inbox_none, inbox_plain), (log_none, log_plain) = await started("none", "plain")
+        (wrong,), _, (log_wrong,) = await started("wrong", secret=b"another secret")
+        logs, inboxes = [log_none, log_wrong, log_plain], [inbox_none, inbox_plain, inbox_plain]
+        for stranger in (none, wrong):
+            stranger.add_peer("b", b.address)
+            stranger.send("b", b"let me in")
+        b.add_peer("plain", plain.address)
+        b.send("plain", b"hello plain")
+        await until(lambda: all(len(log.failed()) == 1 for log in (logs[0], logs[1], events_b)))
+        assert logs[0].failed()[0].reason == "refused: this cluster needs its secret: the dialer has none"
+        assert logs[1].failed()[0].reason == "the acceptor's proof of the cluster secret is wrong"
+        assert events_b.failed()[0].reason == "refused: the dialer has a cluster secret and this node has none"
+        await until(lambda: len(events_b.lost()) == 2 and len(logs[2].lost()) == 1)
+        assert sorted((e.node, e.reason) for e in events_b.lost()) == [
+            ("none", "refused: this cluster needs its secret: the dialer has none"),
+            ("wrong", "closed by the peer before the handshake"),
+        ]
+        assert inbox_b.payloads("none") == inbox_b.payloads("wrong") == [] and inboxes[2].frames == []
+        assert b.stats.refused == 1 and b.stats.accepts == 1
+
+        a.send("b", b"still here")  # b kept serving its peer
+        await until(lambda: inbox_b.payloads("a") == [b"ping", b"still here"])
+        await close_all(a, b, none, wrong, plain)
+
+    run(main)
+
+
+def test_a_stranger_cannot_reflect_the_challenge_nor_slip_a_frame_before_its_proof() -> None:
+    """A raw dialer that sends the acceptor's own proof back is refused; one that pipelines a frame after its Hello is closed; neither frame is delivered."""
+
+    async def main() -> None:
+        (b,), (inbox_b,), (events_b,) = await started("b", secret=SECRET)
+        reader, writer = await raw_connect(b)
+        writer.write(encode_handshake(Hello(MAGIC, "casty", "a", b"\x07" * NONCE_SIZE)))
+        challenge = decode_reply(await read_frame(reader))
+        assert isinstance(challenge, Challenge) and challenge.node == "b" and len(challenge.nonce) == NONCE_SIZE
+        assert challenge.proof == proof(SECRET, "acceptor", **IDS, dialer_nonce=b"\x07" * NONCE_SIZE, acceptor_nonce=challenge.nonce)
+        writer.write(encode_handshake(Proof(challenge.proof)))  # the reflection
+        (refused,) = FrameDecoder().feed(await read_to_eof(reader))
+        assert decode_reply(refused) == Refused("wrong proof of the cluster secret")
+        writer.close()
+
+        reader, writer = await raw_connect(b)
+        writer.write(encode_handshake(Hello(MAGIC, "casty", "a", b"\x08" * NONCE_SIZE)) + encode_frame(b"sneaked in"))
+        assert await read_to_eof(reader) == b""
+        writer.close()
+        await until(lambda: len(events_b.lost()) == 2)
+        assert [e.reason for e in events_b.lost()] == [
+            "refused: wrong proof of the cluster secret",
+            "protocol error: data after the hello, before the challenge",
+        ]
+        assert inbox_b.frames == [] and b.stats.refused == 1 and b.stats.protocol_errors == 1
         await b.close()
 
     run(main)

@@ -10,14 +10,39 @@ Two layers:
   bounded queues, reconnection with capped backoff.
 
 Wire format. Every frame is a 4-byte big-endian length followed by that many bytes. A
-length over the receiver's ``max_frame`` (4 MiB by default) is refused from the header
-alone, before any payload is buffered. A connection starts with one handshake frame each
-way: the dialer sends ``Hello(magic, cluster, node)`` (msgpack, via msgspec), the acceptor
-answers ``Welcome(node)`` or ``Refused(reason)`` and closes. A refusal is given for another
-cluster name, another protocol ``magic``, an empty node id or this node's own id. The
-first frame of a connection may not exceed ``HANDSHAKE_MAX`` (1 KiB), so a stranger cannot
-make a node buffer megabytes before saying who it is, and a silent one is closed after
-``connect_timeout``.
+length over the receiver's ``max_frame`` (``casty.cluster.limits.MAX_FRAME``, 4 MiB, by
+default) is refused from the header alone, before any payload is buffered. A connection
+starts with one handshake frame each way: the dialer sends ``Hello(magic, cluster, node)``
+(msgpack, via msgspec), the acceptor answers ``Welcome(node)`` or ``Refused(reason)`` and
+closes. A refusal is given for another cluster name, another protocol ``magic``, an empty
+node id or this node's own id. A handshake frame may not exceed ``HANDSHAKE_MAX`` (1 KiB),
+so a stranger cannot make a node buffer megabytes before saying who it is, and a silent one
+is closed after ``handshake_timeout`` (``connect_timeout`` unless given).
+
+The cluster secret (``secret=``, from ``Cluster(secret=...)``). With one, the handshake is
+a mutual challenge: ``Hello`` carries the dialer's nonce; the acceptor answers
+``Challenge(node, nonce, proof)``, the dialer checks that proof and sends ``Proof(proof)``,
+and only then does the acceptor welcome it. Each proof is HMAC-SHA256 over the role, the
+cluster name, both node ids and both nonces (``proof``), compared with
+``hmac.compare_digest``. A dialer without the secret, with another one, or that sends
+anything between its frames of the handshake, is refused before any of its frames is read,
+and the refusal goes to the observer (``ConnectionLost`` here, ``ConnectFailed`` at the
+dialer); a node with a secret also refuses to talk to one without. Nonces come from
+``os.urandom``, not from the injected ``random.Random``: that one is seeded for
+reproducible jitter, and a nonce an observer can predict (or one repeated after a restart
+with the same seed) would let a recorded proof be replayed. This module is a real adapter
+that the simulator never runs, so it may read the OS's randomness. The secret authenticates
+peers; it does not encrypt or sign the frames that follow (a man in the middle of an
+established connection is out of its reach).
+
+Resource bounds on incoming connections, each a constructor option, checked at
+construction (``ValueError`` naming it): at most ``max_connections`` open at once (the next
+is closed at accept); at most ``max_handshakes`` still in their handshake (the oldest of
+them is closed to make room, so strangers holding silent sockets cannot keep a real peer
+out); ``handshake_timeout`` to complete it; ``idle_timeout`` with no byte once welcomed (a
+member's heartbeats keep its connection busy; a dialer whose connection was closed redials
+on its next frame); and ``max_buffered`` bytes of partial frames across all connections
+(the connection whose partial frame takes the total past it is closed, not buffered).
 
 Connections are one-way. The dialer's connection carries its frames to the acceptor and
 nothing comes back after ``Welcome``. A frame from ``a`` to ``b`` always rides on the
@@ -65,13 +90,17 @@ time comes only from the running loop (``loop.time``, ``asyncio.sleep``, ``async
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import hmac
 import logging
+import math
+import os
 import random
 import struct
 from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
-from typing import Any, ClassVar, Final
+from typing import Any, ClassVar, Final, Literal
 
 import msgspec
 
@@ -90,9 +119,15 @@ __all__ = [
     "Hello",
     "Welcome",
     "Refused",
+    "Challenge",
+    "Proof",
+    "NONCE_SIZE",
     "encode_handshake",
     "decode_hello",
     "decode_reply",
+    "decode_proof",
+    "proof",
+    "secret_bytes",
     "refusal",
     "ConnectionLost",
     "ConnectFailed",
@@ -105,7 +140,10 @@ MAGIC: Final = "casty/1"
 
 
 HANDSHAKE_MAX: Final = 1024
-"""The largest first frame of a connection (the handshake), in bytes."""
+"""The largest handshake frame (a connection's first, and its second when the cluster has a secret), in bytes."""
+
+NONCE_SIZE: Final = 32
+"""The bytes of a handshake nonce (from ``os.urandom``, see the module docstring)."""
 
 _HEADER: Final = struct.Struct(">I")
 _HEADER_SIZE: Final = _HEADER.size
@@ -145,20 +183,21 @@ class FrameDecoder:
 
     ``feed(data)`` returns the frames completed by ``data``, in order. A length over the limit
     raises ``FrameError`` as soon as its header is complete. The limit is ``max_frame``, or
-    ``first_max`` for the first frame (the handshake). After an error the decoder stays
+    ``first_max`` for the first ``first_frames`` frames (the handshake). After an error the decoder stays
     failed: every later ``feed`` raises again. A stream cannot recover its framing once it
     has lost it.
     """
 
-    __slots__ = ("max_frame", "first_max", "_buffer", "_decoded", "_error")
+    __slots__ = ("max_frame", "first_max", "first_frames", "_buffer", "_decoded", "_error")
 
-    def __init__(self, max_frame: int = MAX_FRAME, *, first_max: int | None = None) -> None:
+    def __init__(self, max_frame: int = MAX_FRAME, *, first_max: int | None = None, first_frames: int = 1) -> None:
         if not 0 <= max_frame <= _LENGTH_LIMIT:
             raise ValueError(f"max_frame must be within [0, 2**32 - 1], got {max_frame}")
         if first_max is not None and not 0 <= first_max <= _LENGTH_LIMIT:
             raise ValueError(f"first_max must be within [0, 2**32 - 1], got {first_max}")
         self.max_frame = max_frame
         self.first_max = first_max
+        self.first_frames = first_frames
         self._buffer = bytearray()
         self._decoded = 0
         self._error: str | None = None
@@ -188,7 +227,7 @@ class FrameDecoder:
         position = 0
         while size - position >= _HEADER_SIZE:
             (length,) = _HEADER.unpack_from(buffer, position)
-            first = self._decoded == 0 and self.first_max is not None
+            first = self._decoded < self.first_frames and self.first_max is not None
             limit = self.first_max if first and self.first_max is not None else self.max_frame
             if length > limit:
                 what = "handshake frame" if first else "frame"
@@ -210,11 +249,27 @@ class FrameDecoder:
 
 
 class Hello(msgspec.Struct, frozen=True, tag="hello"):
-    """The dialer's first frame: protocol ``magic``, its ``cluster`` name and its ``node`` id."""
+    """The dialer's first frame: protocol ``magic``, its ``cluster`` name, its ``node`` id and, with a secret, its ``nonce``."""
 
     magic: str
     cluster: str
     node: str
+    nonce: bytes = b""
+
+
+class Challenge(msgspec.Struct, frozen=True, tag="challenge"):
+    """The acceptor's answer to a ``Hello`` when the cluster has a secret: its own ``node`` id and ``nonce``,
+    and its ``proof`` that it knows the secret (see ``proof``)."""
+
+    node: str
+    nonce: bytes
+    proof: bytes
+
+
+class Proof(msgspec.Struct, frozen=True, tag="proof"):
+    """The dialer's answer to a ``Challenge``: its ``proof`` that it knows the secret."""
+
+    proof: bytes
 
 
 class Welcome(msgspec.Struct, frozen=True, tag="welcome"):
@@ -231,10 +286,15 @@ class Refused(msgspec.Struct, frozen=True, tag="refused"):
 
 _ENCODER: Final = msgspec.msgpack.Encoder()
 _HELLO_DECODER: Final = msgspec.msgpack.Decoder(Hello)
-_REPLY_DECODER: Final[msgspec.msgpack.Decoder[Welcome | Refused]] = msgspec.msgpack.Decoder(Welcome | Refused)
+_REPLY_DECODER: Final[msgspec.msgpack.Decoder[Welcome | Refused | Challenge]] = msgspec.msgpack.Decoder(
+    Welcome | Refused | Challenge
+)
+_PROOF_DECODER: Final = msgspec.msgpack.Decoder(Proof)
+
+Handshake = Hello | Welcome | Refused | Challenge | Proof
 
 
-def encode_handshake(message: Hello | Welcome | Refused) -> bytes:
+def encode_handshake(message: Handshake) -> bytes:
     """A handshake message as a whole frame (length prefix included)."""
     return encode_frame(_ENCODER.encode(message), HANDSHAKE_MAX)
 
@@ -247,16 +307,55 @@ def decode_hello(frame: bytes) -> Hello:
         raise FrameError(f"malformed handshake: {exc}") from None
 
 
-def decode_reply(frame: bytes) -> Welcome | Refused:
-    """The acceptor's answer to a ``Hello``; ``FrameError`` if it is neither a welcome nor a refusal."""
+def decode_reply(frame: bytes) -> Welcome | Refused | Challenge:
+    """The acceptor's answer to a ``Hello`` (or to a ``Proof``); ``FrameError`` if it is none of those."""
     try:
         return _REPLY_DECODER.decode(frame)
     except msgspec.DecodeError as exc:
         raise FrameError(f"malformed handshake reply: {exc}") from None
 
 
-def refusal(hello: Hello, *, cluster: str, node: str) -> str | None:
-    """Why the node ``node`` of ``cluster`` refuses ``hello``, or None to welcome it."""
+def decode_proof(frame: bytes) -> Proof:
+    """The dialer's ``Proof`` in a connection's second frame; ``FrameError`` if it is not one."""
+    try:
+        return _PROOF_DECODER.decode(frame)
+    except msgspec.DecodeError as exc:
+        raise FrameError(f"malformed handshake proof: {exc}") from None
+
+
+Role = Literal["acceptor", "dialer"]
+
+
+def proof(secret: bytes, role: Role, *, cluster: str, dialer: str, acceptor: str, dialer_nonce: bytes, acceptor_nonce: bytes) -> bytes:
+    """HMAC-SHA256 under ``secret`` of who proves (``role``), the cluster, both node ids and both nonces.
+
+    Why all of them. Both nonces make a proof good for one connection only (a recorded one
+    replays nowhere); both node ids and the cluster name bind it to this pair of nodes (one
+    made for a connection to another node, or of another cluster, does not fit); and the
+    role makes the acceptor's proof useless as a dialer's: a stranger that dials a node and
+    gets its proof over the stranger's nonce cannot send that proof back (reflection), nor
+    relay it to another connection, where the role, the ids or the nonces differ. The input
+    is one msgpack array, so no two different tuples give the same bytes.
+    """
+    data = _ENCODER.encode((MAGIC, role, cluster, dialer, acceptor, dialer_nonce, acceptor_nonce))
+    return hmac.new(secret, data, hashlib.sha256).digest()
+
+
+def secret_bytes(secret: bytes | str | None, what: str = "secret") -> bytes | None:
+    """A cluster secret as bytes (a ``str`` in UTF-8); ``ValueError`` naming ``what`` if it is empty or neither."""
+    if secret is None:
+        return None
+    if isinstance(secret, str):
+        secret = secret.encode("utf-8")
+    if not isinstance(secret, bytes):
+        raise TypeError(f"{what} must be bytes or str, got {type(secret).__qualname__}")
+    if not secret:
+        raise ValueError(f"{what} must not be empty")
+    return secret
+
+
+def refusal(hello: Hello, *, cluster: str, node: str, secret: bool = False) -> str | None:
+    """Why the node ``node`` of ``cluster`` (with a cluster ``secret`` or not) refuses ``hello``, or None to go on."""
     if hello.magic != MAGIC:
         return f"unsupported protocol {hello.magic!r} (this node speaks {MAGIC!r})"
     if hello.cluster != cluster:
@@ -265,6 +364,12 @@ def refusal(hello: Hello, *, cluster: str, node: str) -> str | None:
         return "empty node id"
     if hello.node == node:
         return f"node id {hello.node!r} is this node's own"
+    if secret and not hello.nonce:
+        return "this cluster needs its secret: the dialer has none"
+    if secret and len(hello.nonce) != NONCE_SIZE:
+        return f"a nonce of {len(hello.nonce)} bytes (expected {NONCE_SIZE})"
+    if not secret and hello.nonce:
+        return "the dialer has a cluster secret and this node has none"
     return None
 
 
@@ -317,6 +422,14 @@ class TcpStats:
     """Incoming handshakes refused (another cluster, another protocol, ...)."""
     protocol_errors: int = 0
     """Incoming connections closed for a garbage or oversized frame or a malformed or missing handshake."""
+    over_cap: int = 0
+    """Incoming connections closed at once: ``max_connections`` were open already."""
+    evicted: int = 0
+    """Incoming connections still in the handshake closed to make room for a newer one (``max_handshakes``)."""
+    idle_closed: int = 0
+    """Welcomed incoming connections closed after ``idle_timeout`` without a byte."""
+    over_buffered: int = 0
+    """Incoming connections closed for a partial frame that took the bytes buffered past ``max_buffered``."""
     connections_lost: int = 0
     """Welcomed incoming or established outgoing connections that ended (not counting ``close``)."""
     dropped_unknown: int = 0
@@ -368,9 +481,9 @@ class _Peer:
 
 
 class _Incoming:
-    """One accepted connection: who it is (once the handshake says), and the task reading it."""
+    """One accepted connection: who it is (once the handshake says), the task reading it, the bytes it holds."""
 
-    __slots__ = ("writer", "address", "node", "admitted", "lost_reason", "task")
+    __slots__ = ("writer", "address", "node", "admitted", "lost_reason", "task", "buffered")
 
     def __init__(self, writer: asyncio.StreamWriter, address: str) -> None:
         self.writer = writer
@@ -379,6 +492,25 @@ class _Incoming:
         self.admitted = False
         self.lost_reason: str | None = None
         self.task: asyncio.Task[None] | None = None
+        self.buffered = 0  # its decoder's partial frame, as counted in TcpTransport._buffered
+
+
+class _Closed(Exception):
+    """The peer closed an incoming connection during the handshake."""
+
+
+def _seconds(value: float, what: str) -> float:
+    """``value`` if it is a positive, finite number of seconds; else ``ValueError`` naming ``what``."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < math.inf:
+        raise ValueError(f"{what} must be a positive, finite number of seconds, got {value!r}")
+    return float(value)
+
+
+def _count(value: int, what: str, least: int = 1) -> int:
+    """``value`` if it is an int of at least ``least``; else ``ValueError`` naming ``what``."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < least:
+        raise ValueError(f"{what} must be an int of at least {least}, got {value!r}")
+    return value
 
 
 def _format_address(address: Any) -> str:
@@ -445,6 +577,12 @@ class TcpTransport:
         backoff_max: float = 5.0,
         rng: random.Random | None = None,
         observer: Observer | None = None,
+        secret: bytes | str | None = None,
+        max_connections: int = 256,
+        max_handshakes: int = 64,
+        handshake_timeout: float | None = None,
+        idle_timeout: float = 60.0,
+        max_buffered: int = 64 * 1024 * 1024,
     ) -> None:
         if not node:
             raise ValueError("a node id must not be empty")
@@ -454,10 +592,17 @@ class TcpTransport:
             raise ValueError(f"queue_frames must be at least 1, got {queue_frames}")
         if queue_bytes < max_frame:
             raise ValueError(f"queue_bytes ({queue_bytes}) must hold one frame of max_frame ({max_frame}) bytes")
-        if connect_timeout <= 0:
-            raise ValueError(f"connect_timeout must be positive, got {connect_timeout}")
-        if not 0 < backoff_min <= backoff_max:
+        _seconds(connect_timeout, "connect_timeout")
+        _seconds(backoff_min, "backoff_min")
+        _seconds(backoff_max, "backoff_max")
+        if not backoff_min <= backoff_max:
             raise ValueError(f"need 0 < backoff_min <= backoff_max, got {backoff_min} and {backoff_max}")
+        self._max_connections = _count(max_connections, "max_connections")
+        self._max_handshakes = _count(max_handshakes, "max_handshakes")
+        self._handshake_timeout = connect_timeout if handshake_timeout is None else _seconds(handshake_timeout, "handshake_timeout")
+        self._idle_timeout = _seconds(idle_timeout, "idle_timeout")
+        self._max_buffered = _count(max_buffered, "max_buffered", max_frame + _HEADER_SIZE)
+        self._secret = secret_bytes(secret)
         self._node = node
         self._bind = bind
         self._cluster = cluster
@@ -478,7 +623,9 @@ class TcpTransport:
         self._retired: set[asyncio.Task[None]] = set()
         self._watchers: set[asyncio.Task[str]] = set()
         self._incoming: set[_Incoming] = set()
+        self._handshaking: dict[_Incoming, None] = {}  # oldest first: the first to go when too many wait
         self._admitted: dict[str, _Incoming] = {}
+        self._buffered = 0
         self.stats = TcpStats()
         for peer, address in (peers or {}).items():
             self.add_peer(peer, address)
@@ -509,6 +656,21 @@ class TcpTransport:
     def incoming(self) -> int:
         """How many incoming connections are open (in the handshake or welcomed)."""
         return len(self._incoming)
+
+    @property
+    def buffered(self) -> int:
+        """Bytes of partial frames held across every incoming connection (at most ``max_buffered``)."""
+        return self._buffered
+
+    @property
+    def authenticated(self) -> bool:
+        """Whether this transport proves, and asks every peer to prove, a cluster secret in the handshake."""
+        return self._secret is not None
+
+    def uses_secret(self, secret: bytes | str) -> bool:
+        """Whether ``secret`` is the one this transport was given (``ActorSystem`` checks ``Cluster(secret=)`` with it)."""
+        mine, theirs = self._secret, secret_bytes(secret)
+        return mine is not None and theirs is not None and hmac.compare_digest(mine, theirs)
 
     @property
     def outgoing(self) -> frozenset[str]:
@@ -705,21 +867,40 @@ class TcpTransport:
         """Connect and shake hands; the streams once welcomed, or an exception saying why not."""
         reader, writer = await asyncio.open_connection(address[0], address[1], limit=_READ_CHUNK)
         try:
-            writer.write(encode_handshake(Hello(MAGIC, self._cluster, self._node)))
+            secret = self._secret
+            nonce = os.urandom(NONCE_SIZE) if secret is not None else b""
+            writer.write(encode_handshake(Hello(MAGIC, self._cluster, self._node, nonce)))
             await writer.drain()
             decoder = FrameDecoder(HANDSHAKE_MAX)
             frames: list[bytes] = []
-            while not frames:
-                data = await reader.read(_READ_CHUNK)
-                if not data:
-                    raise _DialError("closed by the acceptor during the handshake")
-                frames = decoder.feed(data)
-            reply = decode_reply(frames[0])
-            if isinstance(reply, Refused):
-                raise _DialError(f"refused: {reply.reason}")
-            if reply.node != peer.node:
-                raise _DialError(f"reached node {reply.node!r} instead of {peer.node!r}")
-            if len(frames) > 1 or decoder.pending:
+
+            async def reply() -> Welcome | Challenge:
+                while not frames:
+                    data = await reader.read(_READ_CHUNK)
+                    if not data:
+                        raise _DialError("closed by the acceptor during the handshake")
+                    frames.extend(decoder.feed(data))
+                answer = decode_reply(frames.pop(0))
+                if isinstance(answer, Refused):
+                    raise _DialError(f"refused: {answer.reason}")
+                if answer.node != peer.node:
+                    raise _DialError(f"reached node {answer.node!r} instead of {peer.node!r}")
+                return answer
+
+            answer = await reply()
+            if secret is not None:
+                if not isinstance(answer, Challenge):
+                    raise _DialError("the acceptor did not prove the cluster secret (it has none)")
+                ids = {"cluster": self._cluster, "dialer": self._node, "acceptor": peer.node}
+                expected = proof(secret, "acceptor", **ids, dialer_nonce=nonce, acceptor_nonce=answer.nonce)
+                if not hmac.compare_digest(answer.proof, expected):
+                    raise _DialError("the acceptor's proof of the cluster secret is wrong")
+                writer.write(encode_handshake(Proof(proof(secret, "dialer", **ids, dialer_nonce=nonce, acceptor_nonce=answer.nonce))))
+                await writer.drain()
+                answer = await reply()
+            if isinstance(answer, Challenge):
+                raise _DialError("the acceptor asks for a cluster secret and this node has none" if secret is None else "a second challenge")
+            if frames or decoder.pending:
                 raise _DialError("unexpected data after the welcome")
         except BaseException:
             await _shut(writer, graceful=False)
@@ -787,35 +968,105 @@ class TcpTransport:
     # --- incoming -------------------------------------------------------------------------
 
     def _on_client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        """The listener's callback (synchronous, so every connection is tracked from its first moment)."""
+        """The listener's callback (synchronous, so every connection is tracked from its first moment).
+
+        The caps act here, before a task or a buffer exists for the connection: over
+        ``max_connections`` the new one is closed at once; over ``max_handshakes`` the oldest
+        connection still in its handshake is closed instead, so that strangers holding
+        silent sockets cannot keep a real peer (whose handshake takes one round trip) out.
+        """
         loop = self._loop
         if self._closing or loop is None:
             writer.transport.abort()
             return
-        conn = _Incoming(writer, _format_address(writer.get_extra_info("peername")))
+        address = _format_address(writer.get_extra_info("peername"))
+        if len(self._incoming) >= self._max_connections:
+            writer.transport.abort()
+            self.stats.over_cap += 1
+            reason = f"over the connection cap ({self._max_connections} incoming connections)"
+            log.info("%s: connection from %s closed: %s", self._node, address, reason)
+            self._emit(ConnectionLost("", reason, "in", address))
+            return
+        if len(self._handshaking) >= self._max_handshakes:
+            oldest = next(iter(self._handshaking))
+            del self._handshaking[oldest]
+            self.stats.evicted += 1
+            oldest.lost_reason = f"evicted: more than {self._max_handshakes} connections in the handshake"
+            oldest.writer.transport.abort()
+        conn = _Incoming(writer, address)
         task = loop.create_task(self._serve(conn, reader, writer), name=f"casty.tcp {self._node}<-{conn.address}")
         task.add_done_callback(_log_crash)
         conn.task = task
         self._incoming.add(conn)
+        self._handshaking[conn] = None
+
+    async def _handshake_frame(self, conn: _Incoming, reader: asyncio.StreamReader, decoder: FrameDecoder) -> list[bytes]:
+        """Read until ``decoder`` gives at least one whole frame (they are handshake-sized); ``_Closed`` at end of stream."""
+        frames: list[bytes] = []
+        while not frames:
+            data = await reader.read(_READ_CHUNK)
+            if not data:
+                raise _Closed
+            frames = decoder.feed(data)
+            self._hold(conn, decoder.pending)
+        return frames
+
+    def _hold(self, conn: _Incoming, pending: int) -> None:
+        """Count ``conn``'s partial frame in the global bound; ``FrameError`` if it takes the total past ``max_buffered``."""
+        self._buffered += pending - conn.buffered
+        conn.buffered = pending
+        if pending and self._buffered > self._max_buffered:
+            total = self._buffered
+            self.stats.over_buffered += 1
+            raise FrameError(f"{total} bytes buffered across connections, over max_buffered {self._max_buffered}")
+
+    async def _authenticate(
+        self, conn: _Incoming, hello: Hello, frames: list[bytes], reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
+        decoder: FrameDecoder,
+    ) -> str | None:
+        """With a cluster secret: challenge the dialer and check its proof; why it is refused, or None.
+
+        Nothing may come between the ``Hello`` and the ``Proof``, nor after the ``Proof``
+        before the ``Welcome`` (an honest dialer waits for each answer), so no frame of an
+        unproven peer is ever read past its handshake, let alone handed to the handler.
+        """
+        secret = self._secret
+        assert secret is not None
+        if len(frames) > 1 or decoder.pending:
+            raise FrameError("data after the hello, before the challenge")
+        nonce = os.urandom(NONCE_SIZE)
+        ids = {"cluster": self._cluster, "dialer": hello.node, "acceptor": self._node}
+        mine = proof(secret, "acceptor", **ids, dialer_nonce=hello.nonce, acceptor_nonce=nonce)
+        writer.write(encode_handshake(Challenge(self._node, nonce, mine)))
+        frames = await self._handshake_frame(conn, reader, decoder)
+        theirs = decode_proof(frames[0])
+        if len(frames) > 1 or decoder.pending:
+            raise FrameError("data after the proof, before the welcome")
+        expected = proof(secret, "dialer", **ids, dialer_nonce=hello.nonce, acceptor_nonce=nonce)
+        if not hmac.compare_digest(theirs.proof, expected):
+            return "wrong proof of the cluster secret"
+        return None
 
     async def _serve(self, conn: _Incoming, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        """One incoming connection: the handshake, then every frame to the handler, until it ends."""
+        """One incoming connection: the handshake, then every frame to the handler, until it ends or idles."""
         reason = "closed by the peer"
         level = logging.INFO
         graceful = True
+        loop = asyncio.get_running_loop()
+        secret = self._secret
         try:
-            decoder = FrameDecoder(self._max_frame, first_max=HANDSHAKE_MAX)
-            frames: list[bytes] = []
-            async with asyncio.timeout(self._connect_timeout):
-                while not frames:
-                    data = await reader.read(_READ_CHUNK)
-                    if not data:
-                        reason = "closed by the peer before the handshake"
-                        return
-                    frames = decoder.feed(data)
-            hello = decode_hello(frames[0])
-            conn.node = hello.node
-            why = refusal(hello, cluster=self._cluster, node=self._node)
+            decoder = FrameDecoder(self._max_frame, first_max=HANDSHAKE_MAX, first_frames=2 if secret is not None else 1)
+            async with asyncio.timeout(self._handshake_timeout):
+                frames = await self._handshake_frame(conn, reader, decoder)
+                hello = decode_hello(frames[0])
+                conn.node = hello.node
+                why = refusal(hello, cluster=self._cluster, node=self._node, secret=secret is not None)
+                if why is None and secret is not None:
+                    why = await self._authenticate(conn, hello, frames, reader, writer, decoder)
+                    frames = []
+                else:
+                    frames = frames[1:]
+            self._handshaking.pop(conn, None)
             if why is not None:
                 writer.write(encode_handshake(Refused(why)))
                 self.stats.refused += 1
@@ -823,18 +1074,29 @@ class TcpTransport:
                 return
             writer.write(encode_handshake(Welcome(self._node)))
             self._admit(conn)
-            for frame in frames[1:]:
+            for frame in frames:
                 self._deliver(conn.node, frame)
-            while True:
-                data = await reader.read(_READ_CHUNK)
-                if not data:
-                    reason = conn.lost_reason or "closed by the peer"
-                    return
-                for frame in decoder.feed(data):
-                    self._deliver(conn.node, frame)
+            idle = self._idle_timeout
+            async with asyncio.timeout(idle) as quiet:
+                while True:
+                    data = await reader.read(_READ_CHUNK)
+                    if not data:
+                        reason = conn.lost_reason or "closed by the peer"
+                        return
+                    quiet.reschedule(loop.time() + idle)
+                    frames = decoder.feed(data)
+                    for frame in frames:
+                        self._deliver(conn.node, frame)
+                    self._hold(conn, decoder.pending)
+        except _Closed:
+            reason = conn.lost_reason or "closed by the peer before the handshake"
         except TimeoutError:
-            self.stats.protocol_errors += 1
-            reason, level, graceful = f"no handshake within {self._connect_timeout}s", logging.WARNING, False
+            if conn.admitted:
+                self.stats.idle_closed += 1
+                reason, graceful = f"idle for {self._idle_timeout:g}s", False
+            else:
+                self.stats.protocol_errors += 1
+                reason, level, graceful = f"no handshake within {self._handshake_timeout:g}s", logging.WARNING, False
         except FrameError as exc:
             if conn.admitted:
                 for frame in exc.frames:
@@ -845,6 +1107,9 @@ class TcpTransport:
             reason, graceful = conn.lost_reason or f"connection error: {_describe(exc)}", False
         finally:
             self._incoming.discard(conn)
+            self._handshaking.pop(conn, None)
+            self._buffered -= conn.buffered
+            conn.buffered = 0
             if self._admitted.get(conn.node) is conn:
                 del self._admitted[conn.node]
             if not self._closing:
