@@ -385,10 +385,8 @@ _IMPORT_CHECK = """
 import importlib, json, pkgutil, sys
 import casty, sim
 where = [casty.__file__, sim.__file__]
-for package in (casty, sim):
-    for info in pkgutil.walk_packages(package.__path__, package.__name__ + "."):
-        if info.name.rsplit(".", 1)[-1] == "__main__" or ".viz" in info.name:
-            continue
+for info in pkgutil.walk_packages(casty.__path__, "casty."):
+    if info.name.rsplit(".", 1)[-1] != "__main__":
         importlib.import_module(info.name)
 from sim import scenarios
 scenarios._load()
@@ -424,7 +422,10 @@ def _inside(copy: Path, files: Sequence[str]) -> bool:
 
 
 def import_error(copy: Path, python: str = sys.executable) -> tuple[str | None, list[str]]:
-    """Import every module of the copy (and register its scenarios): (the error, if any; the scenario names)."""
+    """Import every module of ``casty`` in the copy and register its scenarios: (the error, if any; the scenario names).
+
+    ``sim``'s figures and tour (matplotlib) are left out: no sweep imports them.
+    """
     done = subprocess.run(
         [python, "-c", _IMPORT_CHECK], cwd=copy, env=_env(copy), capture_output=True, text=True, timeout=300
     )
@@ -649,15 +650,28 @@ def hunt(
 
 
 def format_table(outcomes: Sequence[Outcome]) -> list[str]:
-    """One row per mutant: name, verdict (scenario and first failing seed), the first failure, the rule it breaks."""
-    rows = [("mutant", "caught by", "how", "rule it breaks")]
+    """One row per mutant: name, the scenario that caught it, the first failing seed, the first failure, the rule it breaks.
+
+    A mutant not caught reads ``NOT CAUGHT within N seeds`` and lists the scenarios tried
+    (with the seeds each ran); a stale or invalid one says why in the ``how`` column.
+    """
+    rows = [("mutant", "caught by", "seed", "how", "rule it breaks")]
     for outcome in outcomes:
-        how = " ".join(outcome.detail.split())
-        rows.append((outcome.mutant.name, outcome.caught_by, how[:90] + ("..." if len(how) > 90 else ""), outcome.mutant.rule))
-    widths = [max(len(row[i]) for row in rows) for i in range(3)]
+        if outcome.status == "CAUGHT":
+            by, seed, how = str(outcome.scenario), str(outcome.seed), outcome.detail
+        elif outcome.status == "NOT CAUGHT":
+            limit = max(outcome.tried.values(), default=0)
+            by, seed = f"NOT CAUGHT within {limit} seeds", "-"
+            tried = ", ".join(f"{name} ({count})" for name, count in outcome.tried.items()) or "no scenario"
+            how = f"tried {tried}" + (" (time budget spent)" if outcome.out_of_time else "")
+        else:
+            by, seed, how = outcome.status, "-", outcome.detail
+        how = " ".join(how.split())
+        rows.append((outcome.mutant.name, by, seed, how[:100] + ("..." if len(how) > 100 else ""), outcome.mutant.rule))
+    widths = [max(len(row[i]) for row in rows) for i in range(4)]
     lines = []
     for i, row in enumerate(rows):
-        lines.append("  ".join(cell.ljust(widths[j]) for j, cell in enumerate(row[:3])) + "  " + row[3])
+        lines.append("  ".join(cell.ljust(widths[j]) for j, cell in enumerate(row[:4])) + "  " + row[4])
         if i == 0:
             lines.append("  ".join("-" * w for w in widths) + "  " + "-" * 14)
     return lines

@@ -1,0 +1,107 @@
+"""The mutation harness: patches land on a copy only, stale and broken mutants are named as such, a real one is caught."""
+
+from __future__ import annotations
+
+import hashlib
+import sys
+from pathlib import Path
+
+import pytest
+
+from sim import mutants
+from sim.mutants import MUTANTS, Baseline, Edit, Mutant, Stale, apply_mutant, copy_runtime, hunt, import_error, stale_edits
+
+ROOT = Path(__file__).resolve().parent.parent
+CLAIMS = "casty/cluster/claims.py"
+
+
+def _digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+@pytest.mark.parametrize("mutant", MUTANTS, ids=[m.name for m in MUTANTS])
+def test_every_mutant_snippet_is_in_the_tree(mutant: Mutant) -> None:
+    """Each mutant's snippets occur exactly once in today's files: a refactor that moves one fails here, not silently."""
+    assert stale_edits(mutant) == []
+
+
+def test_mutant_names_are_unique_and_every_mutant_has_a_rule_and_a_target() -> None:
+    """Names are unique (``--only`` picks by name); each mutant says the rule it breaks and a cheap scenario to try first."""
+    names = [m.name for m in MUTANTS]
+    assert len(names) == len(set(names))
+    assert [m.name for m in MUTANTS if not m.rule or not m.targets or not m.edits] == []
+
+
+def test_patch_applies_to_the_copy_and_never_to_the_tree(tmp_path: Path) -> None:
+    """A mutant rewrites its snippet in the copy only (which still imports, from itself); the working tree's file keeps its bytes."""
+    mutant = next(m for m in MUTANTS if m.name == "claim-last-writer-wins")
+    before = _digest(ROOT / CLAIMS)
+    copy = copy_runtime(tmp_path / "tree")
+    assert sorted(p.name for p in copy.iterdir()) == ["casty", "sim"]
+    assert list(copy.rglob("__pycache__")) == []
+    apply_mutant(mutant, copy)
+    patched = (copy / CLAIMS).read_text(encoding="utf-8")
+    original = (ROOT / CLAIMS).read_text(encoding="utf-8")
+    edit = mutant.edits[0]
+    assert edit.snippet not in patched
+    assert patched == original.replace(edit.snippet, edit.replacement, 1)
+    assert _digest(ROOT / CLAIMS) == before
+    error, names = import_error(copy)  # the copy imports, from itself (import_error checks where casty and sim came from)
+    assert error is None and "cron-single-fire" in names
+
+
+def test_stale_snippet_raises_and_writes_nothing(tmp_path: Path) -> None:
+    """A snippet missing (or present twice) makes the mutant Stale, naming the file and the count; no file of the copy changes."""
+    copy = copy_runtime(tmp_path / "tree")
+    before = _digest(copy / CLAIMS)
+    moved = Mutant("moved", "a rule", (Edit(CLAIMS, "    return REFUSED_NOT_HERE\n", ""),), ("ticker",))
+    twice = Mutant("twice", "a rule", (Edit(CLAIMS, "import", "#"),), ("ticker",))
+    assert stale_edits(moved, copy) == [f"{CLAIMS}: snippet 'return REFUSED_NOT_HERE' found 0 times (expected once)"]
+    with pytest.raises(Stale, match="moved: casty/cluster/claims.py: snippet 'return REFUSED_NOT_HERE' found 0 times"):
+        apply_mutant(moved, copy)
+    with pytest.raises(Stale, match="twice: casty/cluster/claims.py: snippet 'import' found [0-9]+ times"):
+        apply_mutant(twice, copy)
+    assert _digest(copy / CLAIMS) == before
+
+
+def test_hunt_reports_a_stale_mutant_as_stale(tmp_path: Path) -> None:
+    """``hunt`` on a mutant whose code moved answers STALE, never caught or passed, and runs no scenario."""
+    moved = Mutant("moved", "a rule", (Edit(CLAIMS, "no such line\n", ""),), ("ticker",))
+    outcome = hunt(moved, baseline=Baseline(tmp_path, "unused"), seeds=range(3), available=["ticker"])
+    assert (outcome.status, outcome.caught_by, outcome.tried) == ("STALE", "STALE", {})
+    assert outcome.detail == f"moved: {CLAIMS}: snippet 'no such line' found 0 times (expected once)"
+
+
+def test_hunt_reports_a_mutant_that_does_not_import_as_invalid(tmp_path: Path) -> None:
+    """A patch that leaves a syntax error is INVALID (the copy does not import), not caught."""
+    broken = Mutant(
+        "broken", "a rule",
+        (Edit(CLAIMS, "    if record is not None:\n        return None, record.winner\n", "    if record is not None\n"),),
+        ("cron-single-fire",),
+    )
+    outcome = hunt(broken, baseline=Baseline(tmp_path, "unused"), seeds=range(3), available=["cron-single-fire"])
+    assert outcome.status == "INVALID"
+    assert outcome.detail.startswith("does not import: SyntaxError")
+    assert outcome.tried == {}
+
+
+def test_a_harmless_patch_is_not_caught_and_says_what_was_tried(tmp_path: Path) -> None:
+    """A patch that changes no behaviour survives every seed: NOT CAUGHT within 2 seeds of the scenario tried."""
+    base = copy_runtime(tmp_path / "base")
+    harmless = Mutant("harmless", "none", (Edit("casty/schedules.py", "def catch_up(", "def catch_up(  "),), ("ticker",))
+    outcome = hunt(harmless, baseline=Baseline(base, sys.executable), seeds=range(2), available=["ticker"], scenarios=["ticker"])
+    assert (outcome.status, outcome.tried) == ("NOT CAUGHT", {"ticker": 2})
+    assert outcome.caught_by == "NOT CAUGHT within 2 seeds of ticker (2)"
+
+
+def test_cron_claim_mutant_is_caught_on_the_first_seed_of_cron_single_fire(tmp_path: Path) -> None:
+    """Breaking first-writer-wins makes every node win a tick: cron-single-fire fails at seed 0 (2 workers agree on the seed)."""
+    base = copy_runtime(tmp_path / "base")
+    mutant = next(m for m in MUTANTS if m.name == "claim-last-writer-wins")
+    outcome = hunt(mutant, baseline=Baseline(base, sys.executable), seeds=range(2), available=["cron-single-fire"], workers=2)
+    assert (outcome.status, outcome.scenario, outcome.seed) == ("CAUGHT", "cron-single-fire", 0)
+    assert outcome.caught_by == "cron-single-fire seed 0"
+    assert outcome.detail.startswith("cron_single_fire: tick ") and "3 winners" in outcome.detail
+    lines = mutants.format_table([outcome])
+    assert lines[0].split()[:4] == ["mutant", "caught", "by", "seed"]
+    assert lines[2].split()[:3] == ["claim-last-writer-wins", "cron-single-fire", "0"]
