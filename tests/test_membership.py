@@ -33,6 +33,7 @@ from casty.cluster.membership import (
     MemberChanged,
     Membership,
     MembershipConfig,
+    ViewLearned,
 )
 from casty.cluster.placement import Placement, Ring
 from casty.cluster.sansio import CancelTimer, Output, Report, Send, SetTimer
@@ -66,6 +67,7 @@ class Net:
         self.down: set[str] = set()
         self.groups: list[frozenset[str]] | None = None
         self.reports: list[tuple[float, str, MemberChanged]] = []
+        self.learned: list[tuple[float, str, ViewLearned]] = []
         self.timer_names: set[str] = set()
         self.frames = 0
         self._heap: list[tuple[float, int, str, str, Any]] = []
@@ -111,7 +113,10 @@ class Net:
             return
         for out in outputs:
             if isinstance(out, Report):
-                self.reports.append((self.now, node, out.event))
+                if isinstance(out.event, ViewLearned):
+                    self.learned.append((self.now, node, out.event))
+                else:
+                    self.reports.append((self.now, node, out.event))
             elif isinstance(out, Send):
                 self.frames += 1
                 if self.connected(node, out.to) and not (self.loss and self.rng.random() < self.loss):
@@ -169,7 +174,7 @@ def all_alive(net: Net, nodes: Iterable[str]) -> dict[str, tuple[int, str]]:
 
 
 def test_three_nodes_join_through_one_seed() -> None:
-    """Three nodes that only know seed n1 all see each other alive within two heartbeats, with quorum."""
+    """Three nodes that only know seed n1 all see each other alive within two heartbeats, and have a quorum once the listen window (3 s) is over."""
     net = Net()
     net.add("n1", seeds=())
     net.add("n2")
@@ -177,8 +182,11 @@ def test_three_nodes_join_through_one_seed() -> None:
     net.run(2.1)
     for node in ("n1", "n2", "n3"):
         assert net.view(node) == {"n1": (0, "alive"), "n2": (0, "alive"), "n3": (0, "alive")}
-        assert net.cores[node].has_quorum()
+        assert not net.cores[node].has_quorum()
         assert net.about(node, node) == [(0.0, "alive", 0)]
+    net.run(3.0)
+    assert all(net.cores[node].has_quorum() for node in ("n1", "n2", "n3"))
+    assert [(t, n, e.alive, e.members) for t, n, e in net.learned] == [(3.0, "n1", 3, 3), (3.0, "n2", 3, 3), (3.0, "n3", 3, 3)]
     assert [e.status for _, _, e in net.reports] == ["alive"] * 9  # nobody was ever suspected
 
 
@@ -515,15 +523,16 @@ def hb(node: str, seq: int, *entries: tuple[str, int, str, int], incarnation: in
 
 
 def joined_core(now: float = 1.0) -> Membership:
-    """n1 (a founder) that has heard n2 and n3 at seq 5, at time ``now``."""
+    """n1 (a founder) that has heard n2 and n3 (directly) at seq 5, at time ``now``."""
     core = Membership("n1", 0, (), CONFIG)
     core.start(0.0)
     core.receive("n2", hb("n2", 5, ("n2", 0, "alive", 5), ("n3", 0, "alive", 5)), now)
+    core.receive("n3", hb("n3", 5, ("n2", 0, "alive", 5), ("n3", 0, "alive", 5)), now)
     return core
 
 
 def reports(outputs: list[Output]) -> list[tuple[str, int, str]]:
-    return [(o.event.node, o.event.incarnation, o.event.status) for o in outputs if isinstance(o, Report)]
+    return [(o.event.node, o.event.incarnation, o.event.status) for o in outputs if isinstance(o, Report) and isinstance(o.event, MemberChanged)]
 
 
 def test_frames_survive_msgpack() -> None:
@@ -539,7 +548,7 @@ def test_start_hellos_the_seeds_and_arms_the_heartbeat() -> None:
     out = core.start(2.0)
     assert reports(out) == [("n2", 4, "alive")]
     assert [o.to for o in out if isinstance(o, Send)] == ["n1", "n3"]
-    assert [o for o in out if isinstance(o, SetTimer)] == [SetTimer(HEARTBEAT_TIMER, 3.0)]
+    assert [o for o in out if isinstance(o, SetTimer)] == [SetTimer(HEARTBEAT_TIMER, 3.0), SetTimer(CHECK_TIMER, 5.0)]  # check: the listen window's end
     with pytest.raises(RuntimeError):
         core.start(2.0)
     with pytest.raises(ValueError):
@@ -547,14 +556,21 @@ def test_start_hellos_the_seeds_and_arms_the_heartbeat() -> None:
 
 
 def test_a_joining_node_has_no_quorum_until_it_hears_a_peer() -> None:
-    """A node with other seeds owns nothing while it has heard nobody (it may be a restart, not a founder)."""
+    """A node with other seeds owns nothing while it has heard nobody (it may be a restart, not a founder), nor before its listen window (3 s) ends; a founder alone has a quorum once it has listened."""
     core = Membership("n2", 0, ("n1",), CONFIG)
     core.start(0.0)
     assert core.quorum_counts() == (1, 1) and not core.has_quorum()
-    out = core.receive("n1", hb("n1", 9, ("n1", 0, "alive", 9)), 0.5)
+    assert reports(core.timer(CHECK_TIMER, 3.0)) == [] and not core.has_quorum() and not core.learned  # listened, heard nobody
+    out = core.receive("n1", hb("n1", 9, ("n1", 0, "alive", 9)), 3.5)
     assert core.has_quorum()
     assert reports(out) == [("n1", 0, "alive")]
-    assert Membership("solo", 0, (), CONFIG).has_quorum()
+    assert [o.event for o in out if isinstance(o, Report) and isinstance(o.event, ViewLearned)] == [ViewLearned(2, 2)]
+    solo = Membership("solo", 0, (), CONFIG)
+    assert not solo.has_quorum()
+    solo.start(0.0)
+    assert not solo.has_quorum()
+    assert [o.event for o in solo.timer(CHECK_TIMER, 3.0) if isinstance(o, Report)] == [ViewLearned(1, 1)]
+    assert solo.has_quorum()
 
 
 def test_unknown_sender_gets_an_immediate_answer_with_the_view() -> None:
@@ -572,10 +588,13 @@ def test_unknown_sender_gets_an_immediate_answer_with_the_view() -> None:
 
 
 def test_check_timer_armed_at_the_earliest_deadline() -> None:
-    """After hearing peers at t=1, "check" is armed for t=1+suspect_after; fresher news does not re-arm it."""
+    """"check" is armed for the listen window's end (t=3), then, after hearing a peer at t=1, for t=1+suspect_after; fresher news does not re-arm it."""
     core = Membership("n1", 0, (), CONFIG)
-    core.start(0.0)
+    assert [o for o in core.start(0.0) if isinstance(o, SetTimer)] == [SetTimer(HEARTBEAT_TIMER, 1.0), SetTimer(CHECK_TIMER, 3.0)]
     out = core.receive("n2", hb("n2", 5), 1.0)
+    assert not [o for o in out if isinstance(o, (SetTimer, CancelTimer))]  # 3.0 comes first
+    out = core.timer(CHECK_TIMER, 3.0)
+    assert [o.event for o in out if isinstance(o, Report)] == [ViewLearned(2, 2)]
     assert [o for o in out if isinstance(o, SetTimer)] == [SetTimer(CHECK_TIMER, 6.0)]
     out = core.receive("n2", hb("n2", 6), 2.0)
     assert not [o for o in out if isinstance(o, (SetTimer, CancelTimer))]
@@ -661,7 +680,7 @@ def test_a_node_that_left_ignores_everything() -> None:
 
 def test_a_removed_node_is_told_its_tombstone() -> None:
     """A heartbeat from a removed node at its old incarnation is ignored but answered with its tombstone."""
-    core = Membership("n1", 0, (), MembershipConfig(remove_after=1.0))
+    core = Membership("n1", 0, (), MembershipConfig(remove_after=1.0, listen=0.0))
     core.start(0.0)
     core.receive("n2", hb("n2", 3), 0.0)
     core.receive("n3", hb("n3", 3), 0.0)
@@ -695,3 +714,126 @@ def test_config_rejects_non_positive_timings() -> None:
             MembershipConfig(**{field: 0.0})
     with pytest.raises(ValueError):
         Membership("n1", -1, (), CONFIG)
+
+
+# --- learning the view, heard directly (issue 10: #1 and #4) ---------------------------------
+
+
+def five_nodes_with_two_seeds() -> Net:
+    """n1..n5 started at t=0 with seeds n1 and n2 (as ``cluster-random``), all joined and learned by t=10."""
+    net = Net()
+    for i in range(1, 6):
+        net.add(f"n{i}", seeds=("n1", "n2"))
+    net.run(10.0)
+    return net
+
+
+def test_two_seeds_restarted_together_own_nothing_until_they_heard_the_majority() -> None:
+    """Both seeds of five crash and restart together: they hear each other first (2 of 2 alive) but have no quorum until the listen window is over and they heard n3..n5; then 5 of 5."""
+    net = five_nodes_with_two_seeds()
+    assert all(net.cores[n].has_quorum() for n in net.cores)
+    net.crash("n1")
+    net.crash("n2")
+    net.run(12.5)
+    net.add("n1", seeds=("n1", "n2"), incarnation=1)
+    net.add("n2", seeds=("n1", "n2"), incarnation=1)
+    net.run(12.5 + 2 * LATENCY)  # their hellos crossed; the live members heartbeat on whole seconds: each sees only the other
+    for node in ("n1", "n2"):
+        assert sorted(net.view(node)) == ["n1", "n2"] and net.cores[node].quorum_counts() == (2, 2)
+        assert not net.cores[node].has_quorum()
+    net.run(15.4)  # the live members heartbeat them at 13.0 (they hold them alive or suspect): heard, but still listening
+    for node in ("n1", "n2"):
+        assert net.cores[node].quorum_counts() == (5, 5) and not net.cores[node].has_quorum()
+    net.run(15.5)  # start + listen window (3 heartbeats)
+    for node in ("n1", "n2"):
+        assert net.cores[node].has_quorum()
+    assert [(round(t, 6), n, e.alive, e.members) for t, n, e in net.learned if t > 11] == [(15.5, "n1", 5, 5), (15.5, "n2", 5, 5)]
+
+
+def test_a_restarted_node_counts_the_members_its_peers_hold_dead() -> None:
+    """Told of five members (two of them dead) by n3, a restarted n1 that heard n2 and n3 counts 3 alive of 5: a quorum, reported as ViewLearned(3, 5)."""
+    core = Membership("n1", 7, ("n2",), CONFIG)
+    core.start(0.0)
+    core.receive("n2", hb("n2", 1, ("n2", 3, "alive", 1)), 0.1)
+    digest = (("n1", 0, "dead", 40), ("n2", 0, "dead", 40), ("n3", 0, "alive", 50), ("n4", 0, "dead", 30), ("n5", 0, "dead", 30))
+    out = core.receive("n3", hb("n3", 50, *digest), 0.5)
+    assert [o.to for o in out if isinstance(o, Send)] == ["n3", "n4", "n5"]  # answer n3 (it holds us dead), probe n4, n5
+    assert core.rumours() == ("n4", "n5") and core.quorum_counts() == (3, 3)
+    assert [m.node for m in core.members()] == ["n1", "n2", "n3"] and core.ring_nodes() == ("n1", "n2", "n3")
+    out = core.timer(CHECK_TIMER, 3.0)
+    assert [o.event for o in out if isinstance(o, Report)] == [ViewLearned(3, 5)] and core.has_quorum()
+
+
+def test_a_restarted_node_without_a_majority_of_the_told_view_has_no_quorum() -> None:
+    """A restarted n1 that heard only n3 of a cluster of five (n2, n4, n5 held dead by n3) never counts a quorum, whatever the time: 2 of 5."""
+    core = Membership("n1", 7, ("n2",), CONFIG)
+    core.start(0.0)
+    digest = (("n1", 0, "dead", 40), ("n2", 0, "dead", 40), ("n3", 0, "alive", 50), ("n4", 0, "dead", 30), ("n5", 0, "dead", 30))
+    core.receive("n3", hb("n3", 50, *digest), 0.5)
+    core.timer(CHECK_TIMER, 3.0)
+    core.receive("n3", hb("n3", 51, *digest), 4.0)
+    assert core.quorum_counts() == (2, 2) and not core.learned and not core.has_quorum()
+
+
+def test_a_node_named_alive_by_a_live_member_must_answer_before_a_first_quorum() -> None:
+    """n3 names n4 and n5 alive: n1 (past its window) learns only once both answered its probes, and then counts them."""
+    core = Membership("n1", 7, ("n2",), CONFIG)
+    core.start(0.0)
+    core.receive("n2", hb("n2", 1, incarnation=3), 0.1)  # restarted too: a newer incarnation than n3 knows
+    digest = (("n1", 0, "dead", 40), ("n2", 0, "dead", 40), ("n3", 0, "alive", 50), ("n4", 0, "alive", 50), ("n5", 0, "alive", 50))
+    core.receive("n3", hb("n3", 50, *digest), 0.5)
+    core.timer(CHECK_TIMER, 3.0)
+    assert not core.learned  # 3 of 5 heard, but two live members it was told of have not answered
+    core.receive("n4", hb("n4", 51, answer=True), 3.1)
+    assert not core.learned and core.rumours() == ("n5",)
+    out = core.receive("n5", hb("n5", 51, answer=True), 3.2)
+    assert [o.event for o in out if isinstance(o, Report)] == [MemberChanged("n5", 0, "alive"), ViewLearned(5, 5)]
+    assert core.has_quorum() and core.quorum_counts() == (5, 5) and core.rumours() == ()
+
+
+def test_a_whole_cluster_restarted_regains_quorum() -> None:
+    """All five nodes crash and restart 0.4 s apart: nobody remembers anything, and once the last one has listened all five hold 5 of 5 with quorum."""
+    net = five_nodes_with_two_seeds()
+    for i in range(1, 6):
+        net.crash(f"n{i}")
+    net.run(20.0)
+    for i in (3, 5, 1, 4, 2):
+        net.add(f"n{i}", seeds=("n1", "n2"), incarnation=1)
+        net.run(net.now + 0.4)
+    net.run(25.0)
+    for node in net.cores:
+        assert net.view(node) == all_alive(net, [f"n{i}" for i in range(1, 6)]) and net.cores[node].has_quorum()
+
+
+def test_a_forged_digest_adds_no_member_and_the_quorum_holds() -> None:
+    """One Heartbeat from stranger x naming f1 and f2: x is a member (it spoke), f1 and f2 are only probed; the quorum holds throughout, and once x is silent it is removed and the rumours forgotten."""
+    core = joined_core()
+    core.timer(CHECK_TIMER, 3.0)
+    assert core.has_quorum()
+    forged = hb("x", 1, ("x", 0, "alive", 1), ("f1", 0, "alive", 1), ("f2", 0, "alive", 1))
+    out = core.receive("x", wire(forged), 3.5)
+    assert [o.to for o in out if isinstance(o, Send)] == ["x", "f1", "f2"]  # the answer to x, then the probes
+    assert [m.node for m in core.members()] == ["n1", "n2", "n3", "x"] and core.rumours() == ("f1", "f2")
+    assert core.quorum_counts() == (4, 4) and core.has_quorum()
+    assert [e[0] for e in core._broadcast()[0].frame.digest] == ["n1", "n2", "n3", "x"]  # rumours are not gossiped
+    t = 4.0
+    while t < 80.0:  # n2 and n3 keep heartbeating; x, f1, f2 never speak again
+        core.receive("n2", hb("n2", int(t * 10)), t)
+        core.receive("n3", hb("n3", int(t * 10)), t)
+        core.timer(HEARTBEAT_TIMER, t)
+        core.timer(CHECK_TIMER, t)
+        assert core.has_quorum(), t
+        t += 0.5
+    assert core.status("x") == "removed" and core.rumours() == () and core.quorum_counts() == (3, 3)
+
+
+def test_a_digest_about_an_unknown_node_probes_it_and_it_joins_once_it_answers() -> None:
+    """n2's digest names n4: n1 probes n4 at once (a heartbeat it answers), and n4 is a member only once its answer arrives."""
+    core = joined_core()
+    out = core.receive("n2", hb("n2", 6, ("n4", 0, "alive", 3)), 1.5)
+    probes = [o for o in out if isinstance(o, Send)]
+    assert [p.to for p in probes] == ["n4"] and isinstance(probes[0].frame, Heartbeat) and not probes[0].frame.answer
+    assert core.status("n4") is None and reports(out) == []
+    assert "n4" in core._targets()  # probed at every heartbeat while the rumour is fresh
+    out = core.receive("n4", hb("n4", 4, answer=True), 1.6)
+    assert reports(out) == [("n4", 0, "alive")] and core.rumours() == ()

@@ -40,14 +40,44 @@ How it works, and why:
   life) takes ``max(claimed, own) + 1`` as its incarnation and heartbeats everyone at once.
   A node we hold as not alive, or did not know, gets an immediate answer to its heartbeat,
   so that it learns its status (or the view, when joining) without waiting a period.
+- **Heard directly.** A member enters the view only when it has been heard from
+  directly: a ``Heartbeat`` (or ``Leaving``) whose sender is the node that sent it. A
+  digest entry about a node this one does not know (or holds removed) is a *rumour*, not
+  a member: it is probed at once with a heartbeat, and with every heartbeat while the
+  rumour is fresh (``suspect_after + dead_after`` after the last digest that named it), so
+  that joins still converge in a round trip; it counts nowhere (view, ring, quorum) until it
+  answers. Otherwise one frame from a stranger that knows the cluster's name could name
+  members that do not exist, and, never heard, never removed (removal needs a quorum), they
+  would keep the cluster below a majority for good. Digest entries about known members
+  are merged as below.
 - **Quorum.** Members as this node knows them are those alive, suspect or dead (left and
   removed ones have gone); ``has_quorum`` needs more than half of them *alive* (suspect
   ones do not count: the minority side steps down at ``suspect_after``, before the
-  majority side moves keys away from it at ``suspect_after + dead_after``). A node that
-  has other seeds has no quorum until it has heard from another node (a restarted node
-  must not believe it is alone). A node without a quorum never removes dead members:
-  otherwise the minority of a partition would forget the majority and, alone with itself,
-  find a majority again.
+  majority side moves keys away from it at ``suspect_after + dead_after``). A node without
+  a quorum never removes dead members: otherwise the minority of a partition would forget
+  the majority and, alone with itself, find a majority again.
+- **Learning the view.** A node has no quorum in this life until it has *learned* the
+  view (``learned``, reported once as ``ViewLearned``), which needs all of:
+  (1) the listen window (``MembershipConfig.listen``: by default three heartbeats, at most
+  ``suspect_after``) has passed since ``start``: a process back from a crash remembers no
+  view, but every live member that still holds it (alive, suspect or dead: not removed)
+  heartbeats it every period, so within the window it hears them, and their digests name
+  the cluster as they last knew it; (2) it has heard another node, if it has other seeds
+  (a restarted node must not believe it is alone); (3) no member it holds alive names
+  alive a node it has not heard itself (that node is probed; a member named by a stranger
+  only delays learning until the stranger is suspect); (4) the members it holds alive are
+  more than half of the union of its own members and the members (alive, suspect or dead)
+  named by the digests of the members it holds alive. Two seeds that crash together and
+  restart together thus hear each other first but do not count 2 of 2 as a quorum of a
+  5-node cluster: they own nothing until they have heard a majority of the five. A whole
+  cluster restarted together has no live member to hear: once the window has passed, the
+  nodes that found each other (through the seeds) are the whole view, and they regain a
+  quorum. Once learned, the rule above alone decides. (A known limit: a node restarted
+  while it is cut off from every live member for longer than the window takes whom it hears
+  for the cluster; so does one that, within the window, hears only nodes that remember
+  nothing. A member that stays dead through another node's restart, not removed, is never
+  heard by the restarted node: it counts in (4), but it is not on that node's ring until it
+  comes back.)
 - **Timers.** Two, whatever the cluster size: "heartbeat" (periodic) and "check" (armed at
   the earliest pending deadline; firing early is harmless, it re-arms).
 - **Determinism.** Members are always visited in node-id order; several status changes
@@ -74,6 +104,7 @@ __all__ = [
     "Heartbeat",
     "Leaving",
     "FRAMES",
+    "ViewLearned",
     "Membership",
     "HEARTBEAT_TIMER",
     "CHECK_TIMER",
@@ -101,12 +132,24 @@ class MembershipConfig:
     suspect_after: float = 5.0
     dead_after: float = 5.0
     remove_after: float = 60.0
+    listen: float | None = None  # the listen window before a first quorum; None: ``listen_window``'s default
 
     def __post_init__(self) -> None:
         for name in ("heartbeat", "suspect_after", "dead_after", "remove_after"):
             value = getattr(self, name)
             if not value > 0:
                 raise ValueError(f"MembershipConfig.{name} must be positive, got {value!r}")
+        if self.listen is not None and not self.listen >= 0:
+            raise ValueError(f"MembershipConfig.listen must be zero or positive, got {self.listen!r}")
+
+    @property
+    def listen_window(self) -> float:
+        """How long a started node listens before it may count a first quorum: ``listen``, else three heartbeats
+        (a live member that holds it heartbeats it every period; three periods ride out a lost frame or two),
+        at most ``suspect_after`` (a member silent that long is not counted alive by anyone anyway)."""
+        if self.listen is not None:
+            return self.listen
+        return min(3 * self.heartbeat, self.suspect_after)
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,6 +172,15 @@ class MemberChanged(Event):
     node: str
     incarnation: int
     status: str
+
+
+@dataclass(frozen=True, slots=True)
+class ViewLearned(Event):
+    """This node has learned the view (see "Learning the view"): ``alive`` of ``members`` it counted, the rumoured ones included."""
+
+    kind: ClassVar[str] = "member.learned"
+    alive: int
+    members: int
 
 
 # --- frames ------------------------------------------------------------------------------
@@ -199,6 +251,12 @@ class Membership:
         self.previous_life: int | None = None
         self._born = incarnation  # this life's first incarnation (refutations raise it later)
         self._prior: dict[str, int] = {}  # per node, the incarnation its record had before a restart replaced it
+        # Learning the view (see the module docstring): until then, no quorum.
+        self._learned = False
+        self._listen_until = 0.0  # set by start
+        self._listening = True  # the listen window has not been seen to end yet (the "check" timer waits for it)
+        self._told: dict[str, dict[str, str]] = {}  # until learned: per member heard, the present nodes its last digest named
+        self._rumours: dict[str, float] = {}  # nodes named in digests but never heard directly -> when the rumour expires
 
     # --- queries -----------------------------------------------------------------------
 
@@ -214,6 +272,15 @@ class Membership:
     @property
     def left(self) -> bool:
         return self._left
+
+    @property
+    def learned(self) -> bool:
+        """True once this node has learned the view (see "Learning the view"); it stays so for this life."""
+        return self._learned
+
+    def rumours(self) -> tuple[str, ...]:
+        """Nodes named by a digest that this node has not heard directly (it probes them), sorted."""
+        return tuple(sorted(self._rumours))
 
     def members(self) -> list[MemberView]:
         """Every member not removed (this node included), sorted by node id."""
@@ -245,8 +312,8 @@ class Membership:
         return (alive, members)
 
     def has_quorum(self) -> bool:
-        """Whether this node may own keys: joined, and more than half of the members alive."""
-        return self._joined and not self._left and _has_quorum(*self.quorum_counts())
+        """Whether this node may own keys: it learned the view, and more than half of the members are alive."""
+        return self._learned and not self._left and _has_quorum(*self.quorum_counts())
 
     def _view(self, node: str) -> MemberView:
         r = self._records[node]
@@ -262,11 +329,16 @@ class Membership:
         me = self._records[self.node]
         me.last_heard = me.since = now
         me.seq = 1
+        self._listen_until = now + self.config.listen_window
         events = [MemberChanged(self.node, me.incarnation, "alive")]
         sends = [Send(seed, self._heartbeat_for(seed)) for seed in self.seeds]
         out: list[Output] = [Report(e) for e in events]
+        learned = self._learn(now)
+        if learned is not None:  # a listen window of zero, no other seed: a founder at once
+            out.append(Report(learned))
         out.extend(sends)
         out.append(SetTimer(HEARTBEAT_TIMER, now + self.config.heartbeat))
+        out.extend(self._arm_check())
         return out
 
     def timer(self, name: str, now: float) -> list[Output]:
@@ -280,12 +352,14 @@ class Membership:
         timers: list[Output] = []
         if name == HEARTBEAT_TIMER:
             self._records[self.node].seq += 1
+            for node in [n for n, until in self._rumours.items() if until <= now]:
+                del self._rumours[node]  # nobody named it for suspect_after + dead_after: forget it
             sends = self._broadcast()
             timers.append(SetTimer(HEARTBEAT_TIMER, now + self.config.heartbeat))
         else:
             self._check_at = None
             self._check(now, events)
-        return self._finish(events, sends, timers)
+        return self._finish(events, sends, timers, now)
 
     def receive(self, src: str, frame: object, now: float) -> list[Output]:
         """A frame from node ``src`` arrived (frames whose sender field is not ``src`` are ignored)."""
@@ -300,9 +374,12 @@ class Membership:
             unknown = before is None or before.status == "removed"
             incarnation = self.incarnation
             self._saw_previous_life(frame.previous)
-            self._merge((src, frame.incarnation, "alive", frame.seq), now, events)
+            self._merge((src, frame.incarnation, "alive", frame.seq), now, events, direct=True)
+            probes: list[str] = []
             for entry in frame.digest:
-                self._merge(entry, now, events)
+                self._merge(entry, now, events, probes=probes)
+            if not self._learned:
+                self._told[src] = {e[0]: e[2] for e in frame.digest if e[2] in _PRESENT and e[0] != self.node}
             self._joined = True
             targets: list[str] = []
             if self.incarnation != incarnation:  # refuted: tell everyone now, not in a period
@@ -311,13 +388,14 @@ class Membership:
             after = self._records.get(src)
             if not frame.answer and src not in targets and (unknown or after is None or after.status != "alive"):
                 sends.append(Send(src, self._heartbeat_for(src, answer=True)))
+            sends.extend(Send(node, self._heartbeat_for(node)) for node in probes if node not in targets)
         elif isinstance(frame, Leaving):
             if frame.node != src:
                 return []
-            self._merge((src, frame.incarnation, "left", frame.seq), now, events)
+            self._merge((src, frame.incarnation, "left", frame.seq), now, events, direct=True)
         else:
             return []
-        return self._finish(events, sends, [])
+        return self._finish(events, sends, [], now)
 
     def leave(self, now: float) -> list[Output]:
         """Leave in order: tell every member, stop heartbeating; later inputs are ignored."""
@@ -339,9 +417,12 @@ class Membership:
 
     # --- internals ---------------------------------------------------------------------
 
-    def _finish(self, events: list[MemberChanged], sends: list[Send], timers: list[Output]) -> list[Output]:
-        """Outputs in a fixed order: reports (sorted by node, stable), sends, timers."""
+    def _finish(self, events: list[MemberChanged], sends: list[Send], timers: list[Output], now: float) -> list[Output]:
+        """Outputs in a fixed order: reports (sorted by node, stable; then ``ViewLearned`` if it came), sends, timers."""
         out: list[Output] = [Report(e) for e in sorted(events, key=lambda e: e.node)]
+        learned = self._learn(now)
+        if learned is not None:
+            out.append(Report(learned))
         out.extend(sends)
         out.extend(timers)
         out.extend(self._arm_check())
@@ -355,8 +436,20 @@ class Membership:
                 record.verdict = record.seq  # made now, on the freshest evidence we have
             events.append(MemberChanged(node, record.incarnation, status))
 
-    def _merge(self, entry: DigestEntry, now: float, events: list[MemberChanged]) -> None:
-        """Fold one ``(node, incarnation, status, seq)`` claim into the view (the merge rule)."""
+    def _merge(
+        self,
+        entry: DigestEntry,
+        now: float,
+        events: list[MemberChanged],
+        *,
+        direct: bool = False,
+        probes: list[str] | None = None,
+    ) -> None:
+        """Fold one ``(node, incarnation, status, seq)`` claim into the view (the merge rule).
+
+        ``direct``: the claim comes from ``node`` itself. Otherwise a node with no record (or
+        a removed one) does not enter the view: it becomes a rumour, added to ``probes`` when new.
+        """
         node, incarnation, raw_status, seq = entry
         if raw_status not in _RANK:
             return  # a status from a newer protocol version: not ours to guess
@@ -366,6 +459,13 @@ class Membership:
             return
         record = self._records.get(node)
         if record is None or (record.status == "removed" and incarnation > record.incarnation):
+            if not direct:  # a third party's word: probe it, do not count it
+                if status in _PRESENT:
+                    if node not in self._rumours and probes is not None:
+                        probes.append(node)
+                    self._rumours[node] = now + self.config.suspect_after + self.config.dead_after
+                return
+            self._rumours.pop(node, None)
             if status != "removed":
                 if record is not None:
                     self._prior[node] = record.incarnation
@@ -411,6 +511,29 @@ class Membership:
         if self.previous_life is None or incarnation > self.previous_life:
             self.previous_life = incarnation
 
+    def _learn(self, now: float) -> ViewLearned | None:
+        """Learn the view if every condition of "Learning the view" holds now; the event to report, once."""
+        if self._learned or not self._started or self._left or now < self._listen_until:
+            return None
+        self._listening = False
+        if not self._joined:
+            return None
+        records = self._records
+        alive = {node for node, r in records.items() if r.status == "alive"}
+        union = {node for node, r in records.items() if r.status in _PRESENT}
+        for member in sorted(alive):
+            for node, status in self._told.get(member, {}).items():
+                known = records.get(node)
+                if known is None or known.status == "removed":
+                    if status == "alive":
+                        return None  # a live member holds alive a node we have not heard: wait for its answer
+                    union.add(node)
+        if not _has_quorum(len(alive), len(union)):
+            return None
+        self._learned = True
+        self._told.clear()
+        return ViewLearned(len(alive), len(union))
+
     def _check(self, now: float, events: list[MemberChanged]) -> None:
         """Apply every failure-detection deadline that has passed."""
         cfg = self.config
@@ -439,6 +562,8 @@ class Membership:
         cfg = self.config
         quorum = self.has_quorum()
         best: float | None = None
+        if self._listening and not self._learned and self._started:
+            best = self._listen_until  # the window ends: try to learn (afterwards frames and verdicts retry)
         for node, record in self._records.items():  # min() of floats: order does not leak
             if node == self.node:
                 continue
@@ -473,6 +598,7 @@ class Membership:
         """Who gets a heartbeat: members not given up on, plus seeds we do not see serving."""
         targets = {node for node, r in self._records.items() if node != self.node and r.status in _PRESENT}
         targets.update(seed for seed in self.seeds if not self.serving(seed))
+        targets.update(self._rumours)  # probed until they answer or nobody names them any more
         return sorted(targets)
 
     def _digest(self) -> tuple[DigestEntry, ...]:

@@ -8,8 +8,10 @@ confirms every write on a quorum (see ``casty.activation``). On every membership
 node sweeps its replica store: keys marked ``@active`` that it now owns and does not run are
 activated (a crashed owner's scheduled keys resume without a message).
 
-Handoff: the node's replica joins the protocol (``ReplicationService.join``) once it has
-heard from a peer (at once for a node with no other seed), or after ``Cluster.rejoin_grace`` when a peer spoke of a previous life of
+Handoff: the node's replica joins the protocol (``ReplicationService.join``) once its
+membership has learned the view (``Membership.learned``: never before the listen window, and
+not while it has heard only a minority of the cluster as last known) and it has heard from a
+peer (at once for a node with no other seed), or after ``Cluster.rejoin_grace`` when a peer spoke of a previous life of
 this node (or nobody answered); then, and at every ring change, it pulls the other nodes'
 replicas (``casty.cluster.handoff``), answering blank for keys it is not yet ready for.
 Each sync round that ends sweeps again, so the ``@active`` keys a restarted node pulled
@@ -36,7 +38,7 @@ from ..observer import Event
 from ..ref import ReplyRef, reply_type
 from .config import Cluster
 from .driver import Dispatcher, MembershipService
-from .membership import MemberChanged
+from .membership import MemberChanged, ViewLearned
 from .placement import Placement as RingPlacement
 from .placement import Ring
 from .handoff import RoundEnded, RoundStarted
@@ -78,6 +80,8 @@ class ClusterNode:
                 if self._built:
                     self._ring_check()  # at once: no write may be confirmed on a moved replica set after this
                 self._membership_changed()
+            elif isinstance(event, ViewLearned):
+                self._membership_changed()  # a first quorum: open the replica, resume the keys this node owns
 
         self.dispatcher: Final = Dispatcher.of(transport, CLUSTER_WIRE, observer=system._observer)
         self.membership: Final = MembershipService(
@@ -247,8 +251,14 @@ class ClusterNode:
             self._ring_check()
             return
         core = self.membership.core
+        if not core.learned:
+            # Not before the membership learned the view: a restarted node whose ring holds only
+            # the nodes it has heard so far (another restarted one, say) would find itself ready
+            # for keys it is no replica of in the cluster as last known, and answer prepares
+            # with nothing as if it held their copies.
+            return
         # A node with no other seed founds the cluster: nobody can tell it of a previous life,
-        # so it opens at once (give every node another seed for the grace to protect it).
+        # so it opens at once once it listened (give every node another seed for the grace to protect it).
         heard = not core.seeds or any(member.node != self.system.node for member in core.members())
         if (heard and core.previous_life is None) or self.system.loop.time() >= self._started_at + self._grace:
             replication.join(self._peers())
