@@ -3,7 +3,7 @@
     python -m casty node --bind HOST:PORT [--seeds HOST:PORT,...] [--module MODULE ...]
                          [--cluster NAME] [--heartbeat S] [--suspect-after S] [--dead-after S]
                          [--remove-after S] [--leave-timeout S] [--ask-timeout S]
-                         [--write-timeout S] [--facts KIND,...|all] [--log-level LEVEL]
+                         [--write-timeout S] [--facts KIND,...|all] [--secret-file PATH] [--log-level LEVEL]
 
     python -m casty ask  --seeds HOST:PORT,... --type MODULE:TYPE --key KEY --message JSON [--timeout S]
     python -m casty tell --seeds HOST:PORT,... --type MODULE:TYPE --key KEY --message JSON
@@ -31,6 +31,10 @@ fields; refs as ``["@e", "module:type", "key"]``). The answer is one JSON line o
 "error": "Unavailable", "reason": ...}`` (exit 1). A ``tell`` is answered once a gateway
 has queued it, not when it is handled.
 
+Every command takes ``--secret-file PATH`` (or reads ``$CASTY_SECRET``): the cluster secret
+that nodes and clients prove to each other in the TCP handshake (see ``casty.cluster.tcp``).
+There is no flag that takes the secret itself: a command line shows in ``ps``.
+
 Signal handling lives here, in the program, and nowhere in the runtime.
 """
 
@@ -40,13 +44,14 @@ import argparse
 import asyncio
 import json
 import logging
+import os
 import signal
 import sys
 from typing import Any
 
 from .cluster.client import ClusterClient, RemoteError
 from .cluster.membership import MembershipConfig
-from .cluster.node import FACTS, NodeConfig, NodeProcess, parse_address
+from .cluster.node import FACTS, SECRET_ENV, NodeConfig, NodeProcess, parse_address, read_secret
 from .cluster.tcp import Address
 from .errors import CastyError, ConfigurationError
 
@@ -139,6 +144,7 @@ def build_parser() -> argparse.ArgumentParser:
                       help="routing retries and quorum writes give up after this long (default 5)")
     node.add_argument("--facts", type=_facts, default=FACTS, metavar="KIND,...",
                       help="runtime events printed as JSON facts, or 'all' (default: " + ",".join(sorted(FACTS)) + ")")
+    _secret_file(node)
     _log_level(node)
     for name, text in (
         ("ask", "ask an actor through a node of the cluster; print its reply"),
@@ -150,6 +156,7 @@ def build_parser() -> argparse.ArgumentParser:
         client.add_argument("--seeds", type=_addresses, required=True, metavar="HOST:PORT,...",
                             help="nodes to send the request through, first reachable first")
         client.add_argument("--cluster", default="casty", metavar="NAME", help="cluster name (default: casty)")
+        _secret_file(client)
         client.add_argument("--timeout", type=_seconds, default=10.0, metavar="S",
                             help="how long to wait for the answer (default 10)")
         if name != "members":
@@ -162,6 +169,20 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+class _NoSecretOnTheCommandLine(argparse.Action):
+    """``--secret VALUE`` is an error, not an abbreviation of ``--secret-file`` (which would read VALUE as a path)."""
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: object, **__: object) -> None:
+        parser.error(f"--secret: a secret on the command line shows in ps; use --secret-file PATH or ${SECRET_ENV}")
+
+
+def _secret_file(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--secret-file", metavar="PATH",
+                        help=f"the cluster secret is this file's content (else ${SECRET_ENV}; no flag takes it on the "
+                             "command line, where ps would show it)")
+    parser.add_argument("--secret", action=_NoSecretOnTheCommandLine, help=argparse.SUPPRESS)
+
+
 def _log_level(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--log-level", default="WARNING", type=str.upper,
                         choices=["DEBUG", "INFO", "WARNING", "ERROR"], help="stderr log level (default WARNING)")
@@ -170,7 +191,7 @@ def _log_level(parser: argparse.ArgumentParser) -> None:
 async def _client(args: argparse.Namespace) -> int:
     """Run one client request; its answer (or error) as one JSON line; the exit status."""
     try:
-        async with ClusterClient(args.seeds, cluster=args.cluster, timeout=args.timeout) as client:
+        async with ClusterClient(args.seeds, cluster=args.cluster, timeout=args.timeout, secret=args.secret) as client:
             gateway = client.gateway
             try:
                 if args.command == "ask":
@@ -238,6 +259,10 @@ async def _serve(config: NodeConfig) -> int:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    try:
+        args.secret = read_secret(args.secret_file, os.environ)
+    except ValueError as exc:
+        parser.error(str(exc))
     if args.command != "node":
         logging.basicConfig(stream=sys.stderr, level=getattr(logging, args.log_level),
                             format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -260,6 +285,7 @@ def main(argv: list[str] | None = None) -> int:
             write_timeout=args.write_timeout,
             facts=frozenset() if "all" in args.facts else args.facts,
             all_facts="all" in args.facts,
+            secret=args.secret,
         )
     except ValueError as exc:
         parser.error(str(exc))

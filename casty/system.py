@@ -84,7 +84,7 @@ class ActorSystem:
         if not isinstance(node, str) or not node:
             raise ValueError(f"node must be a non-empty string, got {node!r}")
         if cluster is not None or transport is not None:
-            from .cluster.config import Cluster
+            from .cluster.config import Cluster, check_transport
 
             if not isinstance(cluster, Cluster):
                 raise ConfigurationError(f"a transport needs cluster=Cluster(...), got cluster={cluster!r}")
@@ -92,6 +92,7 @@ class ActorSystem:
                 raise ConfigurationError("cluster= needs transport=: the Transport this node speaks to the others on")
             if transport.node != node:
                 raise ConfigurationError(f"the transport is node {transport.node!r}, the system node {node!r}")
+            check_transport(cluster, transport)
         self.cluster = cluster
         self.transport = transport
         self._cluster: ClusterNode | None = None  # set at entry when cluster= is given

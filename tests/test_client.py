@@ -116,13 +116,14 @@ def test_a_client_needs_a_gateway() -> None:
 # --- a gateway over real TCP ---------------------------------------------------------------
 
 
-async def one_node(port: int, facts: list[dict[str, Any]]) -> NodeProcess:
+async def one_node(port: int, facts: list[dict[str, Any]], *, secret: bytes | None = None) -> NodeProcess:
     config = NodeConfig(
         bind=("127.0.0.1", port),
         modules=("tests.cluster_app",),
         membership=MembershipConfig(heartbeat=0.2, suspect_after=1, dead_after=1),
         ask_timeout=2.0,
         write_timeout=2.0,
+        secret=secret,
     )
     node = NodeProcess(config, facts.append)
     await node.start()
@@ -234,6 +235,28 @@ def test_a_request_over_the_frame_limit_raises_message_too_large_at_once() -> No
                     await client.tell(TYPE, "k", "Inc", {"pad": "x" * MAX_FRAME})
                 assert loop.time() - started < 0.5
                 assert await client.ask(TYPE, "k", "Inc") == 1
+        finally:
+            await node.stop()
+
+    run(body)
+
+
+def test_a_gateway_with_a_secret_serves_only_clients_that_prove_it() -> None:
+    """A node with a cluster secret answers a client given it, and a client without it or with another gets Unavailable; the node keeps serving."""
+
+    async def body() -> None:
+        (port,) = free_ports(1)
+        facts: list[dict[str, Any]] = []
+        node = await one_node(port, facts, secret=b"s3cret")
+        assert "s3cret" not in repr(node.config)
+        try:
+            for secret in (None, "another"):
+                async with ClusterClient([f"127.0.0.1:{port}"], timeout=2.0, secret=secret) as stranger:
+                    with pytest.raises(Unavailable, match="no gateway could be reached"):
+                        await stranger.ask(TYPE, "k", "Inc")
+            async with ClusterClient([f"127.0.0.1:{port}"], timeout=2.0, secret="s3cret") as client:
+                assert await client.ask(TYPE, "k", "Inc") == 1
+            assert [f["key"] for f in facts if f["event"] == "activation.started"] == ["k"]
         finally:
             await node.stop()
 

@@ -15,6 +15,7 @@ import signal
 import socket
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -121,11 +122,11 @@ def test_sigint_leaves_in_order_and_exits_zero() -> None:
     run(body, GUARD)
 
 
-async def client_cli(*args: str) -> tuple[int, dict[str, Any], str]:
-    """Run ``python -m casty <args>``; its exit status, its one JSON line, its stderr."""
+async def client_cli(*args: str, env: dict[str, str] | None = None) -> tuple[int, dict[str, Any], str]:
+    """Run ``python -m casty <args>`` (with ``env`` added to the environment); its exit status, its one JSON line, its stderr."""
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "casty", *args,
-        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT, env=child_env(),
+        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT, env={**child_env(), **(env or {})},
     )
     out, err = await proc.communicate()
     lines = out.decode().splitlines()
@@ -167,6 +168,38 @@ def test_cli_client_asks_tells_and_reads_placement_through_a_node() -> None:
     run(body, GUARD)
 
 
+def test_nodes_and_clients_with_the_secret_file_talk_and_those_without_it_are_kept_out(tmp_path: Path) -> None:
+    """Two nodes given --secret-file join each other; a node without it never does; the CLI asks with the file or CASTY_SECRET, and fails without."""
+
+    async def body() -> None:
+        secret = tmp_path / "secret"
+        secret.write_bytes(b"s3cret of the lab\n")
+        a_port, b_port, c_port = free_ports(3)
+        with_secret = ["--secret-file", str(secret), "--module", "tests.cluster_app"]
+        a = await spawn(a_port, [], *with_secret)
+        b = await spawn(b_port, [a_port], *with_secret)
+        c = await spawn(c_port, [a_port], "--module", "tests.cluster_app")
+        nodes = [a, b, c]
+        target = ["--seeds", a.name, "--type", "tests.cluster_app:tally", "--key", "s1"]
+        try:
+            await until(lambda: a.status(b.name) == "alive" and b.status(a.name) == "alive", "a and b alive", nodes, 8.0)
+            await until(lambda: any("wrong proof" in line or "needs its secret" in line for line in a.stderr),
+                        "a refuses c", nodes, 5.0)
+            assert a.status(c.name) is None and b.status(c.name) is None and c.status(a.name) is None
+            assert b"s3cret" not in Path(f"/proc/{a.proc.pid}/cmdline").read_bytes()
+            code, reply, _ = await client_cli("ask", *target, "--secret-file", str(secret), "--message", '"Inc"')
+            assert (code, reply["value"]) == (0, 1)
+            code, reply, _ = await client_cli("ask", *target, "--message", '"Inc"', env={"CASTY_SECRET": "s3cret of the lab"})
+            assert (code, reply["value"]) == (0, 2)
+            code, error, _ = await client_cli("ask", *target, "--message", '"Inc"', "--timeout", "2")
+            assert (code, error["error"]) == (1, "Unavailable") and "no gateway could be reached" in error["reason"]
+            assert all(node.proc.returncode is None for node in nodes)
+        finally:
+            await reap(nodes)
+
+    run(body, GUARD)
+
+
 # --- the command line ----------------------------------------------------------------------
 
 
@@ -193,6 +226,9 @@ def test_cli_bad_bind_exits_2_naming_the_value() -> None:
         (["--bind", "127.0.0.1:7001", "--heartbeat", "0"], "'0'"),
         (["--bind", "127.0.0.1:7001", "--ask-timeout", "-1"], "'-1'"),
         (["--bind", "127.0.0.1:7001", "--facts", ","], "','"),
+        (["--bind", "127.0.0.1:7001", "--secret", "hunter2"], "--secret: a secret on the command line shows in ps"),
+        (["--bind", "127.0.0.1:7001", "--secret-file", "/nonexistent/secret"], "cannot read the secret file '/nonexistent/secret'"),
+        (["--bind", "127.0.0.1:7001", "--secret-file", "/dev/null"], "the secret file '/dev/null' is empty"),
     ],
 )
 def test_cli_bad_arguments_exit_2(argv: list[str], named: str, capsys: pytest.CaptureFixture[str]) -> None:

@@ -84,7 +84,7 @@ from ..errors import (
 from ..observer import Event
 from ..ref import Askable
 from .limits import MAX_FRAME, check_frame
-from .tcp import Address, ConnectFailed, ConnectionLost, TcpTransport
+from .tcp import Address, ConnectFailed, ConnectionLost, TcpTransport, secret_bytes
 from .wire import Wire, WireError
 
 if TYPE_CHECKING:
@@ -513,7 +513,9 @@ class ClusterClient:
     """A program outside the cluster: asks, tells and looks up placement through a gateway node.
 
     ``seeds`` are node ids (``HOST:PORT``) or addresses; the client listens on ``host`` (a
-    free port) for the answers. Use ``async with ClusterClient(seeds) as client:``.
+    free port) for the answers. Use ``async with ClusterClient(seeds) as client:``. A cluster
+    with a ``secret`` needs it here too: the client proves it to the gateway, and the gateway
+    to the client when it dials back with the answer.
     """
 
     def __init__(
@@ -524,6 +526,7 @@ class ClusterClient:
         host: str = "127.0.0.1",
         timeout: float = 10.0,
         connect_timeout: float = 2.0,
+        secret: bytes | str | None = None,
     ) -> None:
         from .node import format_address, node_id, parse_address  # node.py imports this module: import it late
 
@@ -535,6 +538,7 @@ class ClusterClient:
             raise ValueError(f"timeout must be within (0, {MAX_TIMEOUT:g}] seconds, got {timeout!r}")
         self.timeout = timeout
         self.connect_timeout = connect_timeout
+        self._secret = secret_bytes(secret, "the cluster secret")
         self.node: str | None = None
         self.tcp: TcpTransport | None = None
         self._futures: dict[int, asyncio.Future[Result]] = {}
@@ -551,7 +555,9 @@ class ClusterClient:
         for _ in range(5):  # the port found free may be taken before we bind it: try another
             address = (self.host, _free_port(self.host))
             node = format_address(address)
-            tcp = TcpTransport(node, address, cluster=self.cluster, connect_timeout=self.connect_timeout, observer=self._event)
+            tcp = TcpTransport(
+                node, address, cluster=self.cluster, connect_timeout=self.connect_timeout, observer=self._event, secret=self._secret
+            )
             try:
                 await tcp.start()
             except OSError as exc:

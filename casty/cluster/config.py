@@ -2,18 +2,25 @@
 
 Durations are seconds or ``timedelta``s, checked here so that a bad option fails where it is
 written. ``membership()`` gives the failure-detector timing as the membership core takes it.
+
+The cluster ``secret`` is checked against the transport when the system is built
+(``check_transport``): a ``Cluster(secret=...)`` over a transport that does not prove and
+demand that same secret in its handshake would look protected and not be, so it is a
+``ConfigurationError`` rather than a silent hole. The secret never shows in ``repr``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import timedelta
 
 from ..actor import seconds
+from ..errors import ConfigurationError
 from .membership import MembershipConfig
+from .tcp import secret_bytes
 
-__all__ = ["Cluster"]
+__all__ = ["Cluster", "check_transport"]
 
 
 def _positive(value: timedelta | float, what: str) -> float:
@@ -25,11 +32,15 @@ def _positive(value: timedelta | float, what: str) -> float:
 
 @dataclass(frozen=True, init=False)
 class Cluster:
-    """Seeds (node ids), failure-detection timing (seconds), ring vnodes, the cluster name and the rejoin grace.
+    """Seeds (node ids), failure-detection timing (seconds), ring vnodes, the cluster name, the rejoin grace, the secret.
 
     ``rejoin_grace``: how long a node that learns it had a previous life stays out of the
     replication protocol (seconds; None: the system's ``write_timeout`` + 1 s). It must
     outlast any acquisition (a type's ``write_timeout``) that the previous life promised to.
+
+    ``secret``: bytes or str (kept as UTF-8 bytes), or None. With one, a peer joins the
+    cluster's connections only by proving it in the TCP handshake (``TcpTransport(secret=)``,
+    which must be given the same one). Left out of ``repr``.
     """
 
     seeds: tuple[str, ...]
@@ -40,6 +51,7 @@ class Cluster:
     vnodes: int
     name: str
     rejoin_grace: float | None
+    secret: bytes | None = field(repr=False)
 
     def __init__(
         self,
@@ -52,6 +64,7 @@ class Cluster:
         vnodes: int = 64,
         name: str = "casty",
         rejoin_grace: timedelta | float | None = None,
+        secret: bytes | str | None = None,
     ) -> None:
         if isinstance(seeds, str):
             raise TypeError(f"Cluster seeds are a sequence of node ids, not one string: use [{seeds!r}]")
@@ -72,7 +85,25 @@ class Cluster:
         set_(self, "vnodes", vnodes)
         set_(self, "name", name)
         set_(self, "rejoin_grace", None if rejoin_grace is None else _positive(rejoin_grace, "rejoin_grace"))
+        set_(self, "secret", secret_bytes(secret, "Cluster.secret"))
 
     def membership(self) -> MembershipConfig:
         """The failure-detector timing as ``MembershipConfig``."""
         return MembershipConfig(self.heartbeat, self.suspect_after, self.dead_after, self.remove_after)
+
+
+def check_transport(cluster: Cluster, transport: object) -> None:
+    """``ConfigurationError`` if ``cluster`` has a secret that ``transport`` does not use in its handshake.
+
+    A transport says so with ``uses_secret(secret) -> bool`` (``TcpTransport``, and the node's
+    ``AddressedTransport`` around it); one without that method cannot authenticate peers.
+    """
+    if cluster.secret is None:
+        return
+    uses_secret = getattr(transport, "uses_secret", None)
+    if uses_secret is None:
+        raise ConfigurationError(
+            f"Cluster(secret=...) needs a transport that checks it in its handshake; {type(transport).__qualname__} does not"
+        )
+    if not uses_secret(cluster.secret):
+        raise ConfigurationError("Cluster(secret=...) and the transport's secret differ: give TcpTransport(secret=) the same one")

@@ -56,7 +56,7 @@ import asyncio
 import importlib
 import ipaddress
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any, Final
@@ -71,7 +71,7 @@ from .client import Gateway, is_client_frame
 from .config import Cluster
 from .driver import MembershipService
 from .membership import MemberChanged, MembershipConfig
-from .tcp import Address, TcpTransport
+from .tcp import Address, TcpTransport, secret_bytes
 
 __all__ = [
     "parse_address",
@@ -80,6 +80,8 @@ __all__ = [
     "address_of",
     "load_modules",
     "load_actor_types",
+    "SECRET_ENV",
+    "read_secret",
     "AddressedTransport",
     "FACTS",
     "NodeConfig",
@@ -168,6 +170,35 @@ def load_modules(names: Sequence[str]) -> list[str]:
     return list(load_actor_types(names))
 
 
+SECRET_ENV: Final = "CASTY_SECRET"
+"""The environment variable the CLI reads the cluster secret from when no ``--secret-file`` is given."""
+
+
+def read_secret(path: str | None, environ: Mapping[str, str]) -> bytes | None:
+    """The cluster secret: the bytes of the file at ``path`` (one trailing newline dropped), else ``environ[SECRET_ENV]``.
+
+    Why not a ``--secret VALUE`` flag: a command line is visible to every user of the machine
+    (``ps``), a file's mode and a process's environment are not. ``ValueError`` naming the
+    file if it cannot be read or the secret is empty.
+    """
+    if path is not None:
+        try:
+            with open(path, "rb") as file:
+                data = file.read()
+        except OSError as exc:
+            raise ValueError(f"cannot read the secret file {path!r}: {exc.strerror or exc}") from None
+        data = data[:-2] if data.endswith(b"\r\n") else data[:-1] if data.endswith(b"\n") else data
+        if not data:
+            raise ValueError(f"the secret file {path!r} is empty")
+        return data
+    value = environ.get(SECRET_ENV)
+    if value is None:
+        return None
+    if not value:
+        raise ValueError(f"{SECRET_ENV} is set but empty")
+    return value.encode("utf-8")
+
+
 class AddressedTransport:
     """A ``TcpTransport`` whose node ids are their addresses: a frame to a node not yet in the
     address book adds it from its id, so members learnt from digests are reachable at once.
@@ -204,6 +235,10 @@ class AddressedTransport:
     def max_frame(self) -> int:
         """The TCP transport's frame limit: what the router checks a message against before sending it."""
         return self.tcp.max_frame
+
+    def uses_secret(self, secret: bytes | str) -> bool:
+        """Whether the TCP transport proves and demands ``secret`` (``Cluster(secret=)`` is checked with it)."""
+        return self.tcp.uses_secret(secret)
 
     def send(self, destination: str, frame: bytes) -> None:
         if destination not in self._known and destination != self.tcp.node:
@@ -286,8 +321,11 @@ class NodeConfig:
     """The kinds of runtime events emitted as facts (``"all"`` in the CLI: every kind)."""
     all_facts: bool = False
     """Emit every runtime event as a fact, whatever ``facts`` says."""
+    secret: bytes | None = field(default=None, repr=False)
+    """The cluster secret (see ``Cluster(secret=)``): peers and clients must prove it in the handshake."""
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "secret", secret_bytes(self.secret, "the cluster secret"))
         object.__setattr__(self, "bind", parse_address(format_address(self.bind)))
         object.__setattr__(self, "seeds", tuple(parse_address(format_address(s)) for s in self.seeds))
         object.__setattr__(self, "facts", frozenset(self.facts))
@@ -318,6 +356,7 @@ class NodeConfig:
             dead_after=m.dead_after,
             remove_after=m.remove_after,
             name=self.cluster,
+            secret=self.secret,
         )
 
 
@@ -394,7 +433,7 @@ class NodeProcess:
         cfg = self.config
         hosted = load_actor_types(cfg.modules)
         self.actors = list(hosted)
-        tcp = TcpTransport(self.node, cfg.bind, cluster=cfg.cluster, observer=self._observe)
+        tcp = TcpTransport(self.node, cfg.bind, cluster=cfg.cluster, observer=self._observe, secret=cfg.secret)
         try:
             await tcp.start()
         except BaseException:
