@@ -30,10 +30,11 @@ import msgspec
 
 from . import observer as ev
 from .actor import ActorType, known_actor
-from .cluster.replication import Acquired, AcquireTimedOut, Confirmed, Lost, Stamp, WriteTimedOut
+from .cluster.replication import ZERO_STAMP, Acquired, AcquireTimedOut, Confirmed, Epoch, Lost, Stamp, WriteTimedOut
 from .cluster.replication import Fenced as EpochFenced
 from .context import EMPTY, Context, Inbox
 from .errors import ActorFailed, CastyError, Fenced, MailboxFull, NotStarted, SchemaError, Unavailable
+from .ports import NO_EPOCH, StoredEpoch
 from .ref import EntityRef, ReplyRef
 from .schedules import ArmedSchedule, Schedule, decode_schedules, encode_armed, to_micros
 from .state import ACTIVE_PAGE, BEHAVIOR_PAGE, SCHEDULES_PAGE, STATE_PAGE
@@ -122,11 +123,14 @@ class KeyRecords:
     and its save lock.
     """
 
-    __slots__ = ("pages", "versions", "_locks")
+    __slots__ = ("pages", "versions", "epochs", "_locks")
 
     def __init__(self) -> None:
         self.pages: dict[Entity, dict[str, bytes]] = {}
         self.versions: dict[Entity, int] = {}
+        # A durable key's owner epoch, for its saves (the store orders records by epoch, then
+        # version): the epoch it was acquired under in a cluster, the stored one on a single node.
+        self.epochs: dict[Entity, StoredEpoch] = {}
         self._locks: dict[Entity, asyncio.Lock] = {}
 
     def __contains__(self, entity: Entity) -> bool:
@@ -135,10 +139,11 @@ class KeyRecords:
     def __len__(self) -> int:
         return len(self.pages)
 
-    def add(self, entity: Entity, version: int, pages: dict[str, bytes]) -> None:
-        """Hold a key found elsewhere (in the durable store) at ``version``."""
+    def add(self, entity: Entity, version: int, pages: dict[str, bytes], epoch: StoredEpoch = NO_EPOCH) -> None:
+        """Hold a key found elsewhere (in the durable store) at ``version``, written under ``epoch``."""
         self.pages[entity] = pages
         self.versions[entity] = version
+        self.epochs[entity] = epoch
 
     def pages_of(self, entity: Entity) -> dict[str, bytes]:
         """The key's pages, empty at version 0 for a key the node never held."""
@@ -368,8 +373,9 @@ class Activation:
         if self.entity not in records and self._store is not None:
             stored = await self._store.load(self.type.name, self.key)
             if self.entity not in records and stored is not None:  # another path may have filled it meanwhile
-                version, blob = stored
-                records.add(self.entity, version, system.codec.decode_pages(blob))
+                # The stored epoch carries on: a single node writes under it, so its saves are
+                # never older than the record they follow (a cluster's owner may have written it).
+                records.add(self.entity, stored.version, system.codec.decode_pages(stored.state), stored.epoch)
         recovered, updates = self._adopt()
         await self._commit(self.lease, updates, "activate")
         return recovered
@@ -424,15 +430,23 @@ class Activation:
 
         # A durable type keeps a copy in the node's store: when no replica holds anything of
         # the key (never written, or every replica lost it), the store's pages come back.
-        stored_version, stored_pages = 0, {}
+        # The store keeps the epoch of the write it saved, so the new epoch is minted above it
+        # (``after``): an owner recovering the key after every replica restarted would otherwise
+        # start again at round 1, below the epochs the key had; and the store, which orders
+        # records by epoch first, would then refuse its saves.
+        stored_version, stored_pages, stored_stamp = 0, {}, ZERO_STAMP
         if self._store is not None:
             stored = await self._store.load(self.type.name, self.key)
             if stored is not None:
-                stored_version, stored_pages = stored[0], codec.decode_pages(stored[1])
+                stored_version, stored_pages = stored.version, codec.decode_pages(stored.state)
+                stored_stamp = Stamp(Epoch(*stored.epoch), stored.version)
 
         def write_back(found: Stamp, pages: Mapping[str, bytes]) -> dict[str, bytes | None]:
             updates: dict[str, bytes | None] = {}
-            if found.version == 0 and stored_pages:
+            if stored_pages and stored_stamp > found:
+                # The store holds a confirmed write newer than any the replicas hold (they lost
+                # it): its pages replace theirs, as a newer stamp's would.
+                updates.update(dict.fromkeys(pages))
                 updates.update(stored_pages)
                 pages = stored_pages
                 from_store[0] = True
@@ -447,8 +461,8 @@ class Activation:
         replicas = cluster.replicas_of(self.type.name, self.key, self.type.replicas)
         acquiring = slot.acquiring = self._loop.create_future()
         slot.perform(slot.owner.acquire(
-            slot.now(), replicas, self.type.write, updates=write_back, after=service.round_hint(self.entity),
-            floor=stored_version,
+            slot.now(), replicas, self.type.write, updates=write_back,
+            after=max(service.round_hint(self.entity), stored_stamp.epoch), floor=stored_version,
         ))
         acquired: Acquired = await acquiring
         slot.acquiring = None
@@ -457,6 +471,8 @@ class Activation:
         pages.clear()
         pages.update(acquired.pages)
         records.versions[self.entity] = acquired.version
+        if self._store is not None:
+            records.epochs[self.entity] = acquired.epoch
         system._emit_event(
             ev.EpochAcquired, self.type.name, self.key, acquired.epoch.round, acquired.epoch.node, acquired.version,
             stored_version if from_store[0] else acquired.found.version,
@@ -544,6 +560,7 @@ class Activation:
         of the group's one replicated write, and the pages of that version.
         """
         slot, shown = self._replicated_slot(lease, operation, fence)
+        epoch = slot.owner.epoch  # the write's epoch, for the store (the slot may be gone once it is confirmed)
         future: asyncio.Future[tuple[int, dict[str, bytes]]] = self._loop.create_future()
         slot.stage(updates, future)
         try:
@@ -555,7 +572,7 @@ class Activation:
             self.system._emit_event(ev.WriteFailed, self.type.name, self.key, shown, operation, "unavailable")
             raise
         if self._store is not None:
-            await self._store_replicated(pages, version, shown, operation)
+            await self._store_replicated(pages, version, epoch, shown, operation)
         self.system._emit_event(ev.WriteConfirmed, self.type.name, self.key, shown, version, tuple(updates))
         return version
 
@@ -585,16 +602,21 @@ class Activation:
                 return  # reported as WriteFailed
         slot.stage(updates, _Staged(self, self.lease, operation, tuple(updates)))
 
-    async def _store_replicated(self, pages: Mapping[str, bytes], version: int, lease: int | None, operation: str) -> None:
+    async def _store_replicated(
+        self, pages: Mapping[str, bytes], version: int, epoch: Epoch, lease: int | None, operation: str
+    ) -> None:
         """A durable type's copy of a quorum-confirmed write: saved before the write counts (``durable="write"``), or flushed later.
 
-        Only confirmed writes reach the store, under the replicated version, so a store's
-        greatest version is the newest state some owner confirmed.
+        Only confirmed writes reach the store, under the replicated epoch and version, so a
+        store's greatest ``(epoch, version)`` is the newest state some owner confirmed, and a
+        fenced owner's late save never overwrites a newer epoch's.
         """
         if self._durable != "write":
             self._schedule_flush()
             return
-        await self._persist_within(pages, version, self._write_timeout(), lease, operation, "confirmed by the replicas but not by the store")
+        await self._persist_within(
+            pages, version, epoch, self._write_timeout(), lease, operation, "confirmed by the replicas but not by the store"
+        )
 
     def _abandon(self, error: BaseException) -> None:
         """Activation itself failed: fail what waits, leave the table; the next message tries again."""
@@ -1017,7 +1039,8 @@ class Activation:
             version = records.versions[self.entity] + 1
             limit = self.type.write_timeout if self.type.write_timeout is not None else self.system.write_timeout
             shown = self.lease if lease is None else lease
-            await self._persist_within(pages, version, limit or None, shown, operation, "not confirmed by the store")
+            epoch = records.epochs.get(self.entity, NO_EPOCH)
+            await self._persist_within(pages, version, epoch, limit or None, shown, operation, "not confirmed by the store")
             current.clear()
             current.update(pages)
             records.versions[self.entity] = version
@@ -1027,21 +1050,29 @@ class Activation:
         """Write-behind: save the node's latest pages of the key (the store keeps the greatest version)."""
         pages = self.pages
         assert pages is not None and self._store is not None
-        version = self.system._records.versions[self.entity]
+        records = self.system._records
+        version = records.versions[self.entity]
         try:
-            await self._persist(pages, version)
+            await self._persist(pages, version, records.epochs.get(self.entity, NO_EPOCH))
         except asyncio.CancelledError:
             raise
         except Exception:
             self.system._emit_event(ev.WriteFailed, self.type.name, self.key, self.lease, "flush", "unavailable")
 
     async def _persist_within(
-        self, pages: Mapping[str, bytes], version: int, limit: float | None, lease: int | None, operation: str, failed: str
+        self,
+        pages: Mapping[str, bytes],
+        version: int,
+        epoch: StoredEpoch,
+        limit: float | None,
+        lease: int | None,
+        operation: str,
+        failed: str,
     ) -> None:
         """``_persist`` bounded by ``limit`` seconds (None: no bound); a failure is reported and raised as ``Unavailable``."""
         try:
             async with asyncio.timeout(limit):
-                await self._persist(pages, version)
+                await self._persist(pages, version, epoch)
         except asyncio.CancelledError:
             raise
         except Exception as exc:
@@ -1049,13 +1080,13 @@ class Activation:
             why = f"no answer within write_timeout = {limit:g} s" if isinstance(exc, TimeoutError) and limit else repr(exc)
             raise Unavailable(f"{self.type.name}[{self.key!r}]: {operation} {failed}: {why}") from exc
 
-    async def _persist(self, pages: Mapping[str, bytes], version: int) -> None:
+    async def _persist(self, pages: Mapping[str, bytes], version: int, epoch: StoredEpoch) -> None:
         """Put one version of the key's pages in the store: a save, or a drop once nothing is left (a deleted, idle key)."""
         assert self._store is not None
         if pages:
-            await self._store.save(self.type.name, self.key, version, self.system.codec.encode_pages(pages))
+            await self._store.save(self.type.name, self.key, version, self.system.codec.encode_pages(pages), epoch=epoch)
         else:
-            await self._store.drop(self.type.name, self.key, version)
+            await self._store.drop(self.type.name, self.key, version, epoch=epoch)
 
     def _schedule_flush(self) -> None:
         """Write-behind (``durable=timedelta``): save the latest pages once per interval."""

@@ -10,11 +10,11 @@ the running asyncio loop, which is the remaining port.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Protocol, runtime_checkable
+from typing import NamedTuple, Protocol, runtime_checkable
 
 from .observer import Event
 
-__all__ = ["Clock", "Store", "StoredRecord", "Transport", "FrameHandler", "Observer"]
+__all__ = ["Clock", "Store", "StoredRecord", "StoredEpoch", "NO_EPOCH", "Transport", "FrameHandler", "Observer"]
 
 
 @runtime_checkable
@@ -28,24 +28,42 @@ class Clock(Protocol):
     def now_us(self) -> int: ...
 
 
-StoredRecord = tuple[int, bytes]
-"""What a store holds for one key: ``(version, encoded pages)``; the greatest version wins."""
+StoredEpoch = tuple[int, str]
+"""The owner epoch ``(round, node)`` a page set was written under (``casty.cluster.replication.Epoch``)."""
+
+NO_EPOCH: StoredEpoch = (0, "")
+"""The epoch of a page set written outside any owner epoch: by a single node, or before stores kept epochs."""
+
+
+class StoredRecord(NamedTuple):
+    """What a store holds for one key: its version, its encoded pages and the epoch they were written under.
+
+    Records are ordered by ``(epoch, version)``, as replicas order their stamps: within one
+    epoch versions grow; a newer epoch wins even at a lower version, because its owner read
+    every confirmed write before it wrote (and an older epoch's owner was fenced by it).
+    """
+
+    version: int
+    state: bytes
+    epoch: StoredEpoch = NO_EPOCH
 
 
 @runtime_checkable
 class Store(Protocol):
     """Durable pages of durable actor types, one record per (actor type, key).
 
-    ``save`` must keep the record with the greatest version, so that a late write of an
-    older version can never undo a newer one. Methods are coroutines so that a store
-    may take time (a simulated disk with latency, a remote database).
+    ``save`` must keep the record with the greatest ``(epoch, version)``, so that a late
+    write of an older version, or a fenced owner's write of an older epoch, can never undo
+    a newer one; ``drop`` deletes only a record that is not newer than its own
+    ``(epoch, version)``. Methods are coroutines so that a store may take time (a
+    simulated disk with latency, a remote database).
     """
 
     async def load(self, actor: str, key: str) -> StoredRecord | None: ...
 
-    async def save(self, actor: str, key: str, version: int, state: bytes) -> None: ...
+    async def save(self, actor: str, key: str, version: int, state: bytes, *, epoch: StoredEpoch = NO_EPOCH) -> None: ...
 
-    async def drop(self, actor: str, key: str, version: int) -> None: ...
+    async def drop(self, actor: str, key: str, version: int, *, epoch: StoredEpoch = NO_EPOCH) -> None: ...
 
     async def keys(self) -> Sequence[tuple[str, str]]: ...
 

@@ -17,7 +17,7 @@ import random
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from casty.ports import Store, StoredRecord
+from casty.ports import NO_EPOCH, Store, StoredEpoch, StoredRecord
 
 __all__ = ["SimDisk", "DiskCrashed"]
 
@@ -59,7 +59,7 @@ class SimDisk:
         self.failure_rate = failure_rate
         self._fail_next = 0
         self._crashed = False
-        self._unsynced: dict[tuple[str, str], tuple[str, int, bytes]] = {}
+        self._unsynced: dict[tuple[str, str], tuple[str, int, bytes, StoredEpoch]] = {}
         self._sync_timer: asyncio.TimerHandle | None = None
         self._on_event = on_event
         self.saves = 0
@@ -104,32 +104,32 @@ class SimDisk:
         self._check("load")
         pending = self._unsynced.get((actor, key))
         if pending is not None:
-            kind, version, state = pending
-            return None if kind == "drop" else (version, state)
+            kind, version, state, epoch = pending
+            return None if kind == "drop" else StoredRecord(version, state, epoch)
         return await self.store.load(actor, key)
 
-    async def save(self, actor: str, key: str, version: int, state: bytes) -> None:
+    async def save(self, actor: str, key: str, version: int, state: bytes, *, epoch: StoredEpoch = NO_EPOCH) -> None:
         await asyncio.sleep(self._write_latency(self._rng))
         self._check("save")
         self.saves += 1
         if self.fsync:
-            await self.store.save(actor, key, version, state)
+            await self.store.save(actor, key, version, state, epoch=epoch)
         else:
-            self._buffer(actor, key, ("save", version, state))
+            self._buffer(actor, key, ("save", version, state, epoch))
 
-    async def drop(self, actor: str, key: str, version: int) -> None:
+    async def drop(self, actor: str, key: str, version: int, *, epoch: StoredEpoch = NO_EPOCH) -> None:
         await asyncio.sleep(self._write_latency(self._rng))
         self._check("drop")
         if self.fsync:
-            await self.store.drop(actor, key, version)
+            await self.store.drop(actor, key, version, epoch=epoch)
         else:
-            self._buffer(actor, key, ("drop", version, b""))
+            self._buffer(actor, key, ("drop", version, b"", epoch))
 
     async def keys(self) -> Sequence[tuple[str, str]]:
         await asyncio.sleep(self._read_latency(self._rng))
         self._check("keys")
         stored = set(await self.store.keys())
-        for (actor, key), (kind, _, _) in self._unsynced.items():
+        for (actor, key), (kind, _, _, _) in self._unsynced.items():
             if kind == "drop":
                 stored.discard((actor, key))
             else:
@@ -138,9 +138,9 @@ class SimDisk:
 
     # --- page cache ------------------------------------------------------------------
 
-    def _buffer(self, actor: str, key: str, entry: tuple[str, int, bytes]) -> None:
+    def _buffer(self, actor: str, key: str, entry: tuple[str, int, bytes, StoredEpoch]) -> None:
         current = self._unsynced.get((actor, key))
-        if current is None or entry[1] >= current[1]:
+        if current is None or (entry[3], entry[1]) >= (current[3], current[1]):  # (epoch, version), as the store orders
             self._unsynced[(actor, key)] = entry
         if self._sync_timer is None:
             loop = asyncio.get_running_loop()
@@ -155,11 +155,11 @@ class SimDisk:
         if self._crashed:
             return
         pending, self._unsynced = self._unsynced, {}
-        for (actor, key), (kind, version, state) in pending.items():
+        for (actor, key), (kind, version, state, epoch) in pending.items():
             if kind == "drop":
-                await self.store.drop(actor, key, version)
+                await self.store.drop(actor, key, version, epoch=epoch)
             else:
-                await self.store.save(actor, key, version, state)
+                await self.store.save(actor, key, version, state, epoch=epoch)
         if pending:
             self._emit("disk.synced", {"records": len(pending)})
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
 from casty import ActorSystem, Askable, Context, MemoryStore, actor
@@ -29,6 +30,20 @@ async def stored_counter(ctx: Context[int, Inc]) -> None:
         msg.reply_to.tell(await ctx.state.update(lambda n: n + 1))
 
 
+@actor(initial=0, durable=timedelta(seconds=5), write="one")
+async def loose_counter(ctx: Context[int, Inc]) -> None:
+    """Counts Inc asks; a write is confirmed by one replica, and the store gets the latest count every 5 s."""
+    async for msg in ctx.inbox:
+        msg.reply_to.tell(await ctx.state.update(lambda n: n + 1))
+
+
+@actor(initial=0, durable="write", write="one")
+async def loose_writer(ctx: Context[int, Inc]) -> None:
+    """Counts Inc asks; a write is confirmed by one replica and saved to the store before it is answered."""
+    async for msg in ctx.inbox:
+        msg.reply_to.tell(await ctx.state.update(lambda n: n + 1))
+
+
 def _ask(world: World, node: str, key: str) -> Any:
     async def client(system: ActorSystem) -> Any:
         try:
@@ -48,8 +63,7 @@ def _stored(world: World, database: MemoryStore, key: str) -> tuple[int, int] | 
     loaded = asyncio.run(database.load(stored_counter.name, key))
     if loaded is None:
         return None
-    version, blob = loaded
-    return version, system.codec.decode_value(system.codec.decode_pages(blob)[STATE_PAGE], int, "state")
+    return loaded[0], system.codec.decode_value(system.codec.decode_pages(loaded[1])[STATE_PAGE], int, "state")
 
 
 def test_write_back_version_exceeds_the_floor() -> None:
@@ -97,4 +111,103 @@ def test_a_durable_key_comes_back_from_the_store_when_every_replica_restarted() 
     assert _ask(world, "n3", "k") == 4
     after = _stored(world, database, "k")
     assert before is not None and after is not None and after[0] > before[0] and after[1] == 4
+    world.close()
+
+
+def _epochs(world: World, key: str) -> list[tuple[int, str]]:
+    """The owner epochs of ``key``'s ``epoch.acquired`` rows, in trace order."""
+    return [(int(r.get("epoch_round")), str(r.get("epoch_node"))) for r in world.trace.of("epoch.acquired", key=key)]
+
+
+def test_a_whole_cluster_restart_recovers_the_key_above_every_epoch_it_had() -> None:
+    """Every node restarts with empty replicas: the key recovered from the store is acquired at a round above every round it had before."""
+    world = World(2)
+    database = MemoryStore()
+    for name in NODES:
+        world.add_node(name, cluster=CLUSTER, store=database, ask_timeout=2.0, write_timeout=1.0, idle_after=0.5)
+    world.run(until=2.0)
+    counts = []
+    for _ in range(3):  # each ask finds the key idle: a new acquisition, one round up
+        counts.append(_ask(world, "n2", "k"))
+        world.run(until=world.now + 1.0)
+    assert counts == [1, 2, 3]
+    before = _epochs(world, "k")
+    assert [round_ for round_, _node in before] == [1, 2, 3]
+    for name in NODES:
+        world.crash(name)
+    world.run(until=world.now + 1.0)
+    for name in NODES:
+        world.restart(name)
+    world.run(until=world.now + 3.0)
+    assert _ask(world, "n3", "k") == 4
+    after = _epochs(world, "k")[len(before):]
+    assert [round_ for round_, _node in after] == [4]
+    assert after[0] > max(before)
+    world.close()
+
+
+def test_a_cut_off_owners_late_save_never_overwrites_the_newer_epochs() -> None:
+    """write="one", write-behind: n1, cut off, confirms ten more counts; n2 takes the key over and its two counts are what the store keeps."""
+    world = World(3)
+    database = MemoryStore()
+    for name in NODES:
+        world.add_node(name, cluster=CLUSTER, store=database, ask_timeout=2.0, write_timeout=1.0)
+    world.run(until=2.0)
+
+    def counts(node: str, n: int, wait: float) -> Any:
+        return _counts(world, loose_counter, node, n, wait)
+
+    assert world.system("n1")._cluster is not None
+    assert world.system("n1")._cluster.owner_of(loose_counter.name, "k") == "n1"
+    assert counts("n1", 2, 1.0) == [1, 2]
+    world.partition(["n1"], ["n2", "n3"])
+    assert counts("n1", 10, 1.0) == list(range(3, 13))  # one replica (its own) confirms each: a stale history
+    world.run(until=world.now + 3.0)  # n2 took the key over under a newer epoch, from its replica's count 2
+    assert counts("n3", 1, 1.0) == [3]
+    world.run(until=world.now + 10.0)  # n1's flush of count 12 and n2's of count 3 both reached the store
+    assert counts("n3", 1, 1.0) == [4]
+    world.run(until=world.now + 10.0)
+    acquired = [(r.node, int(r.get("epoch_round"))) for r in world.trace.of("epoch.acquired", key="k")]
+    assert acquired == [("n1", 1), ("n2", 2)]
+    record = asyncio.run(database.load(loose_counter.name, "k"))
+    assert record is not None
+    assert _loose(world, record[1]) == 4
+    assert record[2][0] == 2 and record[2][1].startswith("n2#")
+    world.close()
+
+
+def _loose(world: World, blob: bytes) -> int:
+    """The count in an encoded page set of loose_counter."""
+    codec = world.system("n2").codec
+    return int(codec.decode_value(codec.decode_pages(blob)[STATE_PAGE], int, "state"))
+
+
+def _counts(world: World, actor_type: Any, node: str, n: int, wait: float) -> list[Any]:
+    """``n`` Inc asks of key 'k' from ``node``, one after the other; their answers after ``wait`` s."""
+
+    async def client(system: ActorSystem) -> list[Any]:
+        return [await system.ref(actor_type, "k").ask(Inc()) for _ in range(n)]
+
+    task = world.spawn(node, client)
+    world.run(until=world.now + wait)
+    result: list[Any] = task.result()
+    return result
+
+
+def test_an_owner_adopts_the_store_when_it_holds_a_newer_stamp_than_the_replicas() -> None:
+    """write="one", write-through: counts 3..12 that n3 confirmed while cut off are only in the store; the next owner goes on from 12, not from 2."""
+    world = World(3)
+    database = MemoryStore()
+    for name in NODES:
+        world.add_node(name, cluster=CLUSTER, store=database, ask_timeout=2.0, write_timeout=1.0)
+    world.run(until=2.0)
+    assert world.system("n1")._cluster is not None
+    assert world.system("n1")._cluster.owner_of(loose_writer.name, "k") == "n3"
+    assert _counts(world, loose_writer, "n3", 2, 1.0) == [1, 2]
+    world.partition(["n3"], ["n1", "n2"])
+    assert _counts(world, loose_writer, "n3", 10, 1.0) == list(range(3, 13))
+    world.run(until=world.now + 3.0)
+    assert _counts(world, loose_writer, "n1", 1, 1.0) == [13]
+    (acquired,) = [r for r in world.trace.of("epoch.acquired", key="k") if r.node != "n3"]
+    assert (int(acquired.get("epoch_round")), int(acquired.get("found"))) == (2, 13)
     world.close()

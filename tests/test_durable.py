@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import timedelta
@@ -13,7 +14,7 @@ from conftest import START_US, LoopClock, Recorder, run_virtual
 
 from casty import ActorSystem, Askable, Context, MemoryStore, SQLiteStore, Unavailable, actor
 from casty.observer import ActivationStarted, ScheduleCaughtUp, ScheduleFired, WriteFailed
-from casty.ports import StoredRecord
+from casty.ports import NO_EPOCH, StoredEpoch, StoredRecord
 
 SECOND = 1_000_000
 
@@ -131,6 +132,41 @@ def test_idle_key_is_not_resumed_but_keeps_its_state(tmp_path: Path) -> None:
     assert run_virtual(second) == ([], 7)
 
 
+def test_a_single_node_writes_on_under_the_epoch_it_found_in_the_store(tmp_path: Path) -> None:
+    """A key last saved under a cluster owner's epoch: a single node's next writes carry that epoch, so the store takes them."""
+    path = tmp_path / "casty.sqlite3"
+
+    async def first(clock: LoopClock) -> None:
+        store = SQLiteStore(path)
+        async with ActorSystem(clock=clock, store=store) as system:
+            await system.ref(ledger, "moved").ask(Add(7))
+        record = await store.load(ledger.name, "moved")
+        assert record is not None and record.epoch == (0, "")
+        await store.save(ledger.name, "moved", record.version, record.state, epoch=(3, "n1#1"))  # as a cluster owner saved it
+        store.close()
+
+    async def second(clock: LoopClock) -> int:
+        store = SQLiteStore(path)
+        async with ActorSystem(clock=clock, store=store) as system:
+            value = await system.ref(ledger, "moved").ask(Add(1))
+        store.close()
+        return value
+
+    async def third(clock: LoopClock) -> tuple[int, StoredRecord | None]:
+        store = SQLiteStore(path)
+        async with ActorSystem(clock=clock, store=store) as system:
+            value = await system.ref(ledger, "moved").ask(Get())
+        record = await store.load(ledger.name, "moved")
+        store.close()
+        return value, record
+
+    run_virtual(first)
+    assert run_virtual(second) == 8
+    value, record = run_virtual(third)
+    assert value == 8  # the second system's write reached the store: not refused as older than epoch (3, 'n1#1')
+    assert record is not None and record.epoch == (3, "n1#1")
+
+
 @pytest.mark.parametrize("make_store", [MemoryStore, lambda p: SQLiteStore(p / "v.sqlite3")], ids=["memory", "sqlite"])
 def test_store_keeps_the_greatest_version(tmp_path: Path, make_store: object) -> None:
     """A late save of an older version never undoes a newer one; drop removes only up to its version."""
@@ -145,7 +181,65 @@ def test_store_keeps_the_greatest_version(tmp_path: Path, make_store: object) ->
         await store.drop("t", "k", 2)
         return kept, after_old_drop, await store.load("t", "k")
 
-    assert asyncio.run(main()) == ((2, b"two"), (2, b"two"), None)
+    assert asyncio.run(main()) == ((2, b"two", (0, "")), (2, b"two", (0, "")), None)
+
+
+@pytest.mark.parametrize("make_store", [MemoryStore, lambda p: SQLiteStore(p / "e.sqlite3")], ids=["memory", "sqlite"])
+def test_store_keeps_the_greatest_epoch_then_version(tmp_path: Path, make_store: object) -> None:
+    """A stale owner's save (older epoch, higher version) never overwrites a newer epoch's; its drop deletes nothing newer."""
+
+    async def main() -> list[StoredRecord | None]:
+        store = make_store() if make_store is MemoryStore else make_store(tmp_path)  # type: ignore[operator]
+        seen: list[StoredRecord | None] = []
+        await store.save("t", "k", 5, b"new", epoch=(2, "n2#1"))
+        await store.save("t", "k", 9, b"stale", epoch=(1, "n3#1"))  # the fenced owner, confirmed further on its own
+        seen.append(await store.load("t", "k"))
+        await store.save("t", "k", 5, b"tie", epoch=(2, "n1#9"))  # same round, smaller node: an older epoch
+        seen.append(await store.load("t", "k"))
+        await store.drop("t", "k", 9, epoch=(1, "n3#1"))
+        seen.append(await store.load("t", "k"))
+        await store.save("t", "k", 6, b"next", epoch=(2, "n2#1"))
+        await store.save("t", "k", 1, b"above", epoch=(3, "n1#2"))  # a newer epoch wins even at a lower version
+        seen.append(await store.load("t", "k"))
+        await store.drop("t", "k", 1, epoch=(3, "n1#2"))
+        seen.append(await store.load("t", "k"))
+        return seen
+
+    assert asyncio.run(main()) == [
+        (5, b"new", (2, "n2#1")),
+        (5, b"new", (2, "n2#1")),
+        (5, b"new", (2, "n2#1")),
+        (1, b"above", (3, "n1#2")),
+        None,
+    ]
+
+
+def test_sqlite_database_of_the_old_schema_reads_with_epoch_zero(tmp_path: Path) -> None:
+    """A casty_pages table without epoch columns (written before epochs were stored) opens, loads with epoch (0, ''), and takes epoch saves."""
+    path = tmp_path / "old.sqlite3"
+    db = sqlite3.connect(path)
+    db.execute(
+        "CREATE TABLE casty_pages (actor TEXT NOT NULL, key TEXT NOT NULL, version INTEGER NOT NULL, "
+        "state BLOB NOT NULL, PRIMARY KEY (actor, key)) WITHOUT ROWID"
+    )
+    db.execute("INSERT INTO casty_pages VALUES ('t', 'k', 7, x'01')")
+    db.commit()
+    db.close()
+
+    async def main() -> tuple[StoredRecord | None, StoredRecord | None, StoredRecord | None]:
+        store = SQLiteStore(path)
+        old = await store.load("t", "k")
+        await store.save("t", "k", 3, b"older", epoch=(0, ""))  # no epoch, lower version: refused as before
+        kept = await store.load("t", "k")
+        await store.save("t", "k", 8, b"new", epoch=(1, "n1#1"))
+        new = await store.load("t", "k")
+        store.close()
+        return old, kept, new
+
+    assert asyncio.run(main()) == ((7, b"\x01", (0, "")), (7, b"\x01", (0, "")), (8, b"new", (1, "n1#1")))
+    reopened = SQLiteStore(path)
+    assert asyncio.run(reopened.load("t", "k")) == (8, b"new", (1, "n1#1"))
+    reopened.close()
 
 
 class BrokenStore(MemoryStore):
@@ -155,10 +249,10 @@ class BrokenStore(MemoryStore):
         super().__init__()
         self.broken = False
 
-    async def save(self, actor: str, key: str, version: int, state: bytes) -> None:
+    async def save(self, actor: str, key: str, version: int, state: bytes, *, epoch: StoredEpoch = NO_EPOCH) -> None:
         if self.broken:
             raise OSError("disk full")
-        await super().save(actor, key, version, state)
+        await super().save(actor, key, version, state, epoch=epoch)
 
 
 def test_failed_durable_write_raises_unavailable_and_node_keeps_running(recorder: Recorder) -> None:
@@ -239,9 +333,9 @@ class SlowStore(MemoryStore):
         super().__init__()
         self.delay = delay
 
-    async def save(self, actor: str, key: str, version: int, state: bytes) -> None:
+    async def save(self, actor: str, key: str, version: int, state: bytes, *, epoch: StoredEpoch = NO_EPOCH) -> None:
         await asyncio.sleep(self.delay)
-        await super().save(actor, key, version, state)
+        await super().save(actor, key, version, state, epoch=epoch)
 
     async def keys(self) -> Sequence[tuple[str, str]]:
         return await super().keys()

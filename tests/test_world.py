@@ -99,7 +99,7 @@ def test_disk_latency_failures_and_crash() -> None:
     assert took == pytest.approx(0.0005)
     assert "simulated disk error during save" in failed
     assert "crashed node" in crashed
-    assert asyncio.run(store.load("t", "k")) == (1, b"x")
+    assert asyncio.run(store.load("t", "k")) == (1, b"x", (0, ""))
 
 
 def test_unsynced_writes_are_lost_on_crash() -> None:
@@ -115,7 +115,7 @@ def test_unsynced_writes_are_lost_on_crash() -> None:
         await disk.save("t", "a", 1, b"a")
         await asyncio.sleep(2)  # synced
         await disk.save("t", "b", 1, b"b")
-        assert await disk.load("t", "b") == (1, b"b")  # readable from the page cache
+        assert await disk.load("t", "b") == (1, b"b", (0, ""))  # readable from the page cache
         return disk.crash()
 
     assert _run(world, "n1", client) == 1

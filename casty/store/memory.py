@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..ports import StoredRecord
+from ..ports import NO_EPOCH, StoredEpoch, StoredRecord
 
 __all__ = ["MemoryStore"]
 
 
 class MemoryStore:
-    """Keeps the greatest version of each key's record in a dict; survives ActorSystems, not processes."""
+    """Keeps the greatest ``(epoch, version)`` of each key's record in a dict; survives ActorSystems, not processes."""
 
     def __init__(self) -> None:
         self._records: dict[tuple[str, str], StoredRecord] = {}
@@ -19,15 +19,15 @@ class MemoryStore:
     async def load(self, actor: str, key: str) -> StoredRecord | None:
         return self._records.get((actor, key))
 
-    async def save(self, actor: str, key: str, version: int, state: bytes) -> None:
+    async def save(self, actor: str, key: str, version: int, state: bytes, *, epoch: StoredEpoch = NO_EPOCH) -> None:
         self.saves += 1
         current = self._records.get((actor, key))
-        if current is None or version > current[0]:
-            self._records[(actor, key)] = (version, state)
+        if current is None or (epoch, version) > (current.epoch, current.version):
+            self._records[(actor, key)] = StoredRecord(version, state, (int(epoch[0]), str(epoch[1])))
 
-    async def drop(self, actor: str, key: str, version: int) -> None:
+    async def drop(self, actor: str, key: str, version: int, *, epoch: StoredEpoch = NO_EPOCH) -> None:
         current = self._records.get((actor, key))
-        if current is not None and current[0] <= version:
+        if current is not None and (current.epoch, current.version) <= (epoch, version):
             del self._records[(actor, key)]
 
     async def keys(self) -> Sequence[tuple[str, str]]:

@@ -2,8 +2,11 @@
 
 Calls are synchronous inside ``async`` methods on purpose: the runtime must not use threads
 (the simulator refuses them), and a local SQLite write in WAL mode takes microseconds to a
-millisecond. The greatest version wins in SQL itself, so an older save arriving late can
-never undo a newer one.
+millisecond. The greatest ``(epoch, version)`` wins in SQL itself, so an older save arriving
+late, or a fenced owner's save of an older epoch, can never undo a newer one.
+
+A database made before epochs were stored has no epoch columns: opening it adds them, with
+the defaults ``(0, '')``, so its rows read as written under no epoch (below every real one).
 """
 
 from __future__ import annotations
@@ -12,23 +15,42 @@ import os
 import sqlite3
 from collections.abc import Sequence
 
-from ..ports import StoredRecord
+from ..ports import NO_EPOCH, StoredEpoch, StoredRecord
 
 __all__ = ["SQLiteStore"]
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS casty_pages (
-    actor   TEXT    NOT NULL,
-    key     TEXT    NOT NULL,
-    version INTEGER NOT NULL,
-    state   BLOB    NOT NULL,
+    actor       TEXT    NOT NULL,
+    key         TEXT    NOT NULL,
+    version     INTEGER NOT NULL,
+    state       BLOB    NOT NULL,
+    epoch_round INTEGER NOT NULL DEFAULT 0,
+    epoch_node  TEXT    NOT NULL DEFAULT '',
     PRIMARY KEY (actor, key)
 ) WITHOUT ROWID
 """
 
+_EPOCH_COLUMNS = (
+    ("epoch_round", "INTEGER NOT NULL DEFAULT 0"),
+    ("epoch_node", "TEXT NOT NULL DEFAULT ''"),
+)
+
+# (epoch_round, epoch_node, version) compared as a tuple; TEXT compares as UTF-8 bytes, which
+# orders like Python's str comparison of the node ids.
+_NEWER = (
+    "(excluded.epoch_round > casty_pages.epoch_round"
+    " OR (excluded.epoch_round = casty_pages.epoch_round AND excluded.epoch_node > casty_pages.epoch_node)"
+    " OR (excluded.epoch_round = casty_pages.epoch_round AND excluded.epoch_node = casty_pages.epoch_node"
+    " AND excluded.version > casty_pages.version))"
+)
+_NOT_NEWER = (
+    "(epoch_round < ? OR (epoch_round = ? AND epoch_node < ?) OR (epoch_round = ? AND epoch_node = ? AND version <= ?))"
+)
+
 
 class SQLiteStore:
-    """One row per (actor type, key): the version and the encoded pages.
+    """One row per (actor type, key): the version, the encoded pages and the epoch they were written under.
 
     ``synchronous`` is SQLite's durability knob: ``"FULL"`` (the default here) syncs every
     commit, ``"NORMAL"`` trades the last commits on power loss for speed.
@@ -42,21 +64,35 @@ class SQLiteStore:
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute(f"PRAGMA synchronous={synchronous.upper()}")
         self._db.execute(_SCHEMA)
+        self._add_epoch_columns()
+
+    def _add_epoch_columns(self) -> None:
+        """Bring a table of the schema before epochs up to date (its rows keep epoch ``(0, '')``)."""
+        present = {str(row[1]) for row in self._db.execute("PRAGMA table_info(casty_pages)")}
+        for name, declaration in _EPOCH_COLUMNS:
+            if name not in present:
+                self._db.execute(f"ALTER TABLE casty_pages ADD COLUMN {name} {declaration}")
 
     async def load(self, actor: str, key: str) -> StoredRecord | None:
-        row = self._db.execute("SELECT version, state FROM casty_pages WHERE actor = ? AND key = ?", (actor, key)).fetchone()
-        return None if row is None else (int(row[0]), bytes(row[1]))
+        row = self._db.execute(
+            "SELECT version, state, epoch_round, epoch_node FROM casty_pages WHERE actor = ? AND key = ?", (actor, key)
+        ).fetchone()
+        return None if row is None else StoredRecord(int(row[0]), bytes(row[1]), (int(row[2]), str(row[3])))
 
-    async def save(self, actor: str, key: str, version: int, state: bytes) -> None:
+    async def save(self, actor: str, key: str, version: int, state: bytes, *, epoch: StoredEpoch = NO_EPOCH) -> None:
         self._db.execute(
-            "INSERT INTO casty_pages (actor, key, version, state) VALUES (?, ?, ?, ?) "
-            "ON CONFLICT (actor, key) DO UPDATE SET version = excluded.version, state = excluded.state "
-            "WHERE excluded.version > casty_pages.version",
-            (actor, key, version, state),
+            "INSERT INTO casty_pages (actor, key, version, state, epoch_round, epoch_node) VALUES (?, ?, ?, ?, ?, ?) "
+            "ON CONFLICT (actor, key) DO UPDATE SET version = excluded.version, state = excluded.state, "
+            f"epoch_round = excluded.epoch_round, epoch_node = excluded.epoch_node WHERE {_NEWER}",
+            (actor, key, version, state, int(epoch[0]), str(epoch[1])),
         )
 
-    async def drop(self, actor: str, key: str, version: int) -> None:
-        self._db.execute("DELETE FROM casty_pages WHERE actor = ? AND key = ? AND version <= ?", (actor, key, version))
+    async def drop(self, actor: str, key: str, version: int, *, epoch: StoredEpoch = NO_EPOCH) -> None:
+        round_, node = int(epoch[0]), str(epoch[1])
+        self._db.execute(
+            f"DELETE FROM casty_pages WHERE actor = ? AND key = ? AND {_NOT_NEWER}",
+            (actor, key, round_, round_, node, round_, node, version),
+        )
 
     async def keys(self) -> Sequence[tuple[str, str]]:
         return [(str(a), str(k)) for a, k in self._db.execute("SELECT actor, key FROM casty_pages ORDER BY actor, key")]

@@ -13,6 +13,12 @@ loss of every replica requires a durable actor". Two keys show both halves:
   marked ``@active`` in the store, resumes it with no message, adopts the stored pages (no
   replica holds anything of it) and re-arms its schedule: the occurrences due while the
   cluster was down fire once, then the grid goes on.
+
+Before that, n1 (the owner of both keys) crashes and restarts alone: the keys change owner
+epoch while the others keep their replicas, so ``kept`` has held epochs above round 1 when
+the whole cluster goes down. Its owner after the restart must still start above all of them
+(``epochs_only_grow``): the store keeps the epoch of each saved page set, and an owner that
+recovers the key from the store mints its epoch above that one.
 """
 
 from __future__ import annotations
@@ -25,11 +31,13 @@ import simpy
 
 from casty import Context, MemoryStore, actor
 
-from ..checks import never_early, no_burst
+from ..checks import epochs_only_grow, never_early, no_burst
 from ..world import World
 from . import scenario
 from .cluster import CLUSTER, CONVERGED, NODES, Arm, Get, Tick, _ask, _count_ticks, _expect, cl_ticker
 
+OWNER_CRASH = CONVERGED + 1.5
+OWNER_BACK = OWNER_CRASH + 1.0
 CRASH_AT = CONVERGED + 6.0
 RESTART_AT = CRASH_AT + 3.0
 READ_AT = RESTART_AT + 8.0
@@ -76,9 +84,9 @@ def _kept_is_recovered(world: World) -> None:
 
 @scenario(
     "all-replicas-lost",
-    "3 nodes, replicas=3: every node restarts with no memory at once; a plain scheduled key is gone, a durable one resumes from the store",
+    "3 nodes, replicas=3: the owner restarts alone, then every node restarts with no memory at once; a plain scheduled key is gone, a durable one resumes from the store above every epoch it had",
     until=timedelta(seconds=READ_AT + 1.0),
-    checks=(_plain_is_lost, _kept_is_recovered, never_early, no_burst),
+    checks=(_plain_is_lost, _kept_is_recovered, never_early, no_burst, epochs_only_grow),
 )
 def all_replicas_lost(world: World) -> None:
     database = MemoryStore()  # the cluster's one database, outside every node
@@ -89,6 +97,10 @@ def all_replicas_lost(world: World) -> None:
         yield world.timeout(CONVERGED)
         _ask(world, "n1", cl_ticker, "plain", Arm(1.0), "armed:plain")
         _ask(world, "n1", kept_ticker, "kept", Arm(1.0), "armed:kept")
+        yield world.timeout(OWNER_CRASH - world.now)
+        world.crash("n1")  # the owner alone first: the keys move on to newer epochs
+        yield world.timeout(OWNER_BACK - world.now)
+        world.restart("n1")
         yield world.timeout(CRASH_AT - 0.3 - world.now)
         _ask(world, "n2", kept_ticker, "kept", Get(), "before:kept")
         yield world.timeout(CRASH_AT - world.now)
