@@ -1047,7 +1047,7 @@ class Activation:
             return version
 
     async def _save_snapshot(self) -> None:
-        """Write-behind: save the node's latest pages of the key (the store keeps the greatest version)."""
+        """Write-behind: save the node's latest pages of the key (the store keeps the greatest ``(epoch, version)``)."""
         pages = self.pages
         assert pages is not None and self._store is not None
         records = self.system._records

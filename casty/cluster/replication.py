@@ -600,9 +600,11 @@ class KeyOwner:
 
         ``updates`` are applied to the pages found before they are written back (the
         ``@active`` page, an initial state...); ``after`` is an epoch known to exist (the
-        local replica's promise, a ``Lost.newer``) that the new round must exceed; ``floor``
-        a version the write-back must exceed (a durable store's, whose pages the updates
-        may bring back when every replica lost the key), so versions keep growing.
+        local replica's promise, a ``Lost.newer``, the epoch a durable store saved the key
+        under) that the new round must exceed; ``floor`` a version the write-back must
+        exceed (a durable store's, whose pages the updates may bring back when every
+        replica lost the key), so epochs and versions keep growing across a restart of
+        every replica.
         """
         if self.phase not in ("idle", "lost"):
             raise RuntimeError(f"{self.entity}: acquire while {self.phase}")
