@@ -261,3 +261,41 @@ def test_a_gateway_with_a_secret_serves_only_clients_that_prove_it() -> None:
             await node.stop()
 
     run(body)
+
+
+def test_a_tell_or_ask_over_the_frame_limit_between_tcp_nodes_raises_message_too_large_at_once() -> None:
+    """Over real TCP, as in the simulator: a tell or ask to a key the other node owns whose frame exceeds MAX_FRAME raises MessageTooLarge at once."""
+    from tests.test_network import Blob, Put, sink
+
+    async def body() -> None:
+        a_port, b_port = free_ports(2)
+        timing = MembershipConfig(heartbeat=0.2, suspect_after=1, dead_after=1)
+        configs = [
+            NodeConfig(bind=("127.0.0.1", port), seeds=(("127.0.0.1", a_port),), modules=("tests.test_network",),
+                       membership=timing, ask_timeout=2.0, write_timeout=2.0)
+            for port in (a_port, b_port)
+        ]
+        a, b = NodeProcess(configs[0], lambda _: None), NodeProcess(configs[1], lambda _: None)
+        await a.start()
+        await b.start()
+        try:
+            system = a.system
+            assert system is not None
+            loop = asyncio.get_running_loop()
+            while len(system.members()) < 2 or system.placement(sink, "k0").owner is None:
+                await asyncio.sleep(0.02)
+            key = next(k for k in (f"k{i}" for i in range(100)) if system.placement(sink, k).owner == b.node)
+            ref = system.ref(sink, key)
+            started = loop.time()
+            with pytest.raises(MessageTooLarge, match=f"over the {MAX_FRAME}-byte frame limit"):
+                ref.tell(Blob(b"\x00" * MAX_FRAME))
+            with pytest.raises(MessageTooLarge, match=f"over the {MAX_FRAME}-byte frame limit"):
+                await ref.ask(Put(b"\x00" * MAX_FRAME))
+            assert loop.time() - started < 0.5
+            assert await ref.ask(Put(b"small")) == 1
+            assert a.tcp is not None and a.tcp.stats.dropped_too_large == 0
+        finally:
+            await b.stop()
+            await a.stop()
+
+    run(body)
