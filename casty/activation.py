@@ -202,6 +202,7 @@ _log = logging.getLogger("casty")
 _NO_SCHEDULES: Mapping[str, ArmedSchedule] = MappingProxyType({})
 _STATE_PAGES = (STATE_PAGE,)  # the pages of a state write, as its WriteConfirmed names them
 _SCHEDULES_PAGES = (SCHEDULES_PAGE,)
+_NIL = b"\xc0"  # None in msgpack
 
 
 
@@ -391,10 +392,24 @@ class Activation:
         self.lease = system._next_lease()
         updates: dict[str, bytes | None] = {ACTIVE_PAGE: system.codec.encode_value([system.node, self.lease], "@active")}
         if recovered:
-            self.state_value = system.codec.decode_value(pages[STATE_PAGE], self.behavior.state_type, f"state of {self.type.name}")
+            self.state_value = self._decode_state(pages[STATE_PAGE])
         else:
-            updates[STATE_PAGE] = system.codec.encode_value(self.state_value, "initial state", of=self.type.name)
+            updates[STATE_PAGE] = self._encode_initial()
         return recovered, updates
+
+    def _encode_initial(self) -> bytes:
+        """The initial state as a page, checked against the state type as any later write is (a
+        wrongly typed initial confirmed here would fail the next owner's decode). ``None`` is the
+        state of a type with no initial, whatever its state type: written, and read back, as such."""
+        value = self.state_value
+        if value is None:
+            return _NIL
+        return self.system.codec.encode_typed(value, self.behavior.state_type, "initial state", of=self.type.name)
+
+    def _decode_state(self, page: bytes) -> Any:
+        if page == _NIL:
+            return None  # a key of a type with no initial, never written (see _encode_initial)
+        return self.system.codec.decode_value(page, self.behavior.state_type, f"state of {self.type.name}")
 
     def _acquire_in_memory(self) -> bool:
         """``_acquire`` for a key with no store behind it: nothing to wait for, so no coroutine."""
@@ -423,7 +438,7 @@ class Activation:
         codec = system.codec
         self.lease = system._next_lease()
         active = codec.encode_value([system.node, self.lease], "@active")
-        initial = codec.encode_value(self.state_value, "initial state", of=self.type.name)
+        initial = self._encode_initial()
 
         had_state = [False]  # set by the write-back: whether the newest state found has a state page
         from_store = [False]  # set by the write-back: the replicas held nothing, the store's pages came back
@@ -481,7 +496,7 @@ class Activation:
         if behavior_page is not None:
             self.behavior = known_actor(codec.decode_value(behavior_page, str, "@behavior"))  # pages come from the network
         if had_state[0]:
-            self.state_value = codec.decode_value(pages[STATE_PAGE], self.behavior.state_type, f"state of {self.type.name}")
+            self.state_value = self._decode_state(pages[STATE_PAGE])
         return had_state[0]
 
     def _on_replication(self, event: Any) -> None:
@@ -1119,7 +1134,9 @@ class Activation:
         In a cluster with no store behind the key, what to await is the future a ``_Staged``
         settles: no coroutine per write. Otherwise it is ``write_state``.
         """
-        data = self.system.codec.encode_value(value, "state", of=self.type.name)
+        if self._closed or lease != self.lease:
+            self._check_lease(lease, "state.set")  # a replaced run is fenced, whatever its value (and its type)
+        data = self.system.codec.encode_typed(value, self.behavior.state_type, "state", of=self.type.name)
         if not self._confirm_later:
             version = self._write_page_now(lease, STATE_PAGE, _STATE_PAGES, data, "state.set")
             if version >= self._state_version:
@@ -1138,7 +1155,9 @@ class Activation:
     async def write_state(self, lease: int, value: Any, data: bytes | None = None) -> None:
         """Write the state and wait until it is confirmed (``data``: the value already encoded)."""
         if data is None:
-            data = self.system.codec.encode_value(value, "state", of=self.type.name)
+            if self._closed or lease != self.lease:
+                self._check_lease(lease, "state.set")
+            data = self.system.codec.encode_typed(value, self.behavior.state_type, "state", of=self.type.name)
         if not self._confirm_later:  # _commit without its coroutine: confirmed at once
             version = self._write_now(lease, {STATE_PAGE: data}, "state.set")
         else:
@@ -1177,7 +1196,7 @@ class Activation:
             BEHAVIOR_PAGE: None if behavior is self.type else codec.encode_value(behavior.name, "@behavior")
         }
         if has_state:
-            updates[STATE_PAGE] = codec.encode_value(state, f"state of {behavior.name}")
+            updates[STATE_PAGE] = codec.encode_typed(state, behavior.state_type, "state", of=behavior.name)
         self._rotate_lease_after(lease)
         self._next_behavior = behavior
         version = await self._commit(self.lease, updates, "become")

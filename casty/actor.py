@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, Generic, Literal, TypeVar, get_args, get_origin, overload
 
-from .codec import MessageSchema, resolve_hints, union_members
+from .codec import ACTOR_TYPES, MessageSchema, resolve_hints, union_members
 from .errors import SchemaError, UnknownActor
 
 __all__ = ["actor", "ActorType", "Backoff", "duration", "known_actor", "seconds"]
@@ -103,7 +103,7 @@ class Backoff:
             return limit
 
 
-_REGISTRY: dict[str, ActorType[Any, Any]] = {}
+_REGISTRY: dict[str, ActorType[Any, Any]] = ACTOR_TYPES  # the codec reads it too: a ref decodes only to a type defined here
 
 
 class ActorType(Generic[S, M]):

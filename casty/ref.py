@@ -73,12 +73,15 @@ class EntityRef(Ref[M]):
 class ReplyRef(Ref[M]):
     """The reply slot of one pending ask on one node; telling it completes that ask (once)."""
 
-    __slots__ = ("node", "request", "_system")
+    __slots__ = ("node", "request", "_system", "expects")
 
-    def __init__(self, system: ActorSystem | None, node: str, request: int) -> None:
+    def __init__(self, system: ActorSystem | None, node: str, request: int, expects: Any = Any) -> None:
         self.node = node
         self.request = request
         self._system = system
+        # The R of the Askable[R] this slot answers (``Any``: unknown, no check): a reply of
+        # another type fails the replying body at once, on its node, as on the asker's.
+        self.expects = expects
 
     def tell(self, message: M) -> None:
         system = self._system

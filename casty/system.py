@@ -29,7 +29,7 @@ from .observer import Event, LoggingObserver
 from .ports import Clock, Observer, Store, Transport
 from .deadlines import DeadlineQueue
 from .timers import TimerHeap
-from .ref import NOBODY, Askable, EntityRef, NobodyRef, Ref, ReplyRef, with_reply_to
+from .ref import NOBODY, Askable, EntityRef, NobodyRef, Ref, ReplyRef, reply_type, with_reply_to
 from .scheduler import NodeScheduleInfo, NodeScheduler
 from .state import ACTIVE_PAGE
 
@@ -225,7 +225,7 @@ class ActorSystem:
         """The ref of ``(actor, key)``; starts the key if it is not running (from ``initial`` if it has no state)."""
         if not self._running:
             self._check_running()
-        if not (type(key) is str and key and isinstance(actor, ActorType)):
+        if not (type(key) is str and key and key.isascii() and isinstance(actor, ActorType)):
             self._validate_identity(actor, key)
         self._types.setdefault(actor.name, actor)
         if self._cluster is None or self._cluster.owner_of(actor.name, key) == self.node:
@@ -240,6 +240,11 @@ class ActorSystem:
             raise InvalidIdentity(f"{actor.name}: a key must be a string, got {type(key).__qualname__} {key!r}")
         if not key:
             raise InvalidIdentity(f"{actor.name}: a key must not be empty")
+        if not key.isascii():
+            try:
+                key.encode()
+            except UnicodeEncodeError as exc:  # a lone surrogate: no store, no frame could carry it
+                raise SchemaError(f"{actor.name}: a key must be valid unicode (it travels as UTF-8), got {key!r}: {exc.reason}") from exc
 
     def _type_named(self, name: str) -> ActorType[Any, Any]:
         """The type called ``name``, among those this process defined; ``UnknownActor`` otherwise.
@@ -259,6 +264,8 @@ class ActorSystem:
         entity = (actor.name, key)
         activation = self._activations.get(entity)
         if activation is None:
+            if not key.isascii():
+                self._validate_identity(actor, key)  # a ref made by hand (system.ref checked its own)
             if actor.durable is not None and self.store is None:
                 raise ConfigurationError(f"{actor.name} is durable ({actor.durable!r}) but this ActorSystem has no store")
             activation = Activation(self, actor, key, actor.initial if initial is _MISSING else initial)
@@ -303,6 +310,8 @@ class ActorSystem:
         if not isinstance(message, schema.classes):
             schema.check(message)  # raises, naming what the type takes
         data = self.codec.encode_message(message, schema)
+        if self._cluster is not None and not ref.key.isascii():
+            self._validate_identity(actor, ref.key)  # a ref made by hand: its key must travel too
         if self._cluster is not None and self._cluster.owner_of(actor.name, ref.key) != self.node:
             self._request_seq += 1
             self._cluster.send(self._request_seq, actor.name, ref.key, data, None, origin)
@@ -328,7 +337,7 @@ class ActorSystem:
             raise ReentrancyError(f"ask would deadlock: {path} (use ctx.ask to ask without blocking the inbox)")
         self._request_seq += 1
         request = self._request_seq
-        filled = with_reply_to(message, ReplyRef(self, self.node, request))
+        filled = with_reply_to(message, ReplyRef(self, self.node, request, reply_type(type(message))))
         # The copy differs from the caller's message only in reply_to, which holds a ReplyRef and
         # always encodes; so when the caller's reply_to encodes too (a runtime ref, NOBODY by
         # default) the caller's message is the one checked. Encoding reads an object's __dict__,
@@ -339,9 +348,11 @@ class ActorSystem:
         assert loop is not None  # running
         future: asyncio.Future[R] = loop.create_future()
         pending = PendingAsk(future, filled)
+        if self._cluster is not None and not ref.key.isascii():
+            self._validate_identity(actor, ref.key)  # a ref made by hand: its key must travel too
         if self._cluster is not None and self._cluster.owner_of(actor.name, ref.key) != self.node:
             if type(message.reply_to) in _WIRE_REFS:
-                data = self.codec.encode_message(filled, schema)  # the bytes that travel carry our reply slot
+                data = self.codec.encode_message(filled, schema, True)  # the bytes that travel carry our reply slot
             return await self._remote_ask(actor, ref.key, request, data, pending, future)
         activation = self._activations.get((actor.name, ref.key)) or self._activation_for(actor, ref.key, _MISSING)
         if activation._mailbox_limit is not None and not activation.has_room():
@@ -400,7 +411,13 @@ class ActorSystem:
             pending.activation.cancel_ask(pending)
 
     def reply(self, ref: ReplyRef[Any], value: Any) -> None:
-        """Complete the ask behind ``ref`` (once; later or stray replies are ignored)."""
+        """Complete the ask behind ``ref`` (once; later or stray replies are ignored).
+
+        ``SchemaError`` here, in the replying body, unless ``value`` would cross the network
+        as the ask's ``R`` (``ref.expects``): the same check whether the asker is on this
+        node or not, so the body fails and the asker gets ``ActorFailed`` either way.
+        """
+        self.codec.check_typed(value, ref.expects, "the reply")
         if ref.node != self.node:
             if self._cluster is not None:
                 self._cluster.reply(ref, value)

@@ -233,13 +233,17 @@ def test_a_forwarded_ask_fails_the_same_way_on_one_node() -> None:
     assert isinstance(result.message, Forward) and isinstance(result.error, ValueError)
 
 
-def test_a_reply_that_cannot_be_encoded_fails_the_remote_ask_with_schema_error(world: World) -> None:
-    """A body replying an unencodable value fails the remote ask with SchemaError at once, not after ask_timeout."""
-    key, _home, away = remote_key(world, "u")
+def test_a_reply_that_cannot_be_encoded_fails_the_body_and_the_ask_with_actor_failed(world: World) -> None:
+    """A body replying an unencodable value raises SchemaError in the body: the ask fails with ActorFailed at once, remote as local."""
+    key, home, away = remote_key(world, "u")
     start = world.now
-    result = ask(world, away, answers, key, Unsendable(), run_for=0.2)
-    assert isinstance(result, SchemaError) and "cannot encode reply object" in str(result), result
+    remote = ask(world, away, answers, key, Unsendable(), run_for=0.2)
     assert world.now - start < 2.0
+    local = ask(world, home, answers, key, Unsendable(), run_for=0.5)
+    assert isinstance(remote, ActorFailed) and isinstance(local, ActorFailed), (remote, local)
+    assert isinstance(remote.error, RemoteError) and remote.error.type_name == "SchemaError"
+    assert isinstance(local.error, SchemaError)
+    assert remote.error.text.startswith("cannot encode the reply object: ") and str(local.error).startswith("cannot encode the reply object: ")
 
 
 def test_a_deliver_for_an_unknown_type_fails_the_ask_with_unknown_actor(world: World) -> None:
@@ -302,12 +306,13 @@ def test_struct_and_generic_replies_cross_typed(world: World) -> None:
     assert [type(i) for i in items] == [Item, Item]
 
 
-def test_a_wrong_typed_reply_fails_that_ask_with_schema_error_and_the_node_serves_on(world: World) -> None:
-    """A str reply to an Askable[int] asked across nodes fails that ask with a SchemaError naming the message and the type; the next ask is served."""
-    key, _home, away = remote_key(world, "l")
-    result = ask(world, away, answers, key, Liar())
-    assert isinstance(result, SchemaError), result
-    assert "reply to Liar" in str(result) and "int" in str(result)
+def test_a_wrong_typed_reply_fails_the_body_with_actor_failed_remote_as_local_and_the_node_serves_on(world: World) -> None:
+    """A str reply to an Askable[int] raises SchemaError in the body: asked across nodes or on the owner, ActorFailed worded the same."""
+    key, home, away = remote_key(world, "l")
+    remote = ask(world, away, answers, key, Liar())
+    local = ask(world, home, answers, key, Liar())
+    assert isinstance(remote, ActorFailed) and isinstance(local, ActorFailed), (remote, local)
+    assert str(remote) == str(local) == f"{answers.name}[{key!r}] failed on Liar: SchemaError('the reply must be int: expected int, got str')"
     assert ask(world, away, answers, key, Count()) == 1
     assert world.system(away).running
 
@@ -420,3 +425,121 @@ def test_placement_of_an_unknown_type_name_is_unknown_actor(five: World) -> None
     with pytest.raises(UnknownActor, match="no_such_module"):
         cluster.owner_of("no_such_module:thing", "k")
 
+
+
+# ================================================================ one set of checks (issue 10 #10, #11)
+
+
+@dataclass(frozen=True)
+class Put:
+    """Told: set the state to ``v``."""
+
+    v: int
+
+
+@dataclass(frozen=True)
+class SetTo(Askable[str]):
+    """Asked: ``ctx.state.set`` of ``value`` (or of a lone-surrogate str if ``surrogate``); "ok" once confirmed."""
+
+    value: Any = None
+    surrogate: bool = False
+
+
+@dataclass(frozen=True)
+class Peek(Askable[Any]):
+    pass
+
+
+@actor(initial=0)
+async def holder(ctx: Context[int, Put | SetTo | Peek]) -> None:
+    """An int state written by Put and SetTo; Peek answers it."""
+    async for msg in ctx.inbox:
+        if isinstance(msg, Put):
+            await ctx.state.set(msg.v)
+        elif isinstance(msg, SetTo):
+            await ctx.state.set("a\ud800" if msg.surrogate else msg.value)
+            msg.reply_to.tell("ok")
+        else:
+            msg.reply_to.tell(ctx.state.value)
+
+
+def test_a_wrongly_typed_field_is_refused_at_the_call_on_the_owner_as_on_another_node(world: World) -> None:
+    """tell(Put("seven")) raises the same SchemaError on the key's owner and on a node that would route it; nothing arrives."""
+    key, home, away = remote_key(world, "p", holder)
+    texts: dict[str, str] = {}
+
+    async def client(system: ActorSystem) -> None:
+        try:
+            system.ref(holder, key).tell(Put("seven"))  # type: ignore[arg-type]
+            texts[system.node] = "accepted"
+        except SchemaError as exc:
+            texts[system.node] = str(exc)
+
+    for node in (home, away):
+        world.spawn(node, client)
+    world.run(until=world.now + 0.3)
+    assert texts == {node: f"Put for {holder.name}: v: expected int, got str" for node in (home, away)}
+    assert ask(world, away, holder, key, Peek()) == 0
+
+
+def test_a_wrongly_typed_state_is_never_confirmed_so_the_key_survives_a_change_of_owner(world: World) -> None:
+    """state.set("x") on an int key fails the body (ActorFailed, remote as local); after its owner stops, the next owner serves the last good state."""
+    key, home, away = remote_key(world, "o", holder)
+    assert ask(world, away, holder, key, SetTo(3)) == "ok"
+    remote = ask(world, away, holder, key, SetTo("x"))
+    local = ask(world, home, holder, key, SetTo("x"))
+    assert isinstance(remote, ActorFailed) and isinstance(local, ActorFailed), (remote, local)
+    expected = f"{holder.name}[{key!r}] failed on SetTo: SchemaError('state of {holder.name} must be int: expected int, got str')"
+    assert str(remote) == str(local) == expected
+    world.stop(home)
+    world.run(until=world.now + 0.5)
+    assert owner(world, holder, key, away) != home
+    assert ask(world, away, holder, key, Peek()) == 3
+
+
+def test_one_bad_key_never_fails_another_keys_write_in_the_same_turn(world: World) -> None:
+    """In one turn: a ref to a key with a lone surrogate (SchemaError at ref), a state with one (SchemaError in its body), and a good write, which is confirmed; World.run never raises."""
+    good, home, away = remote_key(world, "g", holder)
+    other = next(k for k in (f"b{i}" for i in range(100)) if owner(world, holder, k) == home)
+    got: dict[str, Any] = {}
+
+    async def client(system: ActorSystem) -> None:
+        try:
+            system.ref(holder, "bad\udc80")
+        except Exception as exc:
+            got["ref"] = exc
+        writes = [system.ref(holder, good).ask(SetTo(41)), system.ref(holder, other).ask(SetTo(surrogate=True))]
+        got["writes"] = await asyncio.gather(*writes, return_exceptions=True)
+
+    world.spawn(away, client)
+    world.run(until=world.now + 0.5)
+    assert type(got["ref"]) is SchemaError and "'bad\\udc80'" in str(got["ref"]), got["ref"]
+    confirmed, refused = got["writes"]
+    assert confirmed == "ok"
+    assert isinstance(refused, ActorFailed) and isinstance(refused.error, RemoteError), refused
+    assert refused.error.type_name == "SchemaError" and "surrogates not allowed" in refused.error.text
+    assert ask(world, home, holder, good, Peek()) == 41
+    assert ask(world, home, holder, other, Peek()) == 0
+
+
+def test_a_replication_frame_that_cannot_be_encoded_is_dropped_alone(world: World) -> None:
+    """A frame the wire refuses (a key with a lone surrogate, queued past every check) is dropped at the flush; the turn's other writes are confirmed."""
+    from casty.cluster.replication import Epoch, Prepare
+
+    key = next(k for k in (f"e{i}" for i in range(100)) if owner(world, holder, k) == "n1")
+    replication = world.system("n1")._cluster
+    assert replication is not None
+    got: dict[str, Any] = {}
+
+    async def client(system: ActorSystem) -> None:
+        writing = asyncio.ensure_future(system.ref(holder, key).ask(SetTo(9)))
+        for _ in range(3):  # the write's frames and the forged one leave in the same flush
+            await asyncio.sleep(0)
+            for peer in ("n2", "n3"):
+                replication.replication.send(peer, Prepare((holder.name, "bad\udc80"), Epoch(1, "n1")))
+        got["write"] = await writing
+
+    world.spawn("n1", client)
+    world.run(until=world.now + 0.5)
+    assert got["write"] == "ok"
+    assert ask(world, "n2", holder, key, Peek()) == 9

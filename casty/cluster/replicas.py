@@ -51,6 +51,7 @@ This is a driver, not a core: it decides nothing (see ``casty.cluster.replicatio
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
@@ -63,7 +64,9 @@ from .driver import REPLICATION_CHANNEL, Dispatcher
 from .handoff import SYNC_TIMER, Handoff, Imported, RoundEnded, RoundStarted, SyncDump, SyncRequest
 from .replication import RESEND_TIMER, ZERO_EPOCH, Ack, Acquired, Entity, Epoch, KeyOwner, Lost, Nack, Prepare, Promise, ReplicaStore, Snapshot, Write
 from .sansio import CancelTimer, Output, Report, Send, SetTimer
-from .wire import Wire
+from .wire import Wire, WireError
+
+_log = logging.getLogger("casty")
 
 BATCH_BYTES: Final = 1 << 20
 """The most bytes of frames one ``Batch`` carries (a transport refuses frames over 4 MiB)."""
@@ -512,7 +515,11 @@ class ReplicationService:
             if to == self.node:
                 local = frames
                 continue
-            for data in self._batches(self._encode(frames)):
+            try:
+                pieces = self._encode(frames)
+            except WireError:
+                pieces = self._encode_each(to, frames)  # one frame that cannot travel must not hold back the others
+            for data in self._batches(pieces):
                 self.transport.send(to, data)
         for frame in _runs(local):
             self._receive(self.node, frame)
@@ -526,6 +533,17 @@ class ReplicationService:
                 pieces.extend(self._encode_run(list(frame.frames)))
             else:
                 pieces.append(encode(REPLICATION_CHANNEL, frame))
+        return pieces
+
+    def _encode_each(self, to: str, frames: list[object]) -> list[bytes]:
+        """The turn's frames for ``to`` one by one, without those that cannot be encoded (logged): the
+        keys they were for time out as unavailable; every other key's frames leave as usual."""
+        pieces: list[bytes] = []
+        for frame in frames:
+            try:
+                pieces.append(self.wire.encode(REPLICATION_CHANNEL, frame))
+            except WireError as exc:
+                _log.error("%s: a %s for %s cannot be sent and is dropped: %s", self.node, type(frame).__name__, to, exc)
         return pieces
 
     def _encode_run(self, run: list[Any]) -> list[bytes]:
