@@ -343,7 +343,7 @@ class ActorSystem:
         # default) the caller's message is the one checked. Encoding reads an object's __dict__,
         # which makes CPython build it: on the caller's message that dict is garbage at once,
         # on the copy it would live as long as the body holds the message.
-        data = self.codec.encode_message(message if type(message.reply_to) in _WIRE_REFS else filled, schema)
+        data = self.codec.encode_message(message if type(message.reply_to) in _WIRE_REFS else filled, schema, True)
         loop = self._loop
         assert loop is not None  # running
         future: asyncio.Future[R] = loop.create_future()
