@@ -201,13 +201,13 @@ MUTANTS: tuple[Mutant, ...] = (
             "            return Ack(entity, epoch, version)\n"
             "        held = record.epoch\n",
         ),
-        ("cron-single-fire",),
+        ("delete-and-return", "cron-single-fire"),
     ),
     Mutant(
         "quorum-any-alive",
         "membership quorum: a node owns keys only while it sees more than half of the members alive (here: always)",
         _one("casty/cluster/placement.py", "    return 2 * alive > members\n", "    return alive > 0\n"),
-        ("stale-owner-fenced", "rolling-restart-3"),
+        ("long-partition", "stale-owner-fenced", "rolling-restart-3"),
     ),
     Mutant(
         "blank-promise-counts",
@@ -217,7 +217,7 @@ MUTANTS: tuple[Mutant, ...] = (
             "        if frame.blank:\n            # Not ready:",
             "        if False:\n            # Not ready:",
         ),
-        ("rolling-restart-3", "rolling-restart", "ownership-repeat"),
+        ("restart-stale-replica", "rolling-restart-3", "rolling-restart", "ownership-repeat"),
     ),
     Mutant(
         "ready-at-once",
@@ -227,7 +227,7 @@ MUTANTS: tuple[Mutant, ...] = (
             "        if all(answered(peer) for peer in others):\n",
             "        if True:\n",
         ),
-        ("rolling-restart-3", "rolling-restart", "ownership-repeat"),
+        ("restart-stale-replica", "rolling-restart-3", "rolling-restart", "ownership-repeat"),
     ),
     Mutant(
         "unready-accepts-any-write",
@@ -237,7 +237,7 @@ MUTANTS: tuple[Mutant, ...] = (
             "        if filling and self._blank_promises.get(entity) != epoch:\n            return None\n",
             "",
         ),
-        ("rolling-restart-3", "rolling-restart", "ownership-repeat"),
+        ("restart-stale-replica", "rolling-restart-3", "rolling-restart", "ownership-repeat"),
     ),
     Mutant(
         "no-rejoin-grace",
@@ -258,7 +258,7 @@ MUTANTS: tuple[Mutant, ...] = (
             "            shown = self.lease if lease is None else lease\n",
             "        if self._closed:\n            shown = self.lease if lease is None else lease\n",
         ),
-        ("stale-owner-fenced", "ownership-repeat"),
+        ("stale-run-fenced", "stale-owner-fenced", "ownership-repeat"),
     ),
     Mutant(
         "catch-up-burst",
@@ -278,7 +278,7 @@ MUTANTS: tuple[Mutant, ...] = (
             "    skipped = max(0, now_us - due_us) // every_us\n",
             "    skipped = 0\n",
         ),
-        ("timers-vs-schedules", "interval-per-node", "node-restart-loses-node-schedules"),
+        ("node-pause-catch-up", "timers-vs-schedules", "interval-per-node"),
     ),
     Mutant(
         "claim-last-writer-wins",

@@ -1,0 +1,401 @@
+"""Probe scenarios: fault scripts aimed at one rule each, so that breaking the rule fails a seed.
+
+Each of these was written because a planted bug (a mutant of ``sim.mutants``) survived every
+other built-in scenario: the rule held only by luck of the fault plans. The scripts are
+ordinary scenarios with ordinary checks (what must hold for any correct runtime), aimed at
+the instant where the rule matters:
+
+* ``stale-run-fenced``: a body's background task outlives its run; its late write must be
+  refused (the activation lease).
+* ``node-pause-catch-up``: a node schedule's node is paused across several ticks; it must
+  deliver once and skip the rest (catch-up for node schedules).
+* ``delete-and-return``: a deleted key stays deleted across a change of owner although one
+  replica missed the delete (a tombstone's stamp orders it).
+* ``restart-stale-replica``: a replica restarts empty while another is stale and the third
+  is slow; its blank promise must not make a quorum with the stale one (handoff readiness).
+* ``long-partition``: two nodes of five cut off for longer than ``remove_after`` must not
+  remove the majority and go on as a cluster of two (the membership quorum).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Generator
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+import simpy
+
+from casty import ActorSystem, Askable, Context, actor
+from casty.cluster.config import Cluster
+from casty.errors import Fenced
+
+from ..checks import CheckFailed, epochs_only_grow, no_confirmed_write_lost, single_writer_per_epoch
+from ..world import World
+from . import scenario
+
+NODES = ("n1", "n2", "n3")
+CLUSTER = Cluster(seeds=["n1"], heartbeat=0.2, suspect_after=1, dead_after=1)
+CONVERGED = 2.0
+DECLARED_DEAD = 0.2 + 1 + 1 + 0.5  # silence, suspect_after, dead_after, slack
+CLUSTER_CHECKS = (epochs_only_grow, single_writer_per_epoch, no_confirmed_write_lost)
+
+
+def _expect(check: str, condition: bool, message: str) -> None:
+    if not condition:
+        raise CheckFailed(check, message)
+
+
+# =========================================================================== actors ======
+
+
+@dataclass(frozen=True)
+class Add(Askable[int]):
+    """Count one; the answer is the count once the write is confirmed."""
+
+
+@dataclass(frozen=True)
+class Read(Askable[int]):
+    pass
+
+
+@dataclass(frozen=True)
+class Forget(Askable[None]):
+    """Delete the key's state (``ctx.state.delete``)."""
+
+
+@dataclass(frozen=True)
+class Outlive(Askable[None]):
+    """Start a write that waits ``after`` s, answer, then fail this run (the write outlives it)."""
+
+    after: float
+
+
+TallyMessage = Add | Read | Forget | Outlive
+
+_BACKGROUND: set[asyncio.Task[None]] = set()  # keeps the outliving writes referenced until they end
+
+
+@actor(initial=0)
+async def tally(ctx: Context[int, TallyMessage]) -> None:
+    """A counter that can forget itself, and that can leave a late write behind a failed run."""
+    async for msg in ctx.inbox:
+        if isinstance(msg, Add):
+            msg.reply_to.tell(await ctx.state.update(lambda n: n + 1))
+        elif isinstance(msg, Read):
+            msg.reply_to.tell(ctx.state.value)
+        elif isinstance(msg, Forget):
+            await ctx.state.delete()
+            msg.reply_to.tell(None)
+        else:
+            task = asyncio.get_running_loop().create_task(_late_write(ctx, msg.after))
+            _BACKGROUND.add(task)
+            task.add_done_callback(_BACKGROUND.discard)
+            msg.reply_to.tell(None)
+            raise RuntimeError("this run ends here; the write it started has not happened yet")
+
+
+async def _late_write(ctx: Context[int, TallyMessage], after: float) -> None:
+    await asyncio.sleep(after)
+    try:
+        await ctx.state.set(-1)
+    except Fenced:
+        pass
+
+
+def _ask(world: World, node: str, key: str, message: Any, result: str) -> None:
+    """Ask ``tally[key]`` from ``node`` in the background; the answer (or the exception's name) lands in ``world.results[result]``."""
+
+    async def client(system: ActorSystem) -> Any:
+        try:
+            return await system.ref(tally, key).ask(message)
+        except Exception as exc:
+            return type(exc).__name__
+
+    task = world.spawn(node, client)
+    task.add_done_callback(lambda t: world.results.__setitem__(result, t.result()))
+
+
+def _adds(world: World, node: str, key: str, count: int, result: str) -> None:
+    """``count`` Adds one after the other from ``node``; ``world.results[result]`` gets the list of answers."""
+
+    async def client(system: ActorSystem) -> list[Any]:
+        answers: list[Any] = []
+        for _ in range(count):
+            try:
+                answers.append(await system.ref(tally, key).ask(Add()))
+            except Exception as exc:
+                answers.append(type(exc).__name__)
+        return answers
+
+    task = world.spawn(node, client)
+    task.add_done_callback(lambda t: world.results.__setitem__(result, t.result()))
+
+
+def _three_nodes(world: World, cluster: Cluster = CLUSTER, nodes: tuple[str, ...] = NODES) -> None:
+    for name in nodes:
+        world.add_node(name, cluster=cluster, ask_timeout=2.0, write_timeout=1.0)
+
+
+def _placed(world: World, key: str) -> tuple[str | None, tuple[str, ...]]:
+    placed = world.system("n1").placement(tally, key)
+    return placed.owner, placed.replicas
+
+
+def _key_owned_by(world: World, node: str, prefix: str) -> str:
+    return next(k for k in (f"{prefix}{i}" for i in range(500)) if _placed(world, k)[0] == node)
+
+
+def _ints(answers: Any) -> list[int]:
+    return [a for a in answers if isinstance(a, int)] if isinstance(answers, list) else []
+
+
+# ==================================================================== the lease ======
+
+
+def _late_write_refused(world: World) -> None:
+    """The failed run's late write was refused as fenced (its lease is gone); the count is the confirmed one."""
+    check = "late_write_refused"
+    _expect(check, world.results.get("counted") == [1, 2, 3], f"the counts before: {world.results.get('counted')}")
+    late = [r for r in world.trace.of("write.failed", key="k") if r.get("reason") == "fenced"]
+    _expect(check, len(late) == 1, f"{len(late)} fenced writes, expected the one late write")
+    started = world.trace.of("activation.started", key="k")
+    _expect(check, len(started) >= 2 and late[0].get("lease") == started[0].get("lease"), "the fenced write was not the first run's")
+    _expect(check, world.results.get("after") == 3, f"the count after the late write is {world.results.get('after')}, expected 3")
+
+
+@scenario(
+    "stale-run-fenced",
+    "a body starts a background write and fails; the write comes after the body restarted: refused as fenced (the lease)",
+    until=timedelta(seconds=10),
+    checks=(_late_write_refused,),
+)
+def stale_run_fenced(world: World) -> None:
+    world.add_node("n1")
+
+    def script(world: World) -> Generator[simpy.Event, Any, None]:
+        yield world.timeout(0.5)
+        _adds(world, "n1", "k", 3, "counted")
+        yield world.timeout(0.5)
+        _ask(world, "n1", "k", Outlive(1.0), "outlived")
+        yield world.timeout(2.0)
+        _ask(world, "n1", "k", Read(), "after")
+
+    world.process(script(world))
+
+
+# ================================================================= node catch-up ======
+
+NODE_EVERY = 10.0
+PAUSE_AT = 25.0
+PAUSED_FOR = 60.0
+
+
+def _node_caught_up_once(world: World) -> None:
+    """After the pause the node schedule delivered once (skipping the ticks missed, counted), then kept its grid: no burst."""
+    check = "node_caught_up_once"
+    resume = world.trace.of("fault.resume")[0]
+    fired = world.trace.of("node_schedule.fired")
+    at_resume = [r for r in fired if r.t_ns == resume.t_ns]
+    _expect(check, len(at_resume) == 1, f"{len(at_resume)} ticks delivered at the resume, expected 1")
+    instants = [r.t_ns for r in fired]
+    _expect(check, len(instants) == len(set(instants)), "two ticks delivered at the same instant")
+    caught = [r for r in world.trace.of("node_schedule.caught_up") if r.t_ns >= resume.t_ns]
+    _expect(check, len(caught) == 1, f"{len(caught)} catch-ups after the resume, expected 1")
+    after = [r for r in fired if r.t_ns > resume.t_ns]
+    _expect(check, len(after) >= 3, f"only {len(after)} ticks after the resume")
+
+
+@scenario(
+    "node-pause-catch-up",
+    "a node schedule (every 10 s) on a node paused for 60 s: one late delivery at the resume, the missed ticks skipped, no burst",
+    until=timedelta(seconds=130),
+    checks=(_node_caught_up_once,),
+)
+def node_pause_catch_up(world: World) -> None:
+    world.add_node("n1")
+
+    async def arm(system: ActorSystem) -> str:
+        return await system.schedule(Add(), system.ref(tally, "beats"), timedelta(seconds=NODE_EVERY), reference="beats")
+
+    world.spawn("n1", arm)
+
+    def script(world: World) -> Generator[simpy.Event, Any, None]:
+        yield world.timeout(PAUSE_AT)
+        world.pause("n1")
+        yield world.timeout(PAUSED_FOR)
+        world.resume("n1")
+
+    world.process(script(world))
+
+
+# ==================================================================== tombstones ======
+
+
+def _deleted_stays_deleted(world: World) -> None:
+    """The key counted to 5, was deleted while one replica was cut off, and its next owner started it from 0 again."""
+    check = "deleted_stays_deleted"
+    _expect(check, world.results.get("counted") == [1, 2, 3, 4, 5], f"the counts before the delete: {world.results.get('counted')}")
+    _expect(check, world.results.get("forgot") is None, f"the delete failed: {world.results.get('forgot')}")
+    _expect(check, world.results.get("released") == "released", f"the release failed: {world.results.get('released')}")
+    after = world.results.get("after")
+    _expect(check, after == 1, f"the first Add after the delete answered {after}, expected 1 (a deleted key starts from 0)")
+
+
+@scenario(
+    "delete-and-return",
+    "3 nodes: a key is deleted and released while one replica is cut off, then its owner crashes: the next owner finds it deleted",
+    until=timedelta(seconds=12),
+    checks=(_deleted_stays_deleted, *CLUSTER_CHECKS),
+)
+def delete_and_return(world: World) -> None:
+    _three_nodes(world)
+
+    def script(world: World) -> Generator[simpy.Event, Any, None]:
+        yield world.timeout(CONVERGED)
+        key = world.results["key"] = _key_owned_by(world, "n3", "gone")
+        owner, replicas = _placed(world, key)
+        assert owner == "n3" and len(replicas) == 3
+        client = replicas[1]  # on the side of the owner while replicas[2] is cut off
+        _adds(world, client, key, 5, "counted")
+        yield world.timeout(1.0)
+        world.partition([replicas[2]], [n for n in NODES if n != replicas[2]])
+        _ask(world, client, key, Forget(), "forgot")
+
+        async def release(system: ActorSystem) -> str:
+            await asyncio.sleep(0.1)
+            await system.release(tally, key)
+            return "released"
+
+        task = world.spawn(owner, release)
+        task.add_done_callback(lambda t: world.results.__setitem__("released", t.result() if t.exception() is None else repr(t.exception())))
+        yield world.timeout(0.5)
+        world.heal()
+        yield world.timeout(0.5)
+        world.crash(owner)
+        yield world.timeout(DECLARED_DEAD + 1.0)
+        _ask(world, client, key, Add(), "after")
+
+    world.process(script(world))
+
+
+# ============================================================== handoff readiness ======
+
+
+def _read_after_restart_is_current(world: World) -> None:
+    """The restarted owner read the count every confirmed Add had reached, not the stale replica's."""
+    check = "read_after_restart_is_current"
+    counted = [*_ints(world.results.get("first")), *_ints(world.results.get("second"))]
+    _expect(check, counted == [1, 2, 3, 4, 5, 6], f"the counts before the restart: {world.results.get('first')} {world.results.get('second')}")
+    _expect(check, bool(world.trace.of("fault.pause")), "the slow replica was never paused (the restarted node's replica never opened)")
+    after = world.results.get("after")
+    _expect(check, after == 6, f"the restarted owner read {after}, expected 6 (the last confirmed count)")
+
+
+@scenario(
+    "restart-stale-replica",
+    "3 nodes: a replica misses the last writes, the owner restarts empty, the up-to-date replica is slow: the owner reads the current count",
+    until=timedelta(seconds=14),
+    checks=(_read_after_restart_is_current, *CLUSTER_CHECKS),
+)
+def restart_stale_replica(world: World) -> None:
+    _three_nodes(world)
+
+    def script(world: World) -> Generator[simpy.Event, Any, None]:
+        yield world.timeout(CONVERGED)
+        key = world.results["key"] = _key_owned_by(world, "n2", "stale")
+        owner, replicas = _placed(world, key)
+        assert owner == "n2" and len(replicas) == 3
+        current, stale = replicas[1], replicas[2]
+        _adds(world, current, key, 3, "first")
+        yield world.timeout(0.5)
+        world.partition([stale], [current, owner])  # shorter than suspect_after: nobody's view changes
+        yield world.timeout(0.05)
+        _adds(world, current, key, 3, "second")
+        yield world.timeout(0.5)
+        world.heal()
+        yield world.timeout(0.4)
+        world.crash(owner)
+        yield world.timeout(0.2)
+        world.restart(owner)
+        restarted = world.now
+        rows = world.trace.rows
+        scanned = len(rows)
+        while world.now < restarted + 6.0:  # the restarted replica opens after its rejoin grace
+            yield world.timeout(0.001)
+            opened = any(r.kind == "handoff.started" and r.node == owner for r in rows[scanned:])
+            scanned = len(rows)
+            if opened:
+                world.pause(current)  # its promise and its sync answer are late
+                _ask(world, owner, key, Read(), "after")
+                yield world.timeout(0.8)  # shorter than suspect_after
+                world.resume(current)
+                break
+
+    world.process(script(world))
+
+
+# ============================================================= membership quorum ======
+
+FIVE = ("n1", "n2", "n3", "n4", "n5")
+LONG = Cluster(seeds=["n1"], heartbeat=0.2, suspect_after=1, dead_after=1, remove_after=3)
+CUT_AT = 3.0
+CUT_FOR = 12.0
+
+
+def _no_increment_lost(world: World) -> None:
+    """Every Add that was answered (confirmed) on either side of the long partition is in the final count."""
+    check = "no_increment_lost"
+    minority = _ints(world.results.get("minority"))
+    majority = _ints(world.results.get("majority"))
+    final = world.results.get("final")
+    _expect(check, isinstance(final, int), f"the final count was not read: {final!r}")
+    assert isinstance(final, int)
+    confirmed = len(minority) + len(majority) + len(_ints(world.results.get("before")))
+    _expect(check, final >= confirmed, f"final count {final} < {confirmed} confirmed Adds ({len(minority)} on the cut-off side)")
+    _expect(check, bool(majority), "the majority confirmed nothing during the partition")
+
+
+@scenario(
+    "long-partition",
+    "5 nodes: a key's owner and one more node are cut off for 12 s, past remove_after (3 s); they must not go on as a cluster of two",
+    until=timedelta(seconds=30),
+    checks=(_no_increment_lost, *CLUSTER_CHECKS),
+)
+def long_partition(world: World) -> None:
+    _three_nodes(world, LONG, FIVE)
+
+    def script(world: World) -> Generator[simpy.Event, Any, None]:
+        yield world.timeout(CONVERGED)
+        key = world.results["key"] = _key_owned_by(world, "n4", "cut")
+        _adds(world, "n1", key, 2, "before")
+        yield world.timeout(CUT_AT - CONVERGED)
+        world.partition(["n4", "n5"], ["n1", "n2", "n3"])
+        _paced_adds(world, "n4", key, CUT_FOR, "minority")
+        _paced_adds(world, "n1", key, CUT_FOR, "majority")
+        yield world.timeout(CUT_FOR)
+        world.heal()
+        yield world.timeout(8.0)
+        _ask(world, "n1", key, Read(), "final")
+
+    world.process(script(world))
+
+
+def _paced_adds(world: World, node: str, key: str, seconds: float, result: str) -> None:
+    """An Add every 0.5 s for ``seconds`` from ``node``; the answers (or the errors' names) in ``world.results[result]``."""
+
+    async def client(system: ActorSystem) -> list[Any]:
+        answers: list[Any] = []
+        loop = asyncio.get_running_loop()
+        end = loop.time() + seconds
+        while loop.time() < end:
+            try:
+                answers.append(await system.ref(tally, key).ask(Add()))
+            except Exception as exc:
+                answers.append(type(exc).__name__)
+            await asyncio.sleep(0.5)
+        return answers
+
+    task = world.spawn(node, client)
+    task.add_done_callback(lambda t: world.results.__setitem__(result, t.result()))
