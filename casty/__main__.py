@@ -3,7 +3,9 @@
     python -m casty node --bind HOST:PORT [--seeds HOST:PORT,...] [--module MODULE ...]
                          [--cluster NAME] [--heartbeat S] [--suspect-after S] [--dead-after S]
                          [--remove-after S] [--leave-timeout S] [--ask-timeout S]
-                         [--write-timeout S] [--facts KIND,...|all] [--secret-file PATH] [--log-level LEVEL]
+                         [--write-timeout S] [--facts KIND,...|all] [--secret-file PATH]
+                         [--max-connections N] [--max-handshakes N] [--handshake-timeout S]
+                         [--idle-timeout S] [--max-buffered BYTES] [--log-level LEVEL]
 
     python -m casty ask  --seeds HOST:PORT,... --type MODULE:TYPE --key KEY --message JSON [--timeout S]
     python -m casty tell --seeds HOST:PORT,... --type MODULE:TYPE --key KEY --message JSON
@@ -52,11 +54,12 @@ from typing import Any
 from .cluster.client import ClusterClient, RemoteError
 from .cluster.membership import MembershipConfig
 from .cluster.node import FACTS, SECRET_ENV, NodeConfig, NodeProcess, parse_address, read_secret
-from .cluster.tcp import Address
+from .cluster.tcp import Address, TcpLimits
 from .errors import CastyError, ConfigurationError
 
 PROG = "python -m casty"
 _DEFAULTS = MembershipConfig()
+_LIMITS = TcpLimits()
 
 
 def _address(text: str) -> Address:
@@ -144,6 +147,16 @@ def build_parser() -> argparse.ArgumentParser:
                       help="routing retries and quorum writes give up after this long (default 5)")
     node.add_argument("--facts", type=_facts, default=FACTS, metavar="KIND,...",
                       help="runtime events printed as JSON facts, or 'all' (default: " + ",".join(sorted(FACTS)) + ")")
+    node.add_argument("--max-connections", type=int, default=_LIMITS.max_connections, metavar="N",
+                      help=f"incoming connections open at once; the next is closed (default {_LIMITS.max_connections})")
+    node.add_argument("--max-handshakes", type=int, default=_LIMITS.max_handshakes, metavar="N",
+                      help=f"incoming connections in their handshake; one more closes the oldest (default {_LIMITS.max_handshakes})")
+    node.add_argument("--handshake-timeout", type=_seconds, default=5.0, metavar="S",
+                      help="seconds an incoming connection has to complete its handshake (default 5)")
+    node.add_argument("--idle-timeout", type=_seconds, default=_LIMITS.idle_timeout, metavar="S",
+                      help=f"a welcomed connection silent this long is closed (default {_LIMITS.idle_timeout:g})")
+    node.add_argument("--max-buffered", type=int, default=_LIMITS.max_buffered, metavar="BYTES",
+                      help=f"bytes of partial frames held across connections (default {_LIMITS.max_buffered})")
     _secret_file(node)
     _log_level(node)
     for name, text in (
@@ -286,6 +299,13 @@ def main(argv: list[str] | None = None) -> int:
             facts=frozenset() if "all" in args.facts else args.facts,
             all_facts="all" in args.facts,
             secret=args.secret,
+            limits=TcpLimits(
+                max_connections=args.max_connections,
+                max_handshakes=args.max_handshakes,
+                handshake_timeout=args.handshake_timeout,
+                idle_timeout=args.idle_timeout,
+                max_buffered=args.max_buffered,
+            ),
         )
     except ValueError as exc:
         parser.error(str(exc))

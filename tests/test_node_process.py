@@ -229,6 +229,10 @@ def test_cli_bad_bind_exits_2_naming_the_value() -> None:
         (["--bind", "127.0.0.1:7001", "--secret", "hunter2"], "--secret: a secret on the command line shows in ps"),
         (["--bind", "127.0.0.1:7001", "--secret-file", "/nonexistent/secret"], "cannot read the secret file '/nonexistent/secret'"),
         (["--bind", "127.0.0.1:7001", "--secret-file", "/dev/null"], "the secret file '/dev/null' is empty"),
+        (["--bind", "127.0.0.1:7001", "--max-connections", "0"], "max_connections must be an int of at least 1, got 0"),
+        (["--bind", "127.0.0.1:7001", "--idle-timeout", "nan"], "'nan'"),
+        (["--bind", "127.0.0.1:7001", "--handshake-timeout", "inf"], "'inf'"),
+        (["--bind", "127.0.0.1:7001", "--max-buffered", "100"], "max_buffered (100) must hold one partial frame"),
     ],
 )
 def test_cli_bad_arguments_exit_2(argv: list[str], named: str, capsys: pytest.CaptureFixture[str]) -> None:

@@ -33,6 +33,7 @@ from casty.cluster.tcp import (
     FrameError,
     Hello,
     Refused,
+    TcpLimits,
     TcpTransport,
     Welcome,
     decode_hello,
@@ -611,24 +612,34 @@ async def closed_by_peer(reader: asyncio.StreamReader) -> bool:
 @pytest.mark.parametrize(
     "option, value",
     [
-        ("max_connections", 0), ("max_handshakes", -1), ("max_buffered", 100),
+        ("max_connections", 0), ("max_handshakes", -1), ("max_buffered", 0), ("max_connections", 2.5),
         ("handshake_timeout", float("nan")), ("handshake_timeout", float("inf")), ("handshake_timeout", -1.0),
         ("idle_timeout", float("nan")), ("idle_timeout", float("inf")), ("idle_timeout", 0.0),
-        ("connect_timeout", float("nan")), ("backoff_max", float("inf")),
     ],
 )
 def test_bad_resource_bounds_are_refused_naming_the_option(option: str, value: float) -> None:
-    """A cap or timeout that is NaN, infinite, zero, negative or too small for one frame is a ValueError naming it."""
+    """A cap or timeout of TcpLimits that is NaN, infinite, zero, negative or not an int is a ValueError naming it."""
     options: dict[str, Any] = {option: value}
-    with pytest.raises(ValueError, match=f"^{option} "):
-        TcpTransport("n1", max_frame=1000, **options)
+    with pytest.raises(ValueError, match=f"^{option} must be "):
+        TcpLimits(**options)
+
+
+def test_transport_timeouts_and_the_byte_bound_are_checked_too() -> None:
+    """connect_timeout or backoff NaN/inf, and a max_buffered that cannot hold one max_frame, are ValueErrors naming them."""
+    with pytest.raises(ValueError, match="^connect_timeout must be a positive, finite number of seconds, got nan$"):
+        TcpTransport("n1", connect_timeout=float("nan"))
+    with pytest.raises(ValueError, match="^backoff_max must be a positive, finite number of seconds, got inf$"):
+        TcpTransport("n1", backoff_max=float("inf"))
+    with pytest.raises(ValueError, match="^max_buffered \\(1003\\) must hold one partial frame of max_frame \\(1000\\) bytes$"):
+        TcpTransport("n1", max_frame=1000, limits=TcpLimits(max_buffered=1003))
+    assert TcpTransport("n1", max_frame=1000, limits=TcpLimits(max_buffered=1004)).limits.max_buffered == 1004
 
 
 def test_the_connection_cap_refuses_the_next_socket_and_the_node_keeps_serving_its_peer() -> None:
     """With max_connections=4 and a peer connected, 3 idle raw sockets fill the cap; the next is closed at once, the peer's frames still flow both ways."""
 
     async def main() -> None:
-        (a, b), (inbox_a, inbox_b), (_, events_b) = await started("a", "b", max_connections=4)
+        (a, b), (inbox_a, inbox_b), (_, events_b) = await started("a", "b", limits=TcpLimits(max_connections=4))
         a.send("b", b"before")
         await until(lambda: inbox_b.payloads("a") == [b"before"])
         idle = [await raw_connect(b) for _ in range(3)]
@@ -652,7 +663,7 @@ def test_connections_stuck_in_the_handshake_make_room_for_a_new_peer() -> None:
     """With max_handshakes=3, three silent sockets hold every handshake slot; a real peer dialing in evicts the oldest and is served."""
 
     async def main() -> None:
-        (a, b), (_, inbox_b), (_, events_b) = await started("a", "b", max_handshakes=3)
+        (a, b), (_, inbox_b), (_, events_b) = await started("a", "b", limits=TcpLimits(max_handshakes=3))
         silent = []
         for _ in range(3):
             silent.append(await raw_connect(b))
@@ -673,7 +684,7 @@ def test_a_silent_connection_is_closed_after_handshake_timeout() -> None:
     """handshake_timeout (not connect_timeout, left at 5 s) bounds how long a connection may stay silent before its Hello."""
 
     async def main() -> None:
-        (b,), _, (events_b,) = await started("b", handshake_timeout=0.1)
+        (b,), _, (events_b,) = await started("b", limits=TcpLimits(handshake_timeout=0.1))
         loop = asyncio.get_running_loop()
         started_at = loop.time()
         reader, writer = await raw_connect(b)
@@ -691,7 +702,7 @@ def test_an_idle_connection_is_closed_after_idle_timeout_and_the_dialer_reconnec
     """A welcomed connection with no frame for idle_timeout is closed; a transport that dialed it reconnects on its next frame."""
 
     async def main() -> None:
-        (a, b), (_, inbox_b), (events_a, events_b) = await started("a", "b", idle_timeout=0.2)
+        (a, b), (_, inbox_b), (events_a, events_b) = await started("a", "b", limits=TcpLimits(idle_timeout=0.2))
         reader, writer = await raw_hello(b, "stranger")
         a.send("b", b"one")
         await until(lambda: inbox_b.payloads("a") == [b"one"])
@@ -711,7 +722,7 @@ def test_partial_frames_over_the_global_byte_bound_are_closed_not_buffered() -> 
     """Five connections each hold a 9000-byte partial frame; with max_buffered=30000 the fourth and fifth are closed, 27000 bytes stay buffered."""
 
     async def main() -> None:
-        (a, b), (_, inbox_b), (_, events_b) = await started("a", "b", max_frame=10_000, max_buffered=30_000)
+        (a, b), (_, inbox_b), (_, events_b) = await started("a", "b", max_frame=10_000, limits=TcpLimits(max_buffered=30_000))
         conns = []
         for i in range(5):
             reader, writer = await raw_hello(b, f"s{i}")

@@ -71,7 +71,8 @@ from .client import Gateway, is_client_frame
 from .config import Cluster
 from .driver import MembershipService
 from .membership import MemberChanged, MembershipConfig
-from .tcp import Address, TcpTransport, secret_bytes
+from .limits import MAX_FRAME
+from .tcp import Address, TcpLimits, TcpTransport, secret_bytes
 
 __all__ = [
     "parse_address",
@@ -323,9 +324,13 @@ class NodeConfig:
     """Emit every runtime event as a fact, whatever ``facts`` says."""
     secret: bytes | None = field(default=None, repr=False)
     """The cluster secret (see ``Cluster(secret=)``): peers and clients must prove it in the handshake."""
+    limits: TcpLimits = TcpLimits()
+    """What the listener holds for strangers: connection caps, handshake and idle timeouts, buffered bytes."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "secret", secret_bytes(self.secret, "the cluster secret"))
+        if self.limits.max_buffered < MAX_FRAME + 4:  # what TcpTransport would refuse at start: refuse it here
+            raise ValueError(f"max_buffered ({self.limits.max_buffered}) must hold one partial frame of MAX_FRAME ({MAX_FRAME}) bytes")
         object.__setattr__(self, "bind", parse_address(format_address(self.bind)))
         object.__setattr__(self, "seeds", tuple(parse_address(format_address(s)) for s in self.seeds))
         object.__setattr__(self, "facts", frozenset(self.facts))
@@ -433,7 +438,7 @@ class NodeProcess:
         cfg = self.config
         hosted = load_actor_types(cfg.modules)
         self.actors = list(hosted)
-        tcp = TcpTransport(self.node, cfg.bind, cluster=cfg.cluster, observer=self._observe, secret=cfg.secret)
+        tcp = TcpTransport(self.node, cfg.bind, cluster=cfg.cluster, observer=self._observe, secret=cfg.secret, limits=cfg.limits)
         try:
             await tcp.start()
         except BaseException:

@@ -35,8 +35,8 @@ that the simulator never runs, so it may read the OS's randomness. The secret au
 peers; it does not encrypt or sign the frames that follow (a man in the middle of an
 established connection is out of its reach).
 
-Resource bounds on incoming connections, each a constructor option, checked at
-construction (``ValueError`` naming it): at most ``max_connections`` open at once (the next
+Resource bounds on incoming connections, the fields of ``TcpLimits`` (``limits=``), checked
+at construction (``ValueError`` naming the field): at most ``max_connections`` open at once (the next
 is closed at accept); at most ``max_handshakes`` still in their handshake (the oldest of
 them is closed to make room, so strangers holding silent sockets cannot keep a real peer
 out); ``handshake_timeout`` to complete it; ``idle_timeout`` with no byte once welcomed (a
@@ -132,6 +132,7 @@ __all__ = [
     "ConnectionLost",
     "ConnectFailed",
     "TcpStats",
+    "TcpLimits",
     "TcpTransport",
 ]
 
@@ -495,6 +496,36 @@ class _Incoming:
         self.buffered = 0  # its decoder's partial frame, as counted in TcpTransport._buffered
 
 
+@dataclass(frozen=True, slots=True)
+class TcpLimits:
+    """How much the incoming side of a transport holds for peers it has not (or not recently) heard from.
+
+    Each bound is here because without it a stranger that can reach the port can take a
+    node down without sending a single valid frame: idle sockets exhaust its descriptors,
+    and partial frames its memory. All of them are checked here (``ValueError`` naming the
+    option for NaN, infinity, zero or a negative value).
+    """
+
+    max_connections: int = 256
+    """Incoming connections open at once (handshaking or welcomed); the next one is closed at accept."""
+    max_handshakes: int = 64
+    """Incoming connections still in their handshake; one more closes the oldest of them."""
+    handshake_timeout: float | None = None
+    """Seconds an incoming connection has to complete its handshake (None: the transport's ``connect_timeout``)."""
+    idle_timeout: float = 60.0
+    """Seconds a welcomed incoming connection may stay without a byte before it is closed."""
+    max_buffered: int = 64 * 1024 * 1024
+    """Bytes of partial frames held across all incoming connections (at least one frame of ``max_frame``)."""
+
+    def __post_init__(self) -> None:
+        _count(self.max_connections, "max_connections")
+        _count(self.max_handshakes, "max_handshakes")
+        if self.handshake_timeout is not None:
+            _seconds(self.handshake_timeout, "handshake_timeout")
+        _seconds(self.idle_timeout, "idle_timeout")
+        _count(self.max_buffered, "max_buffered")
+
+
 class _Closed(Exception):
     """The peer closed an incoming connection during the handshake."""
 
@@ -578,11 +609,7 @@ class TcpTransport:
         rng: random.Random | None = None,
         observer: Observer | None = None,
         secret: bytes | str | None = None,
-        max_connections: int = 256,
-        max_handshakes: int = 64,
-        handshake_timeout: float | None = None,
-        idle_timeout: float = 60.0,
-        max_buffered: int = 64 * 1024 * 1024,
+        limits: TcpLimits = TcpLimits(),
     ) -> None:
         if not node:
             raise ValueError("a node id must not be empty")
@@ -597,11 +624,16 @@ class TcpTransport:
         _seconds(backoff_max, "backoff_max")
         if not backoff_min <= backoff_max:
             raise ValueError(f"need 0 < backoff_min <= backoff_max, got {backoff_min} and {backoff_max}")
-        self._max_connections = _count(max_connections, "max_connections")
-        self._max_handshakes = _count(max_handshakes, "max_handshakes")
-        self._handshake_timeout = connect_timeout if handshake_timeout is None else _seconds(handshake_timeout, "handshake_timeout")
-        self._idle_timeout = _seconds(idle_timeout, "idle_timeout")
-        self._max_buffered = _count(max_buffered, "max_buffered", max_frame + _HEADER_SIZE)
+        if not isinstance(limits, TcpLimits):
+            raise TypeError(f"limits must be a TcpLimits, got {type(limits).__qualname__}")
+        if limits.max_buffered < max_frame + _HEADER_SIZE:
+            raise ValueError(f"max_buffered ({limits.max_buffered}) must hold one partial frame of max_frame ({max_frame}) bytes")
+        self.limits: Final = limits
+        self._max_connections = limits.max_connections
+        self._max_handshakes = limits.max_handshakes
+        self._handshake_timeout = connect_timeout if limits.handshake_timeout is None else limits.handshake_timeout
+        self._idle_timeout = limits.idle_timeout
+        self._max_buffered = limits.max_buffered
         self._secret = secret_bytes(secret)
         self._node = node
         self._bind = bind
