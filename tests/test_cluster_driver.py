@@ -420,7 +420,7 @@ def test_crash_is_suspect_after_then_dead_after_at_exact_virtual_times_and_resta
 
     cluster.world.restart("n3")  # a new loop, a new endpoint; SimNode.incarnation is now 2
     cluster.start("n3")
-    cluster.run(until=36.0)
+    cluster.run(until=37.5)  # n3 listens three heartbeats before it counts a quorum
     restart_rows = cluster.world.trace.of("member.changed", node="n3", member="n3")
     assert [(r.fields["incarnation"], r.fields["status"]) for r in restart_rows] == [(1, "alive"), (2, "alive")]
     t1 = restart_rows[-1].t_ns

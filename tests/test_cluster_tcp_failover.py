@@ -91,6 +91,7 @@ def test_kill_9_of_the_owner_loses_no_confirmed_increment_and_the_schedule_fires
             await until(lambda: all(n.of("ready") for n in nodes), "every node ready", nodes, 10.0)
             await until(lambda: all(n.status(i) == "alive" for n in nodes for i in ids), "all see three alive", nodes, 5.0)
             joined = loop.time() - started
+            await asyncio.sleep(0.7)  # the listen window (three heartbeats of 0.2 s) before anyone counts a quorum
 
             # The key: one whose owner is the first node, the gateway the client talks to first, so
             # that the kill takes the client's gateway too (the client must move on by itself).
