@@ -29,7 +29,7 @@ import msgspec
 from .errors import SchemaError
 from .ref import EntityRef, NobodyRef, Ref, ReplyRef, reply_type
 
-__all__ = ["Codec", "MessageSchema", "fast_check", "type_tag", "union_members"]
+__all__ = ["ANYTHING", "DECODE", "FAST_VALUES", "Codec", "MessageSchema", "fast_check", "type_tag", "union_members"]
 
 RefFactory = Callable[[list[Any]], Ref[Any]]
 
@@ -65,6 +65,9 @@ NOTHING: Any = object()
 
 DECODE: Any = object()
 """A fast check's answer for a type it cannot vouch for: decode the bytes to know."""
+
+ANYTHING: Any = object()
+"""The fast check of ``Any``: any bytes decode into it, so a value that encodes fits."""
 
 _INT_MIN, _INT_END = -(1 << 63), 1 << 64  # what msgpack can hold
 
@@ -115,35 +118,38 @@ _SCALARS: dict[Any, Callable[[Any], bool]] = {
     int: _is_int, float: _is_float, str: _is_str, bool: _is_bool, bytes: _is_bytes, type(None): _is_none, None: _is_none,
 }
 
-_FAST_VALUES: dict[Any, Any] = {}
+FAST_VALUES: dict[Any, Any] = {}
 """``fast_check`` per annotation (keyed by the annotation: looked up, never iterated)."""
 
 
 def fast_check(annotation: Any) -> Any:
     """A test of a value against ``annotation`` that is True only if the value encodes and its bytes
-    decode into ``annotation``; ``DECODE`` where no such cheap test is known (containers, ``Any``,
-    ``msgspec.Struct``, a dataclass with such a field): then only the decode can tell.
+    decode into ``annotation``; ``DECODE`` where no such cheap test is known (containers,
+    ``msgspec.Struct``, a dataclass with such a field): then only the decode can tell; ``ANYTHING``
+    for ``Any``, where a value fits if it encodes.
 
     Exact types only (``type(v) is int``): a subclass, a bool for an int, a list for a tuple all
     go to the decode, which decides as the receiving node would.
     """
     try:
-        found = _FAST_VALUES.get(annotation)
+        found = FAST_VALUES.get(annotation)
     except TypeError:  # an unhashable annotation
         return DECODE
     if found is None:
-        found = _FAST_VALUES[annotation] = _compile(annotation)
+        found = FAST_VALUES[annotation] = _compile(annotation)
     return found
 
 
 def _compile(annotation: Any) -> Any:
+    if annotation is Any:
+        return ANYTHING
     scalar = _SCALARS.get(annotation) if isinstance(annotation, type) or annotation is None else None
     if scalar is not None:
         return scalar
     origin = get_origin(annotation)
     if origin is Union or origin is types.UnionType:
         parts = [fast_check(arg) for arg in get_args(annotation)]
-        if DECODE in parts:
+        if DECODE in parts or ANYTHING in parts:
             return DECODE
         return lambda v: any(part(v) for part in parts)
     target = origin if origin is not None else annotation
@@ -173,7 +179,7 @@ def dataclass_checks(cls: type) -> Any:
         if not f.init:
             return DECODE
         check = fast_check(hints.get(f.name, Any))
-        if check is DECODE:
+        if check is DECODE or check is ANYTHING:  # ANYTHING: the value must still encode, which only encoding says
             return DECODE
         out.append((f.name, check))
     return out
@@ -392,17 +398,25 @@ class Codec:
     def encode_typed(self, value: Any, annotation: Any, what: str, of: str | None = None) -> bytes:
         """``encode_value``, then ``SchemaError`` unless the bytes decode into ``annotation`` (a state, a
         reply): the check the node that reads them runs, run where the value is written."""
-        data = self.encode_value(value, what, of)
-        if annotation is not Any:
+        try:
+            data = self._encoder.encode(value)
+        except _ENCODE_ERRORS:
+            self.encode_value(value, what, of)  # raises, naming it
+            raise
+        try:
+            check = FAST_VALUES.get(annotation)
+        except TypeError:  # an unhashable annotation
+            check = DECODE
+        if check is None:
             check = fast_check(annotation)
-            if check is DECODE or not check(value):
-                self.check_decodes(data, annotation, what, of)
+        if check is not ANYTHING and (check is DECODE or not check(value)):
+            self.check_decodes(data, annotation, what, of)
         return data
 
     def check_typed(self, value: Any, annotation: Any, what: str) -> None:
         """``SchemaError`` unless ``value`` encodes and decodes into ``annotation``; no bytes kept (a local reply)."""
-        check = fast_check(annotation) if annotation is not Any else DECODE
-        if check is DECODE or not check(value):
+        check = fast_check(annotation)
+        if check is DECODE or check is ANYTHING or not check(value):
             self.encode_typed(value, annotation, what)
 
     def check_decodes(self, data: bytes, annotation: Any, what: str, of: str | None = None) -> None:

@@ -23,7 +23,7 @@ from . import observer as ev
 from .activation import ASK_CHAIN, Activation, Envelope, KeyRecords, PendingAsk
 from .actor import ActorType, Backoff, duration, known_actor, seconds
 from .clock import SystemClock
-from .codec import Codec
+from .codec import ANYTHING, DECODE, FAST_VALUES, Codec
 from .errors import ConfigurationError, InvalidIdentity, MailboxFull, NotStarted, ReentrancyError, SchemaError, Unavailable
 from .observer import Event, LoggingObserver
 from .ports import Clock, Observer, Store, Transport
@@ -417,7 +417,9 @@ class ActorSystem:
         as the ask's ``R`` (``ref.expects``): the same check whether the asker is on this
         node or not, so the body fails and the asker gets ``ActorFailed`` either way.
         """
-        self.codec.check_typed(value, ref.expects, "the reply")
+        check = FAST_VALUES.get(ref.expects)  # codec.check_typed, its common case inline: a reply per ask
+        if check is None or check is DECODE or check is ANYTHING or not check(value):
+            self.codec.check_typed(value, ref.expects, "the reply")
         if ref.node != self.node:
             if self._cluster is not None:
                 self._cluster.reply(ref, value)
