@@ -1,8 +1,12 @@
 """``python -m sim``: list, run and tour the built-in scenarios (stable names and output).
 
     python -m sim list
-    python -m sim run NAME --seed N [--until DURATION] [--jsonl FILE] [--perfetto FILE] [--digest] [--check]
+    python -m sim run NAME --seed N [--until DURATION] [--jsonl FILE] [--perfetto FILE] [--digest] [--check] [--plan JSON]
     python -m sim sweep NAME --seeds 0:500 --workers 2
+
+A scenario that draws a fault plan (``swarm``) prints it as one line (``plan: crash(n1)@3.20 ...``); when
+a seed fails, the output ends with the command that reproduces it, and ``--plan JSON`` replays an
+exact plan (the JSON of ``sim.faults.FaultPlan.to_json``) on that seed instead of the one it draws.
     python -m sim tour --out DIR
     python -m sim mutants [--only NAMES] [--seeds 200] [--workers 1] [--budget S] [--list]   (sim/mutants.py)
 """
@@ -11,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import re
+import shlex
 import sys
 from datetime import timedelta
 
@@ -45,6 +50,7 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--perfetto", help="write the trace in the Chrome/Perfetto trace format")
     run.add_argument("--digest", action="store_true", help="print digest=<hex> as the last line")
     run.add_argument("--check", action="store_true", help="run the scenario's checks; exit 1 if one fails")
+    run.add_argument("--plan", default=None, help="replay this fault plan (JSON, as a failing seed prints it) instead of the seed's own")
     sweep = sub.add_parser("sweep", help="run one scenario under many seeds with its checks, in parallel")
     sweep.add_argument("name")
     sweep.add_argument("--seeds", default="0:100", help="start:stop (stop excluded), or one seed")
@@ -62,13 +68,19 @@ def main(argv: list[str] | None = None) -> int:
         return 0
 
     if args.command == "run":
+        from .faults import FaultPlan
+
         try:
-            result = scenarios.run(args.name, args.seed, until=args.until, check=args.check)
-        except KeyError as exc:
+            plan = FaultPlan.from_json(args.plan) if args.plan is not None else None
+            result = scenarios.run(args.name, args.seed, until=args.until, check=args.check, plan=plan)
+        except (KeyError, ValueError) as exc:
             print(exc.args[0], file=sys.stderr)
             return 2
         trace = result.trace
         print(f"scenario={args.name} seed={args.seed} rows={len(trace)} simulated={result.world.now:g}s")
+        drawn = result.world.results.get("plan")
+        if isinstance(drawn, FaultPlan):
+            print(f"plan: {drawn}")
         kinds: dict[str, int] = {}
         for row in trace:
             kinds[row.kind] = kinds.get(row.kind, 0) + 1
@@ -86,6 +98,8 @@ def main(argv: list[str] | None = None) -> int:
                 for failure in result.failures:
                     print(f"CHECK FAILED {failure}", file=sys.stderr)
                 print(f"reproduce: python -m sim run {args.name} --seed {args.seed} --check", file=sys.stderr)
+                if isinstance(drawn, FaultPlan):
+                    print(f"replay:    python -m sim run {args.name} --seed {args.seed} --check --plan {shlex.quote(drawn.to_json())}", file=sys.stderr)
                 status = 1
             else:
                 print(f"checks passed ({len(result.scenario.checks)})")

@@ -28,6 +28,9 @@ __all__ = [
     "epochs_only_grow",
     "single_writer_per_epoch",
     "no_confirmed_write_lost",
+    "memory_losses",
+    "kept_memory",
+    "owed_writes_found",
     "Occurrence",
     "explain_occurrences",
     "repeats_and_misses_explained",
@@ -265,6 +268,78 @@ def no_confirmed_write_lost(world: World) -> None:
                     "no_confirmed_write_lost",
                     f"{actor.split(':')[-1]}[{key}]: {row.node} acquired the key at t={row.t:.3f}s from version {row.get('found')}, "
                     f"but version {last.get('version')} was confirmed on {last.node} at t={last.t:.3f}s",
+                )
+
+
+def memory_losses(trace: Trace, *, durable: bool) -> dict[str, list[int]]:
+    """Per node, the true times (ns) at which it lost its memory of a key's replica, as the trace shows them.
+
+    For an in-memory type every ``fault.crash`` is a loss: its replica store was RAM. For a
+    durable type a crash is a loss only if its disk did not come through it: the crash row
+    lost unsynced writes (``unsynced_lost`` > 0), or the next ``fault.restart`` of the node
+    came with a new disk (``wiped``); a restart with its disk keeps what the node saved. A
+    crash never followed by a restart is a loss either way (nothing of it serves again).
+    """
+    losses: dict[str, list[int]] = defaultdict(list)
+    pending: dict[str, Row] = {}
+    for row in trace.of("fault.crash", "fault.restart"):
+        if row.kind == "fault.crash":
+            if not durable or int(row.get("unsynced_lost") or 0) > 0:
+                losses[row.node].append(row.t_ns)
+            else:
+                pending[row.node] = row
+        else:
+            crash = pending.pop(row.node, None)
+            if crash is not None and row.get("wiped"):
+                losses[row.node].append(crash.t_ns)
+    for node, crash in pending.items():
+        losses[node].append(crash.t_ns)
+    return dict(losses)
+
+
+def kept_memory(replicas: Iterable[str], losses: dict[str, list[int]], since_ns: int, until_ns: int) -> bool:
+    """Whether a majority of ``replicas`` lost no memory in ``(since_ns, until_ns]``: then a write confirmed at
+    ``since_ns`` is owed at ``until_ns`` (it was on a write quorum, a read quorum meets it, and none of the majority forgot)."""
+    members = list(replicas)
+    kept = [n for n in members if not any(since_ns < t <= until_ns for t in losses.get(n, ()))]
+    return len(kept) >= len(members) // 2 + 1
+
+
+def owed_writes_found(world: World) -> None:
+    """A new owner starts from every write it owes: its ``found`` version >= every confirmed version still owed.
+
+    ``no_confirmed_write_lost`` without its assumption: a confirmed write (``write.confirmed``
+    row at time c) is owed by an acquisition at time a iff a majority of the key's replica set
+    kept its memory over (c, a] (``kept_memory``, ``memory_losses``). The replica sets come
+    from ``world.results["replicas"]`` (``"actor/key"`` -> node names, the converged ring's
+    view) and the durable types from ``world.results["durable"]`` (actor names); keys not
+    listed are not checked. Rows recorded late by a paused node (``_late_acquisitions``) are skipped.
+    """
+    replicas: dict[str, list[str]] = world.results.get("replicas", {})
+    durable = set(world.results.get("durable", ()))
+    losses = {True: memory_losses(world.trace, durable=True), False: memory_losses(world.trace, durable=False)}
+    late = _late_acquisitions(world)
+    index = {id(row): i for i, row in enumerate(world.trace.rows)}
+    for (actor, key), rows in _by_entity(world.trace.of("epoch.acquired", "write.confirmed")).items():
+        members = replicas.get(f"{actor}/{key}")
+        if not members:
+            continue
+        lost = losses[actor in durable]
+        confirmed: list[Row] = []
+        for row in rows:
+            if row.kind == "write.confirmed":
+                confirmed.append(row)
+                continue
+            if index[id(row)] in late:
+                continue
+            owed = [c for c in confirmed if kept_memory(members, lost, c.t_ns, row.t_ns)]
+            top = max(owed, key=lambda c: int(c.get("version")), default=None)
+            if top is not None and int(row.get("found")) < int(top.get("version")):
+                raise CheckFailed(
+                    "owed_writes_found",
+                    f"{actor.split(':')[-1]}[{key}]: {row.node} acquired the key at t={row.t:.3f}s from version {row.get('found')}, "
+                    f"but version {top.get('version')} confirmed on {top.node} at t={top.t:.3f}s is owed (a majority of "
+                    f"{'+'.join(members)} kept its memory since)",
                 )
 
 

@@ -63,8 +63,11 @@ class LinkModel:
     duplicate: float = 0.0
     reorder: float = 0.0  # a reordered frame is held back by up to ``reorder_delay`` extra
     reorder_delay: float = 0.010
+    duplicate_delay: float = 0.0  # the second copy of a duplicated frame is held back by up to this much extra
 
     def __post_init__(self) -> None:
+        if not 0.0 <= self.duplicate_delay < float("inf"):
+            raise ValueError(f"duplicate_delay must be a finite delay >= 0, got {self.duplicate_delay}")
         for name in ("loss", "duplicate", "reorder"):
             value = getattr(self, name)
             if not 0.0 <= value <= 1.0:
@@ -170,6 +173,23 @@ class SimNetwork:
                 if not oneway and self.graph.has_edge(v, u):
                     self.graph.remove_edge(v, u)
 
+    def reconnect(self, side_a: Iterable[str], side_b: Iterable[str], *, oneway: bool = False) -> None:
+        """Restore the links a ``partition(side_a, side_b, oneway=...)`` cut; any other cut stays."""
+        a, b = list(side_a), list(side_b)
+        for u in a:
+            for v in b:
+                if u != v:
+                    self.graph.add_edge(u, v)
+                    if not oneway:
+                        self.graph.add_edge(v, u)
+
+    def inject(self, source: str, destination: str, frame: bytes) -> None:
+        """Deliver ``frame`` from ``source``, a stranger with no place in the graph, after the default latency."""
+        delay_ns = round(self.default.latency.sample(self._rng) * 1e9)
+        self.sent += 1
+        event = self._env.timeout(delay_ns)
+        event.callbacks.append(_Injected(self, source, destination, frame))
+
     def heal(self) -> None:
         """Restore every link between every pair of nodes."""
         nodes = list(self.graph.nodes)
@@ -216,10 +236,12 @@ class SimNetwork:
             self._record("net.dropped", source, {"dst": destination, "size": len(frame), "reason": "loss", "frame": _frame_tag(frame)})
             return
         copies = 2 if model.duplicate and rng.random() < model.duplicate else 1
-        for _ in range(copies):
+        for copy in range(copies):
             delay = model.latency.sample(rng)
             if model.reorder and rng.random() < model.reorder:
                 delay += rng.uniform(0.0, model.reorder_delay)
+            if copy and model.duplicate_delay:
+                delay += rng.uniform(0.0, model.duplicate_delay)
             delay_ns = round(delay * 1e9)
             if self._keeps("net.sent"):
                 self._world.record(source, "net.sent", {"dst": destination, "size": len(frame), "delay_ns": delay_ns, "frame": _frame_tag(frame)})
@@ -251,3 +273,22 @@ class _Delivery:
     def __call__(self, _event: simpy.Event) -> None:
         self.network._deliver(self.source, self.destination, self.frame)
 
+
+class _Injected:
+    """The simpy callback that hands a forged frame (from outside the graph) to its destination."""
+
+    __slots__ = ("network", "source", "destination", "frame")
+
+    def __init__(self, network: SimNetwork, source: str, destination: str, frame: bytes) -> None:
+        self.network = network
+        self.source = source
+        self.destination = destination
+        self.frame = frame
+
+    def __call__(self, _event: simpy.Event) -> None:
+        endpoint = self.network._endpoints.get(self.destination)
+        if endpoint is None:
+            self.network._record("net.dropped", self.destination, {"src": self.source, "size": len(self.frame), "reason": "unknown node", "frame": _frame_tag(self.frame)})
+            return
+        self.network.delivered += 1
+        endpoint._arrive(self.source, self.frame)

@@ -8,11 +8,14 @@ A failure is reported with the exact command that reproduces it on one seed.
 from __future__ import annotations
 
 import concurrent.futures as futures
+import shlex
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from . import scenarios
+from .faults import FaultPlan
+from .world import World
 
 __all__ = ["SeedResult", "parse_seeds", "run_seed", "sweep"]
 
@@ -27,6 +30,8 @@ class SeedResult:
     digest: str
     rows: int
     error: str | None = None
+    plan: str | None = None  # the seed's fault plan, one line (scenarios that draw one: swarm)
+    plan_json: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -35,6 +40,13 @@ class SeedResult:
     @property
     def reproduce(self) -> str:
         return f"python -m sim run {self.name} --seed {self.seed} --check"
+
+    @property
+    def replay(self) -> str | None:
+        """The command that replays the exact plan (None for a scenario without one)."""
+        if self.plan_json is None:
+            return None
+        return f"{self.reproduce} --plan {shlex.quote(self.plan_json)}"
 
 
 def parse_seeds(text: str) -> range:
@@ -54,11 +66,21 @@ def parse_seeds(text: str) -> range:
 
 def run_seed(name: str, seed: int) -> SeedResult:
     """Run one seed with its checks (in a worker process); exceptions become results, not crashes."""
+    world: list[World] = []
     try:
-        result = scenarios.run(name, seed)
+        result = scenarios.run(name, seed, on_world=world.append)
     except Exception as exc:  # a scenario that blows up is a finding too
-        return SeedResult(name, seed, (), "", 0, error=f"{type(exc).__name__}: {exc}")
-    return SeedResult(name, seed, tuple(str(f) for f in result.failures), result.trace.digest(), len(result.trace))
+        plan = _plan_of(world[0]) if world else (None, None)
+        return SeedResult(name, seed, (), "", 0, error=f"{type(exc).__name__}: {exc}", plan=plan[0], plan_json=plan[1])
+    plan = _plan_of(result.world)
+    return SeedResult(name, seed, tuple(str(f) for f in result.failures), result.trace.digest(), len(result.trace), plan=plan[0], plan_json=plan[1])
+
+
+def _plan_of(world: World) -> tuple[str | None, str | None]:
+    drawn = world.results.get("plan")
+    if isinstance(drawn, FaultPlan):
+        return str(drawn), drawn.to_json()
+    return None, None
 
 
 def sweep(
@@ -94,8 +116,13 @@ def report(name: str, results: Sequence[SeedResult], elapsed: float) -> list[str
     for result in bad:
         what = result.error or "; ".join(result.failures)
         lines.append(f"seed {result.seed}: {what}")
+        if result.plan is not None:
+            lines.append(f"  plan: {result.plan}")
         lines.append(f"  reproduce: {result.reproduce}")
-    lines.append(f"scenario={name} seeds={len(results)} ok={len(results) - len(bad)} in {elapsed:.1f} s")
+        if result.replay is not None:
+            lines.append(f"  replay: {result.replay}")
+    rate = len(results) / elapsed if elapsed > 0 else 0.0
+    lines.append(f"scenario={name} seeds={len(results)} ok={len(results) - len(bad)} in {elapsed:.1f} s ({rate:.2f} seeds/s)")
     lines.append(f"violations={len(bad)}")
     return lines
 

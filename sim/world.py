@@ -168,6 +168,11 @@ class World:
         self.nodes: dict[str, SimNode] = {}
         self.network = SimNetwork(self, default=network)
         self.results: dict[str, Any] = {}
+        self.on_start: list[Callable[[str], None]] = []
+        """Called with the node's name after every ``restart`` (client code a node runs at boot, e.g. its crons)."""
+        self.given_plan: Any = None
+        """A ``sim.faults.FaultPlan`` given from outside (``python -m sim run --plan``): a scenario that draws its
+        own plan replays this one instead. None: the scenario draws its plan from the seed."""
 
     # --- randomness and time -----------------------------------------------------------
 
@@ -294,13 +299,28 @@ class World:
         loop.kill()
         node.system = None
 
-    def restart(self, name: str) -> None:
-        """Start a crashed node again: a fresh ActorSystem, a new incarnation, the same disk."""
+    def restart(self, name: str, *, wipe_disk: bool = False) -> None:
+        """Start a crashed node again: a fresh ActorSystem, a new incarnation, the same disk.
+
+        ``wipe_disk=True`` gives it a new, empty disk of the same kind first (a replaced
+        machine, a lost volume): only a disk the world made (``"memory"``, ``"sqlite"``) can
+        be wiped; a shared ``Store`` object or a file is refused with ``ValueError``.
+        """
         node = self.node(name)
         if node.status != "down":
             raise RuntimeError(f"node {name} is {node.status}; crash it before restarting")
+        if wipe_disk:
+            kind = node.spec.store
+            if kind is not None and kind not in ("memory", "sqlite"):
+                raise ValueError(f"node {name}'s disk is {kind!r}, not one the world made: it cannot be wiped alone")
+            node.store = _make_store(kind)
         node.start()
-        self.record(name, "fault.restart", {"incarnation": node.incarnation})
+        fields: dict[str, Any] = {"incarnation": node.incarnation}
+        if wipe_disk:
+            fields["wiped"] = True
+        self.record(name, "fault.restart", fields)
+        for hook in self.on_start:
+            hook(name)
 
     def stop(self, name: str) -> None:
         """An orderly stop: the system exits normally (write-behind flushed)."""
@@ -338,6 +358,19 @@ class World:
         self.network.partition(a, b, oneway=oneway)
         for node in a:
             self.record(node, "fault.partition", {"from": a, "to": b, "oneway": oneway})
+
+    def reconnect(self, side_a: Iterable[str], side_b: Iterable[str], *, oneway: bool = False) -> None:
+        """Undo one ``partition`` (the links from A to B, and back unless ``oneway``); other cuts stay."""
+        a, b = sorted(side_a), sorted(side_b)
+        self.network.reconnect(a, b, oneway=oneway)
+        for node in a:
+            self.record(node, "fault.reconnect", {"from": a, "to": b, "oneway": oneway})
+
+    def inject(self, sender: str, name: str, frame: bytes) -> None:
+        """A frame from ``sender``, a stranger outside the world's graph (a forged peer), arrives at node ``name``."""
+        self.node(name)
+        self.record(name, "fault.forged", {"src": sender, "size": len(frame)})
+        self.network.inject(sender, name, frame)
 
     def heal(self) -> None:
         self.network.heal()
