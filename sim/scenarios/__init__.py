@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 
 from ..checks import Check, CheckFailed, run_checks
+from ..faults import FaultPlan
 from ..trace import Trace
 from ..world import World
 
@@ -73,11 +74,29 @@ def get(name: str) -> Scenario:
         raise KeyError(f"no scenario {name!r}; try one of: {', '.join(SCENARIOS)}") from None
 
 
-def run(name: str, seed: int = 0, *, until: timedelta | None = None, check: bool = True) -> Run:
-    """Build the scenario's world with ``seed``, run it, and (by default) run its checks."""
+def run(
+    name: str,
+    seed: int = 0,
+    *,
+    until: timedelta | None = None,
+    check: bool = True,
+    plan: FaultPlan | None = None,
+    on_world: Callable[[World], None] | None = None,
+) -> Run:
+    """Build the scenario's world with ``seed``, run it, and (by default) run its checks.
+
+    ``plan``: replay this fault plan instead of the one the seed draws; only scenarios tagged
+    ``"fault-plan"`` take one (``ValueError`` for the others). ``on_world`` is called with the
+    world once it is set up (a sweep keeps it to report the plan of a run that raised).
+    """
     chosen = get(name)
+    if plan is not None and "fault-plan" not in chosen.tags:
+        raise ValueError(f"scenario {name!r} draws no fault plan: --plan is for {', '.join(n for n, s in SCENARIOS.items() if 'fault-plan' in s.tags)}")
     world = World(seed)
+    world.given_plan = plan
     chosen.setup(world)
+    if on_world is not None:
+        on_world(world)
     world.run(until=until if until is not None else chosen.until)
     failures = run_checks(chosen.checks, world) if check else []
     world.close()
@@ -92,5 +111,6 @@ def _load() -> None:
     from . import replicas_lost  # noqa: F401
     from . import takeover  # noqa: F401
     from . import rolling  # noqa: F401
+    from . import swarm  # noqa: F401
     from . import probes  # noqa: F401  (sim.mutants: one rule per script)
     from . import double_restart  # noqa: F401
