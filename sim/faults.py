@@ -373,7 +373,7 @@ class _LinkFault(Fault, frozen=True):
     def _extra(self) -> list[str]:
         return []
 
-    def _changes(self, on: bool) -> dict[str, float]:
+    def _changes(self, on: bool) -> dict[str, Any]:
         return {self.field_name: self.p if on else 0.0}
 
     def _links(self, world: World) -> list[tuple[str, str]]:
@@ -417,7 +417,7 @@ class Duplicate(_LinkFault, frozen=True, tag="duplicate"):
     def _extra(self) -> list[str]:
         return [f"+{_num(self.delay)}s"] if self.delay else []
 
-    def _changes(self, on: bool) -> dict[str, float]:
+    def _changes(self, on: bool) -> dict[str, Any]:
         return {"duplicate": self.p if on else 0.0, "duplicate_delay": self.delay if on else 0.0}
 
 
@@ -435,7 +435,7 @@ class Reorder(_LinkFault, frozen=True, tag="reorder"):
     def _extra(self) -> list[str]:
         return [f"+{_num(self.delay)}s"]
 
-    def _changes(self, on: bool) -> dict[str, float]:
+    def _changes(self, on: bool) -> dict[str, Any]:
         return {"reorder": self.p if on else 0.0, "reorder_delay": self.delay if on else 0.010}
 
 
