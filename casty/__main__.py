@@ -90,12 +90,27 @@ def _facts(text: str) -> frozenset[str]:
     return kinds
 
 
+def _text(text: str) -> str:
+    """An argument that travels as UTF-8 (``--type``, ``--key``): a byte of argv that is not UTF-8 arrives as a lone surrogate."""
+    try:
+        text.encode()
+    except UnicodeEncodeError as exc:
+        raise argparse.ArgumentTypeError(f"{ascii(text)} is not valid unicode ({exc.reason})") from None
+    return text
+
+
 def _message(text: str) -> tuple[str, dict[str, Any]]:
     """``--message`` JSON: ``"Name"``, ``["Name"]`` or ``["Name", {fields}]`` -> (name, fields)."""
     try:
         value = json.loads(text)
+    except RecursionError:
+        raise argparse.ArgumentTypeError(f"nested too deeply to be a message ({len(text)} characters of JSON)") from None
     except ValueError as exc:
-        raise argparse.ArgumentTypeError(f"not JSON: {text!r} ({exc})") from None
+        raise argparse.ArgumentTypeError(f"not JSON: {ascii(text)} ({exc})") from None
+    try:
+        json.dumps(value, ensure_ascii=False).encode()  # a "\ud800" escape decodes to a lone surrogate: no frame carries it
+    except UnicodeEncodeError as exc:
+        raise argparse.ArgumentTypeError(f"a string in it is not valid unicode ({exc.reason}): {ascii(text)}") from None
     if isinstance(value, str):
         value = [value]
     if not (isinstance(value, list) and 1 <= len(value) <= 2 and isinstance(value[0], str) and value[0]):
@@ -173,8 +188,8 @@ def build_parser() -> argparse.ArgumentParser:
         client.add_argument("--timeout", type=_seconds, default=10.0, metavar="S",
                             help="how long to wait for the answer (default 10)")
         if name != "members":
-            client.add_argument("--type", required=True, metavar="MODULE:TYPE", help="the actor type, e.g. app:counter")
-            client.add_argument("--key", required=True, metavar="KEY", help="the actor key")
+            client.add_argument("--type", type=_text, required=True, metavar="MODULE:TYPE", help="the actor type, e.g. app:counter")
+            client.add_argument("--key", type=_text, required=True, metavar="KEY", help="the actor key")
         if name in ("ask", "tell"):
             client.add_argument("--message", type=_message, required=True, metavar="JSON",
                                 help='the message: "Name", ["Name"] or ["Name", {"field": value}]')
