@@ -635,6 +635,23 @@ def test_transport_timeouts_and_the_byte_bound_are_checked_too() -> None:
     assert TcpTransport("n1", max_frame=1000, limits=TcpLimits(max_buffered=1004)).limits.max_buffered == 1004
 
 
+def test_by_default_three_hundred_idle_sockets_hold_at_most_64_slots_and_a_peer_still_gets_in() -> None:
+    """With the default limits, 300 silent raw sockets leave at most 64 connections open (the oldest evicted), and a real peer connects and is served."""
+
+    async def main() -> None:
+        (a, b), (_, inbox_b), _ = await started("a", "b")
+        idle = [await raw_connect(b) for _ in range(300)]
+        await until(lambda: b.stats.evicted == 300 - 64 and b.incoming == 64)
+        a.send("b", b"hello")
+        await until(lambda: inbox_b.payloads("a") == [b"hello"] and b.incoming == 64)
+        assert b.stats.evicted == 300 - 64 + 1 and b.stats.accepts == 1
+        for _, writer in idle:
+            writer.close()
+        await close_all(a, b)
+
+    run(main)
+
+
 def test_the_connection_cap_refuses_the_next_socket_and_the_node_keeps_serving_its_peer() -> None:
     """With max_connections=4 and a peer connected, 3 idle raw sockets fill the cap; the next is closed at once, the peer's frames still flow both ways."""
 
