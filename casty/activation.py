@@ -376,7 +376,8 @@ class Activation:
             if self.entity not in records and stored is not None:  # another path may have filled it meanwhile
                 # The stored epoch carries on: a single node writes under it, so its saves are
                 # never older than the record they follow (a cluster's owner may have written it).
-                records.add(self.entity, stored.version, system.codec.decode_pages(stored.state), stored.epoch)
+                pages = system.codec.decode_pages(stored.state) if stored.state else {}  # b"": a tombstone
+                records.add(self.entity, stored.version, pages, stored.epoch)
         recovered, updates = self._adopt()
         await self._commit(self.lease, updates, "activate")
         return recovered
@@ -453,7 +454,8 @@ class Activation:
         if self._store is not None:
             stored = await self._store.load(self.type.name, self.key)
             if stored is not None:
-                stored_version, stored_pages = stored.version, codec.decode_pages(stored.state)
+                stored_version = stored.version
+                stored_pages = codec.decode_pages(stored.state) if stored.state else {}  # b"": a tombstone
                 stored_stamp = Stamp(Epoch(*stored.epoch), stored.version)
 
         def write_back(found: Stamp, pages: Mapping[str, bytes]) -> dict[str, bytes | None]:

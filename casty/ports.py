@@ -54,9 +54,11 @@ class Store(Protocol):
 
     ``save`` must keep the record with the greatest ``(epoch, version)``, so that a late
     write of an older version, or a fenced owner's write of an older epoch, can never undo
-    a newer one; ``drop`` deletes only a record that is not newer than its own
-    ``(epoch, version)``. Methods are coroutines so that a store may take time (a
-    simulated disk with latency, a remote database).
+    a newer one. ``drop`` replaces a record that is not newer than its own
+    ``(epoch, version)`` by a tombstone, a record with ``state == b""``: ``load`` returns
+    it (the next writer of the key goes on above it), ``keys`` leaves it out, and a late
+    older save cannot bring the key back. Methods are coroutines so that a store may take
+    time (a simulated disk with latency, a remote database).
     """
 
     async def load(self, actor: str, key: str) -> StoredRecord | None: ...

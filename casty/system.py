@@ -201,7 +201,7 @@ class ActorSystem:
         assert self.store is not None
         for actor_name, key in await self.store.keys():
             stored = await self.store.load(actor_name, key)
-            if stored is None:
+            if stored is None or not stored[1]:  # gone, or a tombstone (dropped since keys() listed it)
                 continue
             pages = self.codec.decode_pages(stored[1])
             if ACTIVE_PAGE not in pages:

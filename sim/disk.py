@@ -105,7 +105,7 @@ class SimDisk:
         pending = self._unsynced.get((actor, key))
         if pending is not None:
             kind, version, state, epoch = pending
-            return None if kind == "drop" else StoredRecord(version, state, epoch)
+            return StoredRecord(version, state, epoch)  # a drop's is a tombstone (state b""), as the store keeps it
         return await self.store.load(actor, key)
 
     async def save(self, actor: str, key: str, version: int, state: bytes, *, epoch: StoredEpoch = NO_EPOCH) -> None:

@@ -169,7 +169,7 @@ def test_a_single_node_writes_on_under_the_epoch_it_found_in_the_store(tmp_path:
 
 @pytest.mark.parametrize("make_store", [MemoryStore, lambda p: SQLiteStore(p / "v.sqlite3")], ids=["memory", "sqlite"])
 def test_store_keeps_the_greatest_version(tmp_path: Path, make_store: object) -> None:
-    """A late save of an older version never undoes a newer one; drop removes only up to its version."""
+    """A late save of an older version never undoes a newer one; drop leaves a tombstone only up to its version."""
 
     async def main() -> tuple[StoredRecord | None, StoredRecord | None, StoredRecord | None]:
         store = make_store() if make_store is MemoryStore else make_store(tmp_path)  # type: ignore[operator]
@@ -181,7 +181,7 @@ def test_store_keeps_the_greatest_version(tmp_path: Path, make_store: object) ->
         await store.drop("t", "k", 2)
         return kept, after_old_drop, await store.load("t", "k")
 
-    assert asyncio.run(main()) == ((2, b"two", (0, "")), (2, b"two", (0, "")), None)
+    assert asyncio.run(main()) == ((2, b"two", (0, "")), (2, b"two", (0, "")), (2, b"", (0, "")))
 
 
 @pytest.mark.parametrize("make_store", [MemoryStore, lambda p: SQLiteStore(p / "e.sqlite3")], ids=["memory", "sqlite"])
@@ -210,8 +210,76 @@ def test_store_keeps_the_greatest_epoch_then_version(tmp_path: Path, make_store:
         (5, b"new", (2, "n2#1")),
         (5, b"new", (2, "n2#1")),
         (1, b"above", (3, "n1#2")),
-        None,
+        (1, b"", (3, "n1#2")),
     ]
+
+
+@pytest.mark.parametrize("make_store", [MemoryStore, lambda p: SQLiteStore(p / "d.sqlite3")], ids=["memory", "sqlite"])
+def test_a_drop_leaves_a_tombstone_so_a_late_older_save_never_brings_the_key_back(tmp_path: Path, make_store: object) -> None:
+    """After a drop of (epoch 2, v6), a fenced owner's late save of (epoch 1, v9) is refused; the key is gone from keys(), a newer save revives it."""
+
+    async def main() -> list[object]:
+        store = make_store() if make_store is MemoryStore else make_store(tmp_path)  # type: ignore[operator]
+        seen: list[object] = []
+        await store.save("t", "k", 5, b"live", epoch=(2, "n2#1"))
+        await store.drop("t", "k", 6, epoch=(2, "n2#1"))  # the newest owner deleted the key and let it idle
+        await store.save("t", "k", 9, b"stale", epoch=(1, "n3#1"))
+        seen.append(await store.load("t", "k"))
+        seen.append(list(await store.keys()))
+        await store.save("t", "k", 7, b"again", epoch=(2, "n2#1"))
+        seen.append(await store.load("t", "k"))
+        seen.append(list(await store.keys()))
+        return seen
+
+    assert asyncio.run(main()) == [(6, b"", (2, "n2#1")), [], (7, b"again", (2, "n2#1")), [("t", "k")]]
+
+
+@dataclass(frozen=True)
+class Wipe(Askable[int]):
+    pass
+
+
+@actor(initial=0, durable="write", idle_after=1.0)
+async def wiped_ledger(ctx: Context[int, Add | Wipe]) -> None:
+    """Add adds; Wipe deletes the state (and answers 0); idle after 1 s, so a deleted key is dropped from the store."""
+    async for msg in ctx.inbox:
+        if isinstance(msg, Add):
+            msg.reply_to.tell(await ctx.state.update(lambda v: v + msg.amount))
+        else:
+            await ctx.state.delete()
+            msg.reply_to.tell(0)
+
+
+def test_a_deleted_key_starts_again_above_its_tombstone(tmp_path: Path) -> None:
+    """A deleted, idle key leaves a tombstone; a new system starts it from initial and its writes reach the store above it."""
+    path = tmp_path / "casty.sqlite3"
+
+    async def first(clock: LoopClock) -> StoredRecord | None:
+        store = SQLiteStore(path)
+        async with ActorSystem(clock=clock, store=store) as system:
+            ref = system.ref(wiped_ledger, "w")
+            await ref.ask(Add(4))
+            await ref.ask(Wipe())
+            await asyncio.sleep(5)  # idle: @active cleared, no page left, the key is dropped
+        record = await store.load(wiped_ledger.name, "w")
+        keys = list(await store.keys())
+        store.close()
+        assert keys == []
+        return record
+
+    async def second(clock: LoopClock) -> tuple[int, StoredRecord | None]:
+        store = SQLiteStore(path)
+        async with ActorSystem(clock=clock, store=store) as system:
+            value = await system.ref(wiped_ledger, "w").ask(Add(2))
+        record = await store.load(wiped_ledger.name, "w")
+        store.close()
+        return value, record
+
+    tombstone = run_virtual(first)
+    assert tombstone == (4, b"", (0, ""))  # activate, Add, Wipe, deactivate
+    value, record = run_virtual(second)
+    assert value == 2
+    assert record is not None and (record.version, record.epoch) == (6, (0, ""))  # activate 5, Add 6 (a stop keeps @active)
 
 
 def test_sqlite_database_of_the_old_schema_reads_with_epoch_zero(tmp_path: Path) -> None:

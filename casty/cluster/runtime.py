@@ -215,7 +215,7 @@ class ClusterNode:
                 continue
             try:
                 stored = await store.load(actor_name, key)
-                marked = stored is not None and ACTIVE_PAGE in system.codec.decode_pages(stored[1])
+                marked = stored is not None and bool(stored[1]) and ACTIVE_PAGE in system.codec.decode_pages(stored[1])
             except Exception as exc:
                 system._emit_event(ev.ActivationFailed, actor_name, key, 0, f"not resumed from the store: {exc!r}", None, 0.0)
                 continue

@@ -10,7 +10,11 @@ __all__ = ["MemoryStore"]
 
 
 class MemoryStore:
-    """Keeps the greatest ``(epoch, version)`` of each key's record in a dict; survives ActorSystems, not processes."""
+    """Keeps the greatest ``(epoch, version)`` of each key's record in a dict; survives ActorSystems, not processes.
+
+    A drop leaves a tombstone (a record with no state): it still orders later saves, so a
+    fenced owner's late save of an older epoch cannot bring a deleted key back.
+    """
 
     def __init__(self) -> None:
         self._records: dict[tuple[str, str], StoredRecord] = {}
@@ -27,8 +31,8 @@ class MemoryStore:
 
     async def drop(self, actor: str, key: str, version: int, *, epoch: StoredEpoch = NO_EPOCH) -> None:
         current = self._records.get((actor, key))
-        if current is not None and (current.epoch, current.version) <= (epoch, version):
-            del self._records[(actor, key)]
+        if current is None or (current.epoch, current.version) <= (epoch, version):
+            self._records[(actor, key)] = StoredRecord(version, b"", (int(epoch[0]), str(epoch[1])))
 
     async def keys(self) -> Sequence[tuple[str, str]]:
-        return sorted(self._records)
+        return sorted(entity for entity, record in self._records.items() if record.state)

@@ -5,6 +5,11 @@ Calls are synchronous inside ``async`` methods on purpose: the runtime must not 
 millisecond. The greatest ``(epoch, version)`` wins in SQL itself, so an older save arriving
 late, or a fenced owner's save of an older epoch, can never undo a newer one.
 
+A drop leaves a tombstone (a row with an empty state) that orders later saves the same way,
+so a late save of an older epoch cannot bring a deleted key back either; ``keys`` leaves
+tombstones out, ``load`` returns them (with ``state == b""``) so the next writer goes on
+above them.
+
 A database made before epochs were stored has no epoch columns: opening it adds them, with
 the defaults ``(0, '')``, so its rows read as written under no epoch (below every real one).
 """
@@ -44,8 +49,11 @@ _NEWER = (
     " OR (excluded.epoch_round = casty_pages.epoch_round AND excluded.epoch_node = casty_pages.epoch_node"
     " AND excluded.version > casty_pages.version))"
 )
-_NOT_NEWER = (
-    "(epoch_round < ? OR (epoch_round = ? AND epoch_node < ?) OR (epoch_round = ? AND epoch_node = ? AND version <= ?))"
+_NOT_OLDER = (  # a drop replaces a record of the same (epoch, version) too
+    "(excluded.epoch_round > casty_pages.epoch_round"
+    " OR (excluded.epoch_round = casty_pages.epoch_round AND excluded.epoch_node > casty_pages.epoch_node)"
+    " OR (excluded.epoch_round = casty_pages.epoch_round AND excluded.epoch_node = casty_pages.epoch_node"
+    " AND excluded.version >= casty_pages.version))"
 )
 
 
@@ -88,14 +96,15 @@ class SQLiteStore:
         )
 
     async def drop(self, actor: str, key: str, version: int, *, epoch: StoredEpoch = NO_EPOCH) -> None:
-        round_, node = int(epoch[0]), str(epoch[1])
         self._db.execute(
-            f"DELETE FROM casty_pages WHERE actor = ? AND key = ? AND {_NOT_NEWER}",
-            (actor, key, round_, round_, node, round_, node, version),
+            "INSERT INTO casty_pages (actor, key, version, state, epoch_round, epoch_node) VALUES (?, ?, ?, x'', ?, ?) "
+            "ON CONFLICT (actor, key) DO UPDATE SET version = excluded.version, state = excluded.state, "
+            f"epoch_round = excluded.epoch_round, epoch_node = excluded.epoch_node WHERE {_NOT_OLDER}",
+            (actor, key, version, int(epoch[0]), str(epoch[1])),
         )
 
     async def keys(self) -> Sequence[tuple[str, str]]:
-        return [(str(a), str(k)) for a, k in self._db.execute("SELECT actor, key FROM casty_pages ORDER BY actor, key")]
+        return [(str(a), str(k)) for a, k in self._db.execute("SELECT actor, key FROM casty_pages WHERE length(state) > 0 ORDER BY actor, key")]
 
     def close(self) -> None:
         self._db.close()
