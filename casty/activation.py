@@ -205,6 +205,14 @@ _SCHEDULES_PAGES = (SCHEDULES_PAGE,)
 _NIL = b"\xc0"  # None in msgpack
 
 
+def _utf8(text: str) -> bool:
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 
 class Activation:
     """The in-memory incarnation of one (actor type, key) on one node."""
@@ -1219,6 +1227,8 @@ class Activation:
         every_us: int | None = None
         if interval is not None:
             every_us = to_micros(interval, "interval")
+        if not name.isascii() and not _utf8(name):  # before anything is armed: the @schedules page could not hold it
+            raise SchemaError(f"a schedule name must be valid unicode (it is stored as UTF-8), got {name!r}")
             if every_us <= 0:
                 raise ValueError(f"schedule {name!r}: interval must be positive, got {interval}")
         schema = self.behavior.schema

@@ -7,6 +7,7 @@ import re
 import sys
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -390,3 +391,30 @@ def test_the_fast_check_says_yes_only_when_the_decode_would() -> None:
             decodes = False
         assert (not check(value)) or decodes, (annotation, value)
     assert fast_check(list[int]) is DECODE
+
+
+@dataclass(frozen=True)
+class Arm(Askable[str]):
+    """Asked: ``ctx.schedule`` under a name with a lone surrogate; answers what it raised and the schedules left."""
+
+
+@actor(initial=0)
+async def arming(ctx: Context[int, Arm]) -> None:
+    """Tries to arm a schedule whose name cannot travel."""
+    async for msg in ctx.inbox:
+        try:
+            await ctx.schedule("tick\ud800", timedelta(seconds=1), None, msg)
+            outcome = "armed"
+        except SchemaError as exc:
+            outcome = f"SchemaError: {exc}"
+        msg.reply_to.tell(f"{outcome}; schedules={sorted(ctx.schedules)!r}")
+
+
+def test_a_schedule_name_with_a_lone_surrogate_is_a_schema_error_and_nothing_is_armed() -> None:
+    """ctx.schedule("tick\\ud800", ...) raises SchemaError before anything is armed: ctx.schedules stays empty (the @schedules page could not hold it)."""
+
+    async def main(system: ActorSystem) -> None:
+        answer = await system.ref(arming, "a").ask(Arm())
+        assert answer == "SchemaError: a schedule name must be valid unicode (it is stored as UTF-8), got 'tick\\ud800'; schedules=[]"
+
+    run_local(main)
