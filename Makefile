@@ -13,7 +13,7 @@ TEST_ENV  := JUPYTER_CONFIG_DIR=$(TEST_HOME)/jupyter-config \
              MPLCONFIGDIR=$(TEST_HOME)/matplotlib \
              MPLBACKEND=Agg
 
-.PHONY: setup demo test lab bench typecheck clean
+.PHONY: setup demo test lab bench typecheck clean swarm
 
 setup: $(STAMP)
 
@@ -39,6 +39,13 @@ bench: setup
 	$(PY) bench/sim_throughput.py
 	$(PY) bench/loop_speed.py
 	$(PY) bench/cluster_sim.py --minutes 5
+
+# The long swarm sweep (not CI: `make test` runs a few swarm seeds only). Each failing seed prints its fault plan
+# and the commands that reproduce it; SWARM_SEEDS and SWARM_WORKERS choose the range and the parallelism.
+SWARM_SEEDS   ?= 0:2000
+SWARM_WORKERS ?= 2
+swarm: setup
+	$(PY) -m sim sweep swarm --seeds $(SWARM_SEEDS) --workers $(SWARM_WORKERS)
 
 typecheck: setup
 	$(PY) -m mypy
