@@ -13,6 +13,8 @@ the instant where the rule matters:
   replica missed the delete (a tombstone's stamp orders it).
 * ``restart-stale-replica``: a replica restarts empty while another is stale and the third
   is slow; its blank promise must not make a quorum with the stale one (handoff readiness).
+* ``replayed-prepare``: a stale owner's Prepare delivered again after the takeover must not
+  lower the majority's promise (rule 1 of replication).
 * ``long-partition``: two nodes of five cut off for longer than ``remove_after`` must not
   remove the majority and go on as a cluster of two (the membership quorum).
 """
@@ -399,3 +401,63 @@ def _paced_adds(world: World, node: str, key: str, seconds: float, result: str) 
 
     task = world.spawn(node, client)
     task.add_done_callback(lambda t: world.results.__setitem__(result, t.result()))
+
+
+# ======================================================================= promises ======
+
+
+def _replayed_prepare_refused(world: World) -> None:
+    """The stale owner's replayed Prepare did not lower the majority's promise: it confirmed nothing more under its old epoch, and every confirmed Add counted once."""
+    check = "replayed_prepare_refused"
+    key = str(world.results.get("key"))
+    replay = world.results.get("replayed")
+    _expect(check, isinstance(replay, list) and len(replay) == 4, f"the stale owner's Prepare was not replayed: {replay!r}")
+    assert isinstance(replay, list)
+    at_ns = int(replay[0])
+    back = [r.t_ns for r in world.trace.of("epoch.acquired", node="n3", key=key) if r.t_ns > at_ns]  # n3 owns it again, newer
+    until_ns = back[0] if back else world.trace.rows[-1].t_ns + 1
+    stale = [r for r in world.trace.of("write.confirmed", node="n3", key=key) if at_ns < r.t_ns < until_ns]
+    _expect(check, not stale, f"n3 confirmed {len(stale)} write(s) under its old epoch after its Prepare was replayed")
+    answers = [*_ints(world.results.get("before")), *_ints(world.results.get("majority")), *_ints(world.results.get("minority"))]
+    final = world.results.get("final")
+    _expect(check, bool(_ints(world.results.get("majority"))), "the majority confirmed nothing")
+    _expect(check, sorted(answers) == list(range(1, len(answers) + 1)) and final == len(answers), f"final count {final!r} after the confirmed Adds {sorted(answers)}")
+
+
+@scenario(
+    "replayed-prepare",
+    "3 nodes: a key's owner is cut off and the majority takes the key over; the network then delivers the old owner's Prepare again: refused",
+    until=timedelta(seconds=14),
+    checks=(_replayed_prepare_refused, *CLUSTER_CHECKS),
+)
+def replayed_prepare(world: World) -> None:
+    from casty.cluster.driver import REPLICATION_CHANNEL
+    from casty.cluster.replication import Epoch, Prepare
+    from casty.cluster.routing import CLUSTER_WIRE
+
+    _three_nodes(world)
+
+    def script(world: World) -> Generator[simpy.Event, Any, None]:
+        yield world.timeout(CONVERGED)
+        key = world.results["key"] = _key_owned_by(world, "n3", "replay")
+        _adds(world, "n1", key, 2, "before")
+        yield world.timeout(1.0)
+        first = [r for r in world.trace.of("epoch.acquired", key=key) if r.node == "n3"]
+        if not first:
+            return  # the check says the replay never happened
+        world.partition(["n3"], ["n1", "n2"])
+        _paced_adds(world, "n3", key, 8.0, "minority")  # n3 keeps writing under its old epoch
+        yield world.timeout(DECLARED_DEAD)
+        _adds(world, "n1", key, 3, "majority")  # the majority's owner acquires a newer epoch
+        yield world.timeout(1.0)
+        old = Epoch(int(first[0].get("epoch_round")), str(first[0].get("epoch_node")))
+        frame = CLUSTER_WIRE.encode(REPLICATION_CHANNEL, Prepare((tally.name, key), old))
+        for replica in ("n1", "n2"):  # a duplicate of n3's Prepare, held back by the network until now
+            world.network.inject("n3", replica, frame)
+        world.results["replayed"] = [world.env.now, old.round, old.node, len(frame)]
+        yield world.timeout(0.5)
+        world.heal()
+        yield world.timeout(4.0)
+        _ask(world, "n1", key, Read(), "final")
+
+    world.process(script(world))
