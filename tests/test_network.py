@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import re
 from dataclasses import dataclass
 
@@ -46,6 +47,20 @@ class Put(Askable[int]):
     """An ask carrying ``data`` bytes; the reply is the number of messages received."""
 
     data: bytes
+
+
+@dataclass(frozen=True)
+class Fetch(Askable[bytes]):
+    """An ask whose reply is ``size`` bytes."""
+
+    size: int
+
+
+@actor(initial=0)
+async def source(ctx: Context[int, Fetch]) -> None:
+    """Replies to each ``Fetch`` with that many zero bytes."""
+    async for msg in ctx.inbox:
+        msg.reply_to.tell(b"\x00" * msg.size)
 
 
 @actor(initial=0)
@@ -97,3 +112,28 @@ def test_a_tell_or_ask_over_the_frame_limit_raises_message_too_large_at_the_send
     assert outcome == [expected, expected]
     assert task.result() == 12  # the key got the two small asks and nothing else
     assert not [r for r in world.trace.of("net.dropped") if r.fields.get("reason") == "too large"]
+
+
+def test_a_reply_over_the_frame_limit_fails_the_remote_ask_with_message_too_large_at_once() -> None:
+    """A body on another node replying MAX_FRAME bytes fails the ask with MessageTooLarge as soon as the answer comes back, not at the ask timeout."""
+    world = _three_nodes(World(5))
+    key = next(k for k in (f"k{i}" for i in range(100)) if world.system("n1").placement(source, k).owner != "n1")
+    outcome: list[tuple[str, str, float]] = []
+
+    async def fetch(system: ActorSystem) -> int:
+        ref = system.ref(source, key)
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        try:
+            await ref.ask(Fetch(MAX_FRAME))
+        except Exception as exc:
+            text = re.sub(r"ask \d+", "ask R", re.sub(r"\d+ bytes, over", "N bytes, over", str(exc)))
+            outcome.append((type(exc).__name__, text, loop.time() - started))
+        return len(await ref.ask(Fetch(1000)))
+
+    task = world.spawn("n1", fetch)
+    world.run(until=6.0)
+    ((error, text, took),) = outcome
+    owner = world.system("n1").placement(source, key).owner
+    assert (error, text) == ("MessageTooLarge", f"{owner}: the reply to ask R of n1: its frame is N bytes, over the {MAX_FRAME}-byte frame limit")
+    assert took < 0.1 and task.result() == 1000

@@ -19,8 +19,10 @@ Frames (they cross the transport as bytes, see ``casty.cluster.wire``):
   ``"failed"`` (the body raised: ``ActorFailed`` for ``actor[key]``, carrying a
   ``RemoteError`` with the original type name, text and repr), ``"unavailable"`` and
   ``"fenced"`` (``Unavailable`` / ``Fenced`` with ``text``), ``"schema"`` (the reply could not
-  be encoded, or the message not decoded, there: ``SchemaError``) and ``"unknown"`` (that node
-  has no such actor type: ``UnknownActor``). Texts are cut at ``MAX_TEXT`` characters.
+  be encoded, or the message not decoded, there: ``SchemaError``), ``"unknown"`` (that node
+  has no such actor type: ``UnknownActor``) and ``"too_large"`` (the reply's frame would
+  exceed the frame limit, so it was never sent: ``MessageTooLarge``). Texts are cut at
+  ``MAX_TEXT`` characters.
 - ``WrongOwner(request, owner)``: "I do not own that key" and whom the answerer thinks owns it.
 
 ``Router`` is a thin asyncio component (not a sans-I/O core: the decisions are few and all
@@ -43,7 +45,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final, Literal
 
-from ..errors import CastyError
+from ..errors import CastyError, MessageTooLarge
 from ..ports import Transport
 from .driver import Dispatcher
 from .handoff import FRAMES as HANDOFF_FRAMES
@@ -98,7 +100,7 @@ class Reply:
     value: bytes
 
 
-FailKind = Literal["failed", "unavailable", "fenced", "schema", "unknown"]
+FailKind = Literal["failed", "unavailable", "fenced", "schema", "unknown", "too_large"]
 """How an ask failed on the answering node; the wire refuses any other kind (msgspec checks the Literal)."""
 
 
@@ -218,8 +220,21 @@ class Router:
         self._attempt(entry)
 
     def reply(self, node: str, frame: Reply | Failed) -> None:
-        """Answer ask ``frame.request`` of ``node`` (at most once: a lost answer leaves the ask to time out)."""
-        self._send(node, frame)
+        """Answer ask ``frame.request`` of ``node`` (at most once: a lost answer leaves the ask to time out).
+
+        A reply whose frame exceeds the frame limit would be dropped by the transport and its
+        ask left to time out; it is answered ``Failed(kind="too_large")`` instead, so the asker
+        raises ``MessageTooLarge`` at once, as its own request would have.
+        """
+        if self._closed:
+            return
+        data = self.wire.encode(ROUTING_CHANNEL, frame)
+        try:
+            check_frame(len(data), self.max_frame, f"{self.node}: the reply to ask {frame.request} of {node}")
+        except MessageTooLarge as exc:
+            data = self.wire.encode(ROUTING_CHANNEL, Failed(frame.request, "too_large", clip(str(exc))))
+        self.sent += 1
+        self.transport.send(node, data)
 
     def forget(self, request: int) -> None:
         """Stop caring about ``request`` (its ask completed or was given up)."""

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any, Final
 from .. import observer as ev
 from ..activation import Envelope
 from ..state import ACTIVE_PAGE
-from ..errors import ActorFailed, CastyError, Fenced, RemoteError, SchemaError, Unavailable, UnknownActor
+from ..errors import ActorFailed, CastyError, Fenced, MessageTooLarge, RemoteError, SchemaError, Unavailable, UnknownActor
 from ..observer import Event
 from ..ref import ReplyRef, reply_type
 from .config import Cluster
@@ -456,4 +456,6 @@ def _error_of(frame: Failed, message: Any) -> BaseException:
         return SchemaError(frame.text)
     if kind == "unknown":
         return UnknownActor(frame.text)
+    if kind == "too_large":
+        return MessageTooLarge(frame.text)
     return Unavailable(frame.text)
