@@ -418,3 +418,29 @@ def test_a_schedule_name_with_a_lone_surrogate_is_a_schema_error_and_nothing_is_
         assert answer == "SchemaError: a schedule name must be valid unicode (it is stored as UTF-8), got 'tick\\ud800'; schedules=[]"
 
     run_local(main)
+
+
+@actor(initial=0, durable="write")
+async def kept_count(ctx: Context[int, PutAsk | Read]) -> None:
+    """A durable int: PutAsk writes through to the store."""
+    async for msg in ctx.inbox:
+        if isinstance(msg, PutAsk):
+            msg.reply_to.tell(await ctx.state.set(msg.v))
+        else:
+            msg.reply_to.tell(ctx.state.value)
+
+
+def test_a_durable_key_with_a_lone_surrogate_is_a_schema_error_at_ref_not_a_store_error(tmp_path: Path) -> None:
+    """On an SQLite-backed system, ref(durable type, "k\\udc80") is a SchemaError at the call (the store never sees the key); other keys write through."""
+    from casty import SQLiteStore
+    from conftest import LoopClock, run_virtual
+
+    async def main(clock: LoopClock) -> None:
+        store = SQLiteStore(tmp_path / "keys.db")
+        async with ActorSystem(clock=clock, store=store) as system:
+            with pytest.raises(SchemaError, match="a key must be valid unicode"):
+                await system.ref(kept_count, "k\udc80").ask(PutAsk(1))
+            assert await system.ref(kept_count, "k").ask(PutAsk(2)) == 2
+        assert [key for _, key in await store.keys()] == ["k"]
+
+    run_virtual(main)
