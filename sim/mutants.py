@@ -238,7 +238,7 @@ MUTANTS: tuple[Mutant, ...] = (
             "        if filling and self._blank_promises.get(entity) != epoch:\n            return None\n",
             "",
         ),
-        ("restart-stale-replica", "rolling-restart-3", "rolling-restart", "ownership-repeat"),
+        ("restart-under-stale-owner", "restart-stale-replica", "rolling-restart-3"),
     ),
     Mutant(
         "no-rejoin-grace",

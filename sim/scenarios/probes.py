@@ -13,6 +13,8 @@ the instant where the rule matters:
   replica missed the delete (a tombstone's stamp orders it).
 * ``restart-stale-replica``: a replica restarts empty while another is stale and the third
   is slow; its blank promise must not make a quorum with the stale one (handoff readiness).
+* ``restart-under-stale-owner``: a replica restarts empty while a cut-off owner still
+  writes under its old epoch; until it is ready it must not ack that epoch (readiness).
 * ``replayed-prepare``: a stale owner's Prepare delivered again after the takeover must not
   lower the majority's promise (rule 1 of replication).
 * ``long-partition``: two nodes of five cut off for longer than ``remove_after`` must not
@@ -459,5 +461,61 @@ def replayed_prepare(world: World) -> None:
         world.heal()
         yield world.timeout(4.0)
         _ask(world, "n1", key, Read(), "final")
+
+    world.process(script(world))
+
+
+def _old_owner_not_confirmed_by_an_empty_replica(world: World) -> None:
+    """While the restarted replica was not ready, the old owner's writes got no ack from it: every confirmed Add counted once."""
+    check = "old_owner_not_confirmed_by_an_empty_replica"
+    _expect(check, bool(world.trace.of("fault.pause")), "the new owner was never paused (the restarted replica never opened)")
+    answers = [*_ints(world.results.get("before")), *_ints(world.results.get("majority")), *_ints(world.results.get("old"))]
+    final = world.results.get("final")
+    _expect(check, bool(_ints(world.results.get("majority"))), "the new owner confirmed nothing")
+    _expect(check, sorted(answers) == list(range(1, len(answers) + 1)) and final == len(answers), f"final count {final!r} after the confirmed Adds {sorted(answers)}")
+
+
+@scenario(
+    "restart-under-stale-owner",
+    "3 nodes: a cut-off owner keeps writing under its old epoch; a replica of the new owner restarts empty and opens while the new owner is slow: it must not ack the old epoch",
+    until=timedelta(seconds=18),
+    checks=(_old_owner_not_confirmed_by_an_empty_replica, *CLUSTER_CHECKS),
+)
+def restart_under_stale_owner(world: World) -> None:
+    _three_nodes(world)
+
+    def script(world: World) -> Generator[simpy.Event, Any, None]:
+        yield world.timeout(CONVERGED)
+        key = world.results["key"] = _key_owned_by(world, "n3", "old")
+        owner, replicas = _placed(world, key)
+        assert owner == "n3" and len(replicas) == 3
+        newer, restarted = replicas[1], replicas[2]
+        _adds(world, newer, key, 2, "before")
+        yield world.timeout(1.0)
+        world.partition([owner], [newer, restarted])
+        _paced_adds(world, owner, key, 10.0, "old")  # the old owner keeps writing under its epoch
+        yield world.timeout(DECLARED_DEAD)
+        _adds(world, newer, key, 3, "majority")  # the majority's owner acquires a newer epoch, promised by both
+        yield world.timeout(0.8)
+        world.crash(restarted)  # its promise of the newer epoch is gone with its memory
+        yield world.timeout(0.2)
+        world.reconnect([owner], [restarted])  # the old owner now reaches the empty replica, not the new owner
+        world.restart(restarted)
+        back = world.now
+        rows = world.trace.rows
+        scanned = len(rows)
+        while world.now < back + 6.0:  # the restarted replica opens after its rejoin grace
+            yield world.timeout(0.001)
+            opened = any(r.kind == "handoff.started" and r.node == restarted for r in rows[scanned:])
+            scanned = len(rows)
+            if opened:
+                world.pause(newer)  # its sync answer (with the newer promise) is late
+                yield world.timeout(0.8)
+                world.resume(newer)
+                break
+        yield world.timeout(1.0)
+        world.heal()
+        yield world.timeout(3.0)
+        _ask(world, newer, key, Read(), "final")
 
     world.process(script(world))
