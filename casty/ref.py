@@ -230,7 +230,10 @@ def _resolve(arg: Any, owner: type) -> Any:
 
 
 def _closed(annotation: Any) -> Any:
-    """``annotation``, or ``Any`` if a type variable is still open in it (nothing can decode into ``T``)."""
+    """``annotation``, or ``Any`` if a type variable is still open in it (nothing can decode into ``T``),
+    or if it is ``object`` (any value is one; the codec decodes into ``Any``, not ``object``)."""
+    if annotation is object:
+        return Any
     if isinstance(annotation, TypeVar) or (get_origin(annotation) is not None and getattr(annotation, "__parameters__", None)):
         return Any
     return annotation
