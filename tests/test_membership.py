@@ -837,3 +837,19 @@ def test_a_digest_about_an_unknown_node_probes_it_and_it_joins_once_it_answers()
     assert "n4" in core._targets()  # probed at every heartbeat while the rumour is fresh
     out = core.receive("n4", hb("n4", 4, answer=True), 1.6)
     assert reports(out) == [("n4", 0, "alive")] and core.rumours() == ()
+
+
+def test_a_member_the_majority_of_informants_names_is_taken_into_the_view_on_learning() -> None:
+    """n4 restarts while n2 is cut off: n1, n3 and n5 (all it hears) name n2 suspect, so on learning n4 takes n2 into its view as suspect and onto its ring (the replica sets agree with the others'); a node named by one informant only is not taken."""
+    core = Membership("n4", 9, ("n1", "n2"), CONFIG)
+    core.start(0.0)
+    for src in ("n1", "n3", "n5"):
+        digest = [(n, 0, "alive", 50) for n in ("n1", "n3", "n4", "n5")] + [("n2", 0, "suspect", 40)]
+        if src == "n5":
+            digest.append(("n6", 0, "dead", 10))
+        core.receive(src, hb(src, 50, *digest), 0.5)
+    assert core.ring_nodes() == ("n1", "n3", "n4", "n5") and core.rumours() == ("n2", "n6")
+    out = core.timer(CHECK_TIMER, 3.0)
+    assert [o.event for o in out if isinstance(o, Report)] == [MemberChanged("n2", 0, "suspect"), ViewLearned(4, 6)]
+    assert core.ring_nodes() == ("n1", "n2", "n3", "n4", "n5") and core.status("n6") is None
+    assert core.quorum_counts() == (4, 5) and core.has_quorum()

@@ -255,7 +255,7 @@ class Membership:
         self._learned = False
         self._listen_until = 0.0  # set by start
         self._listening = True  # the listen window has not been seen to end yet (the "check" timer waits for it)
-        self._told: dict[str, dict[str, str]] = {}  # until learned: per member heard, the present nodes its last digest named
+        self._told: dict[str, dict[str, DigestEntry]] = {}  # until learned: per member heard, the present nodes its last digest named
         self._rumours: dict[str, float] = {}  # nodes named in digests but never heard directly -> when the rumour expires
 
     # --- queries -----------------------------------------------------------------------
@@ -333,7 +333,7 @@ class Membership:
         events = [MemberChanged(self.node, me.incarnation, "alive")]
         sends = [Send(seed, self._heartbeat_for(seed)) for seed in self.seeds]
         out: list[Output] = [Report(e) for e in events]
-        learned = self._learn(now)
+        learned = self._learn(now, events)
         if learned is not None:  # a listen window of zero, no other seed: a founder at once
             out.append(Report(learned))
         out.extend(sends)
@@ -379,7 +379,7 @@ class Membership:
             for entry in frame.digest:
                 self._merge(entry, now, events, probes=probes)
             if not self._learned:
-                self._told[src] = {e[0]: e[2] for e in frame.digest if e[2] in _PRESENT and e[0] != self.node}
+                self._told[src] = {e[0]: e for e in frame.digest if e[2] in _PRESENT and e[0] != self.node}
             self._joined = True
             targets: list[str] = []
             if self.incarnation != incarnation:  # refuted: tell everyone now, not in a period
@@ -419,8 +419,8 @@ class Membership:
 
     def _finish(self, events: list[MemberChanged], sends: list[Send], timers: list[Output], now: float) -> list[Output]:
         """Outputs in a fixed order: reports (sorted by node, stable; then ``ViewLearned`` if it came), sends, timers."""
+        learned = self._learn(now, events)
         out: list[Output] = [Report(e) for e in sorted(events, key=lambda e: e.node)]
-        learned = self._learn(now)
         if learned is not None:
             out.append(Report(learned))
         out.extend(sends)
@@ -511,8 +511,12 @@ class Membership:
         if self.previous_life is None or incarnation > self.previous_life:
             self.previous_life = incarnation
 
-    def _learn(self, now: float) -> ViewLearned | None:
-        """Learn the view if every condition of "Learning the view" holds now; the event to report, once."""
+    def _learn(self, now: float, events: list[MemberChanged]) -> ViewLearned | None:
+        """Learn the view if every condition of "Learning the view" holds now; the event to report, once.
+
+        On learning, the members that more than half of the informants (the members held
+        alive) name, and that this node has not heard, are taken into the view as told.
+        """
         if self._learned or not self._started or self._left or now < self._listen_until:
             return None
         self._listening = False
@@ -521,17 +525,25 @@ class Membership:
         records = self._records
         alive = {node for node, r in records.items() if r.status == "alive"}
         union = {node for node, r in records.items() if r.status in _PRESENT}
-        for member in sorted(alive):
-            for node, status in self._told.get(member, {}).items():
+        informants = sorted(alive - {self.node})
+        named: dict[str, list[DigestEntry]] = {}
+        for member in informants:
+            for node, entry in self._told.get(member, {}).items():
                 known = records.get(node)
                 if known is None or known.status == "removed":
-                    if status == "alive":
-                        return None  # a live member holds alive a node we have not heard: wait for its answer
-                    union.add(node)
+                    named.setdefault(node, []).append(entry)
+        vouched = [node for node in sorted(named) if 2 * len(named[node]) > len(informants)]
+        for node, entries in named.items():
+            if node not in vouched and any(entry[2] == "alive" for entry in entries):
+                return None  # a live member holds alive a node we have not heard, on its word alone: wait for its answer
+            union.add(node)
         if not _has_quorum(len(alive), len(union)):
             return None
         self._learned = True
         self._told.clear()
+        for node in vouched:  # the cluster as last known, on the word of a majority of those we hear
+            for entry in named[node]:
+                self._merge(entry, now, events, direct=True)
         return ViewLearned(len(alive), len(union))
 
     def _check(self, now: float, events: list[MemberChanged]) -> None:
