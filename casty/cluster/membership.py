@@ -64,20 +64,25 @@ How it works, and why:
   heartbeats it every period, so within the window it hears them, and their digests name
   the cluster as they last knew it; (2) it has heard another node, if it has other seeds
   (a restarted node must not believe it is alone); (3) no member it holds alive names
-  alive a node it has not heard itself (that node is probed; a member named by a stranger
-  only delays learning until the stranger is suspect); (4) the members it holds alive are
-  more than half of the union of its own members and the members (alive, suspect or dead)
-  named by the digests of the members it holds alive. Two seeds that crash together and
+  alive a node it has not heard itself, unless more than half of those members name it
+  (that node is probed; a member named by a stranger only delays learning until the
+  stranger is suspect); (4) the members it holds alive are more than half of the union of
+  its own members and the members (alive, suspect or dead) named by the digests of the
+  members it holds alive. On learning, the members named by more than half of the members
+  it holds alive are taken into the view as they were told (the one exception to "heard
+  directly", and never on one node's word): a member cut off or dead, not removed, is on
+  the ring of everyone else, and must be on the restarted node's ring too, or the two rings
+  would give a key different replica sets, and a replica that remembers nothing could
+  accept the writes of an owner the others have fenced. Two seeds that crash together and
   restart together thus hear each other first but do not count 2 of 2 as a quorum of a
   5-node cluster: they own nothing until they have heard a majority of the five. A whole
   cluster restarted together has no live member to hear: once the window has passed, the
   nodes that found each other (through the seeds) are the whole view, and they regain a
-  quorum. Once learned, the rule above alone decides. (A known limit: a node restarted
+  quorum. Once learned, the rules above alone decide. (Known limits: a node restarted
   while it is cut off from every live member for longer than the window takes whom it hears
   for the cluster; so does one that, within the window, hears only nodes that remember
-  nothing. A member that stays dead through another node's restart, not removed, is never
-  heard by the restarted node: it counts in (4), but it is not on that node's ring until it
-  comes back.)
+  nothing; and a member that only a minority of the informants name (the others restarted
+  too) counts in (4) but is not on the restarted node's ring until it is heard.)
 - **Timers.** Two, whatever the cluster size: "heartbeat" (periodic) and "check" (armed at
   the earliest pending deadline; firing early is harmless, it re-arms).
 - **Determinism.** Members are always visited in node-id order; several status changes
