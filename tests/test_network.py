@@ -129,7 +129,8 @@ def test_a_reply_over_the_frame_limit_fails_the_remote_ask_with_message_too_larg
         except Exception as exc:
             text = re.sub(r"ask \d+", "ask R", re.sub(r"\d+ bytes, over", "N bytes, over", str(exc)))
             outcome.append((type(exc).__name__, text, loop.time() - started))
-        return len(await ref.ask(Fetch(1000)))
+        small = await ref.ask(Fetch(1000))
+        return len(small)
 
     task = world.spawn("n1", fetch)
     world.run(until=6.0)
