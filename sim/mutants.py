@@ -149,7 +149,7 @@ MUTANTS: tuple[Mutant, ...] = (
             "                return []\n",
             "        if self.phase == \"writing_back\":\n",
         ),
-        ("stale-owner-fenced", "ownership-repeat", "rolling-restart-3"),
+        ("write-back-before-reads", "stale-owner-fenced", "ownership-repeat"),
     ),
     Mutant(
         "r3-write-below-promise",
@@ -732,6 +732,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"{mutant.name:<30} {state}\n    {mutant.rule}\n    targets: {', '.join(mutant.targets) or '-'}")
         return 1 if stale else 0
 
+    if args.rev is not None:  # one commit for the baseline and every mutant, even if the branch moves meanwhile
+        resolved = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--verify", f"{args.rev}^{{commit}}"], capture_output=True, text=True)
+        if resolved.returncode != 0:
+            parser.error(f"--rev {args.rev}: {resolved.stderr.strip()}")
+        args.rev = resolved.stdout.strip()
+        print(f"runtime from commit {args.rev}", file=sys.stderr)
     outcomes: list[Outcome] = []
     with _scratch() as scratch:
         base = copy_runtime(scratch / "baseline", rev=args.rev)

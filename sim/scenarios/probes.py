@@ -17,6 +17,8 @@ the instant where the rule matters:
   writes under its old epoch; until it is ready it must not ack that epoch (readiness).
 * ``replayed-prepare``: a stale owner's Prepare delivered again after the takeover must not
   lower the majority's promise (rule 1 of replication).
+* ``write-back-before-reads``: an heir that adopted a write held by two replicas of five
+  answers no read before its write-back is on a quorum (replication rule 2).
 * ``long-partition``: two nodes of five cut off for longer than ``remove_after`` must not
   remove the majority and go on as a cluster of two (the membership quorum).
 """
@@ -84,6 +86,16 @@ _BACKGROUND: set[asyncio.Task[None]] = set()  # keeps the outliving writes refer
 @actor(initial=0)
 async def tally(ctx: Context[int, TallyMessage]) -> None:
     """A counter that can forget itself, and that can leave a late write behind a failed run."""
+    await _tally(ctx)
+
+
+@actor(initial=0, replicas=5)
+async def tally5(ctx: Context[int, TallyMessage]) -> None:
+    """``tally`` with five replicas (write quorum 3): room for a write held by two replicas, unconfirmed."""
+    await _tally(ctx)
+
+
+async def _tally(ctx: Context[int, TallyMessage]) -> None:
     async for msg in ctx.inbox:
         if isinstance(msg, Add):
             msg.reply_to.tell(await ctx.state.update(lambda n: n + 1))
@@ -108,33 +120,38 @@ async def _late_write(ctx: Context[int, TallyMessage], after: float) -> None:
         pass
 
 
-def _ask(world: World, node: str, key: str, message: Any, result: str) -> None:
-    """Ask ``tally[key]`` from ``node`` in the background; the answer (or the exception's name) lands in ``world.results[result]``."""
+def _ask(world: World, node: str, key: str, message: Any, result: str, actor_type: Any = tally) -> None:
+    """Ask ``actor_type[key]`` from ``node`` in the background; the answer (or the exception's name) lands in ``world.results[result]``."""
 
     async def client(system: ActorSystem) -> Any:
         try:
-            return await system.ref(tally, key).ask(message)
+            return await system.ref(actor_type, key).ask(message)
         except Exception as exc:
             return type(exc).__name__
 
     task = world.spawn(node, client)
-    task.add_done_callback(lambda t: world.results.__setitem__(result, t.result()))
+    task.add_done_callback(lambda t: world.results.__setitem__(result, _outcome(t)))
 
 
-def _adds(world: World, node: str, key: str, count: int, result: str) -> None:
+def _outcome(task: Any) -> Any:
+    """A client task's result; ``"cancelled"`` if its node crashed under it."""
+    return "cancelled" if task.cancelled() else task.result()
+
+
+def _adds(world: World, node: str, key: str, count: int, result: str, actor_type: Any = tally) -> None:
     """``count`` Adds one after the other from ``node``; ``world.results[result]`` gets the list of answers."""
 
     async def client(system: ActorSystem) -> list[Any]:
         answers: list[Any] = []
         for _ in range(count):
             try:
-                answers.append(await system.ref(tally, key).ask(Add()))
+                answers.append(await system.ref(actor_type, key).ask(Add()))
             except Exception as exc:
                 answers.append(type(exc).__name__)
         return answers
 
     task = world.spawn(node, client)
-    task.add_done_callback(lambda t: world.results.__setitem__(result, t.result()))
+    task.add_done_callback(lambda t: world.results.__setitem__(result, _outcome(t)))
 
 
 def _three_nodes(world: World, cluster: Cluster = CLUSTER, nodes: tuple[str, ...] = NODES) -> None:
@@ -142,13 +159,13 @@ def _three_nodes(world: World, cluster: Cluster = CLUSTER, nodes: tuple[str, ...
         world.add_node(name, cluster=cluster, ask_timeout=2.0, write_timeout=1.0)
 
 
-def _placed(world: World, key: str) -> tuple[str | None, tuple[str, ...]]:
-    placed = world.system("n1").placement(tally, key)
+def _placed(world: World, key: str, actor_type: Any = tally) -> tuple[str | None, tuple[str, ...]]:
+    placed = world.system("n1").placement(actor_type, key)
     return placed.owner, placed.replicas
 
 
-def _key_owned_by(world: World, node: str, prefix: str) -> str:
-    return next(k for k in (f"{prefix}{i}" for i in range(500)) if _placed(world, k)[0] == node)
+def _key_owned_by(world: World, node: str, prefix: str, actor_type: Any = tally) -> str:
+    return next(k for k in (f"{prefix}{i}" for i in range(500)) if _placed(world, k, actor_type)[0] == node)
 
 
 def _ints(answers: Any) -> list[int]:
@@ -402,7 +419,7 @@ def _paced_adds(world: World, node: str, key: str, seconds: float, result: str) 
         return answers
 
     task = world.spawn(node, client)
-    task.add_done_callback(lambda t: world.results.__setitem__(result, t.result()))
+    task.add_done_callback(lambda t: world.results.__setitem__(result, _outcome(t)))
 
 
 # ======================================================================= promises ======
@@ -517,5 +534,60 @@ def restart_under_stale_owner(world: World) -> None:
         world.heal()
         yield world.timeout(3.0)
         _ask(world, newer, key, Read(), "final")
+
+    world.process(script(world))
+
+
+# ==================================================================== write-back ======
+
+
+def _read_never_taken_back(world: World) -> None:
+    """The heir answered a count only once its write-back was on a quorum: a later owner never answers less."""
+    check = "read_never_taken_back"
+    first, second = world.results.get("first"), world.results.get("second")
+    _expect(check, world.results.get("before") == [1, 2, 3], f"the counts before: {world.results.get('before')}")
+    _expect(check, isinstance(second, int), f"the last owner did not answer: {second!r}")
+    if isinstance(first, int):  # the heir may also have been cut off before it could answer (Unavailable): fine
+        assert isinstance(second, int)
+        _expect(check, second >= first, f"the heir answered {first}, the next owner then answered {second}: a read was taken back")
+
+
+@scenario(
+    "write-back-before-reads",
+    "5 nodes, replicas=5: a write held by two replicas only, its owner crashes; the heir is cut off right after it acquires: what it answered is never taken back",
+    until=timedelta(seconds=16),
+    checks=(_read_never_taken_back, *CLUSTER_CHECKS),
+)
+def write_back_before_reads(world: World) -> None:
+    _three_nodes(world, CLUSTER, FIVE)
+
+    def script(world: World) -> Generator[simpy.Event, Any, None]:
+        yield world.timeout(CONVERGED)
+        key = world.results["key"] = _key_owned_by(world, "n1", "wb", tally5)
+        owner, replicas = _placed(world, key, tally5)
+        assert owner == "n1" and len(replicas) == 5
+        heir, last = replicas[1], replicas[2]
+        others = [n for n in FIVE if n not in (owner, heir)]
+        _adds(world, owner, key, 3, "before", tally5)
+        yield world.timeout(1.0)
+        world.partition([owner], others)  # the next write reaches the heir only: two holders of five, not confirmed
+        _ask(world, owner, key, Add(), "unconfirmed", tally5)
+        yield world.timeout(0.2)
+        world.crash(owner)
+        world.heal()
+        rows = world.trace.rows
+        scanned = len(rows)
+        while True:  # the heir resumes the @active key once the owner is declared dead
+            yield world.timeout(0.0001)
+            acquired = any(r.kind == "epoch.acquired" and r.node == heir and r.get("key") == key for r in rows[scanned:])
+            scanned = len(rows)
+            if acquired:
+                world.partition([heir], [n for n in FIVE if n != heir])  # frames still in flight are lost
+                _ask(world, heir, key, Read(), "first", tally5)
+                yield world.timeout(0.5)
+                world.crash(heir)
+                break
+        yield world.timeout(DECLARED_DEAD + 1.0)
+        _ask(world, last, key, Read(), "second", tally5)
 
     world.process(script(world))
