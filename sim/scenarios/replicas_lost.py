@@ -14,9 +14,9 @@ loss of every replica requires a durable actor". Two keys show both halves:
   replica holds anything of it) and re-arms its schedule: the occurrences due while the
   cluster was down fire once, then the grid goes on.
 
-Before that, n1 (the owner of both keys) crashes and restarts alone: the keys change owner
-epoch while the others keep their replicas, so ``kept`` has held epochs above round 1 when
-the whole cluster goes down. Its owner after the restart must still start above all of them
+Before that, n1 (the owner of ``kept``) crashes and restarts alone, the other nodes keeping
+their replicas: back, it acquires ``kept`` again under a newer epoch, so the key has held
+epochs above round 1 when the whole cluster goes down. Its owner after the restart must still start above all of them
 (``epochs_only_grow``): the store keeps the epoch of each saved page set, and an owner that
 recovers the key from the store mints its epoch above that one.
 """
@@ -98,7 +98,7 @@ def all_replicas_lost(world: World) -> None:
         _ask(world, "n1", cl_ticker, "plain", Arm(1.0), "armed:plain")
         _ask(world, "n1", kept_ticker, "kept", Arm(1.0), "armed:kept")
         yield world.timeout(OWNER_CRASH - world.now)
-        world.crash("n1")  # the owner alone first: the keys move on to newer epochs
+        world.crash("n1")  # kept's owner alone first: back, it takes kept under a newer epoch
         yield world.timeout(OWNER_BACK - world.now)
         world.restart("n1")
         yield world.timeout(CRASH_AT - 0.3 - world.now)
