@@ -16,9 +16,9 @@ loss of every replica requires a durable actor". Two keys show both halves:
 
 Before that, n1 (the owner of ``kept``) crashes and restarts alone, the other nodes keeping
 their replicas: back, it acquires ``kept`` again under a newer epoch, so the key has held
-epochs above round 1 when the whole cluster goes down. Its owner after the restart must still start above all of them
-(``epochs_only_grow``): the store keeps the epoch of each saved page set, and an owner that
-recovers the key from the store mints its epoch above that one.
+epochs above round 1 when the whole cluster goes down. Its owner after the restart must
+still start above all of them (``epochs_only_grow``): the store keeps the epoch of each saved
+page set, and an owner that recovers the key from the store mints its epoch above that one.
 """
 
 from __future__ import annotations
