@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -105,3 +106,22 @@ def test_cron_claim_mutant_is_caught_on_the_first_seed_of_cron_single_fire(tmp_p
     lines = mutants.format_table([outcome])
     assert lines[0].split()[:4] == ["mutant", "caught", "by", "seed"]
     assert lines[2].split()[:3] == ["claim-last-writer-wins", "cron-single-fire", "0"]
+
+
+def test_a_seed_that_also_fails_unpatched_is_passed_over(tmp_path: Path) -> None:
+    """A failing seed the baseline also fails (``accept`` refuses it) is skipped; the first accepted failing seed is reported."""
+    copy = copy_runtime(tmp_path / "tree")
+    apply_mutant(next(m for m in MUTANTS if m.name == "clock-activates"), copy)
+    verdict, _passed, out_of_time = mutants._first_failure(
+        copy, "clock-does-not-activate", [0, 1, 2], 2, None, sys.executable, lambda v: v[0] != 0
+    )
+    assert verdict is not None and out_of_time is False
+    seed, failures, error = verdict
+    assert (seed, error) == (1, None)
+    assert failures[0] == "stays_inactive: the clock started the key at t=10.0s"
+
+
+def test_a_spent_budget_stops_the_search(tmp_path: Path) -> None:
+    """With its deadline already past, a search reports no failure, no seed run, and that the budget ran out."""
+    copy = copy_runtime(tmp_path / "tree")
+    assert mutants._first_failure(copy, "ticker", [0, 1], 1, time.monotonic() - 1.0, sys.executable, lambda _v: True) == (None, 0, True)
