@@ -7,10 +7,12 @@ inside the runtime: if a property cannot be seen in the trace, the trace is miss
 
 from __future__ import annotations
 
+import functools
+import weakref
 from collections import defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .trace import Row, Trace
 
@@ -31,6 +33,8 @@ __all__ = [
     "memory_losses",
     "kept_memory",
     "owed_writes_found",
+    "memory_eras",
+    "replica_set",
     "Occurrence",
     "explain_occurrences",
     "repeats_and_misses_explained",
@@ -177,6 +181,68 @@ def _late_acquisitions(world: World) -> set[int]:
     return late
 
 
+def memory_eras(world: World) -> Callable[[str, str, int], int]:
+    """For keys with a recorded replica set (``world.results["replicas"]``), the era of a row: how many times, up to
+    its time, a majority of the key's replicas had lost memory since the era before began (``memory_losses``).
+
+    Once a majority of a key's replicas forgot it, nothing of its history is owed (no read quorum meets a copy):
+    the next owner may rightly start it over, at round 1 and version 0. The ordering checks compare rows within an
+    era only. A replica refilled by a handoff after its restart still counts as having forgotten: the checks claim
+    less than the runtime may give, never more. Keys without a recorded replica set are all one era.
+    """
+    if not world.results.get("replicas") and not world.results.get("ring"):
+        return lambda actor, key, t_ns: 0
+    durable = set(world.results.get("durable", ()))
+    losses = {flag: memory_losses(world.trace, durable=flag) for flag in (True, False)}
+    bounds: dict[tuple[str, str], list[int]] = {}
+
+    def edges_of(actor: str, key: str) -> list[int]:
+        members = replica_set(world, actor, key)
+        lost = losses[actor in durable]
+        events = sorted((t, node) for node in members for t in lost.get(node, ()))
+        since: set[str] = set()
+        edges: list[int] = []
+        for t, node in events:
+            since.add(node)
+            if members and len(since) >= len(members) // 2 + 1:
+                edges.append(t)
+                since = set()
+        return edges
+
+    def era(actor: str, key: str, t_ns: int) -> int:
+        edges = bounds.get((actor, key))
+        if edges is None:
+            edges = bounds[(actor, key)] = edges_of(actor, key)
+        return sum(1 for edge in edges if edge < t_ns)
+
+    return era
+
+
+def replica_set(world: World, actor: str, key: str) -> list[str]:
+    """The replica set a scenario recorded for ``actor/key`` (``results["replicas"]``), else the one its converged ring
+    gives (``results["ring"]``: ``{"nodes": [...], "replicas": n}``, placed by ``casty.cluster.placement.Ring``), else []."""
+    recorded: dict[str, list[str]] = world.results.get("replicas", {})
+    members = recorded.get(f"{actor}/{key}")
+    if members:
+        return list(members)
+    ring = world.results.get("ring")
+    if not ring:
+        return []
+    return list(_ring_replicas(tuple(ring["nodes"]), int(ring["replicas"]), actor, key))
+
+
+@functools.lru_cache(maxsize=4096)
+def _ring_replicas(nodes: tuple[str, ...], count: int, actor: str, key: str) -> tuple[str, ...]:
+    return _ring(nodes).replicas(actor, key, count)
+
+
+@functools.lru_cache(maxsize=16)
+def _ring(nodes: tuple[str, ...]) -> Any:
+    from casty.cluster.placement import Ring
+
+    return Ring(nodes)
+
+
 def epochs_only_grow(world: World) -> None:
     """Per (actor, key), the owner epochs ``(epoch_round, epoch_node)`` of ``epoch.acquired`` rows strictly grow in trace order, across all nodes.
 
@@ -185,10 +251,13 @@ def epochs_only_grow(world: World) -> None:
     late by a paused node (``_late_acquisitions``: proven earlier by a newer owner's ``found``) is skipped.
     """
     late = _late_acquisitions(world)
+    era = memory_eras(world)
     index = {id(row): i for i, row in enumerate(world.trace.rows)}
     for (actor, key), all_rows in _by_entity(world.trace.of("epoch.acquired")).items():
         rows = [r for r in all_rows if index[id(r)] not in late]
         for before, after in zip(rows, rows[1:], strict=False):
+            if era(actor, key, before.t_ns) != era(actor, key, after.t_ns):
+                continue  # a majority of the key's replicas forgot it in between (memory_eras): it started over
             a = (int(before.get("epoch_round")), str(before.get("epoch_node")))
             b = (int(after.get("epoch_round")), str(after.get("epoch_node")))
             if not b > a:
@@ -214,13 +283,17 @@ def single_writer_per_epoch(world: World) -> None:
     """
     acquired = _by_entity(world.trace.of("epoch.acquired"))
     late = _late_acquisitions(world)
+    era = memory_eras(world)
     index = {id(row): i for i, row in enumerate(world.trace.rows)}
     for (actor, key), rows in _by_entity(world.trace.of("epoch.acquired", "write.confirmed")).items():
         if (actor, key) not in acquired:
             continue
         holder: Row | None = None
         confirmed_by: dict[int, str] = {}
+        current = 0
         for row in rows:
+            if era(actor, key, row.t_ns) != current:  # the key started over (memory_eras): a new history
+                current, holder, confirmed_by = era(actor, key, row.t_ns), None, {}
             if row.kind == "epoch.acquired" and index[id(row)] in late:
                 continue  # recorded late (see _late_acquisitions): it held the key before the current holder
             if row.kind == "epoch.acquired":
@@ -271,7 +344,20 @@ def no_confirmed_write_lost(world: World) -> None:
                 )
 
 
+_LOSSES: weakref.WeakKeyDictionary[Trace, dict[tuple[bool, int], dict[str, list[int]]]] = weakref.WeakKeyDictionary()
+
+
 def memory_losses(trace: Trace, *, durable: bool) -> dict[str, list[int]]:
+    """``_memory_losses`` of the trace as it is now, computed once per trace, length and kind of type (checks share it)."""
+    cache = _LOSSES.setdefault(trace, {})
+    key = (durable, len(trace.rows))
+    found = cache.get(key)
+    if found is None:
+        found = cache[key] = _memory_losses(trace, durable=durable)
+    return found
+
+
+def _memory_losses(trace: Trace, *, durable: bool) -> dict[str, list[int]]:
     """Per node, the true times (ns) at which it lost its memory of a key's replica, as the trace shows them.
 
     For an in-memory type every ``fault.crash`` is a loss: its replica store was RAM. For a
@@ -311,17 +397,15 @@ def owed_writes_found(world: World) -> None:
     ``no_confirmed_write_lost`` without its assumption: a confirmed write (``write.confirmed``
     row at time c) is owed by an acquisition at time a iff a majority of the key's replica set
     kept its memory over (c, a] (``kept_memory``, ``memory_losses``). The replica sets come
-    from ``world.results["replicas"]`` (``"actor/key"`` -> node names, the converged ring's
-    view) and the durable types from ``world.results["durable"]`` (actor names); keys not
-    listed are not checked. Rows recorded late by a paused node (``_late_acquisitions``) are skipped.
+    from ``replica_set`` (recorded, or the converged ring's) and the durable types from
+    ``world.results["durable"]`` (actor names); a key with no replica set is not checked. Rows recorded late by a paused node (``_late_acquisitions``) are skipped.
     """
-    replicas: dict[str, list[str]] = world.results.get("replicas", {})
     durable = set(world.results.get("durable", ()))
     losses = {True: memory_losses(world.trace, durable=True), False: memory_losses(world.trace, durable=False)}
     late = _late_acquisitions(world)
     index = {id(row): i for i, row in enumerate(world.trace.rows)}
     for (actor, key), rows in _by_entity(world.trace.of("epoch.acquired", "write.confirmed")).items():
-        members = replicas.get(f"{actor}/{key}")
+        members = replica_set(world, actor, key)
         if not members:
             continue
         lost = losses[actor in durable]

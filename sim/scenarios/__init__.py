@@ -29,6 +29,7 @@ class Scenario:
     until: timedelta
     checks: tuple[Check, ...] = ()
     tags: tuple[str, ...] = field(default=())
+    keep: Callable[[str], bool] | None = None  # which event kinds become trace rows (World(keep=)); None: all
 
 
 @dataclass
@@ -53,14 +54,20 @@ SCENARIOS: dict[str, Scenario] = {}
 
 
 def scenario(
-    name: str, description: str, *, until: timedelta, checks: tuple[Check, ...] = (), tags: tuple[str, ...] = ()
+    name: str,
+    description: str,
+    *,
+    until: timedelta,
+    checks: tuple[Check, ...] = (),
+    tags: tuple[str, ...] = (),
+    keep: Callable[[str], bool] | None = None,
 ) -> Callable[[Callable[[World], None]], Callable[[World], None]]:
-    """Register a setup function as the scenario ``name``."""
+    """Register a setup function as the scenario ``name``; ``keep`` as ``World(keep=)`` (rows of other kinds only counted)."""
 
     def register(setup: Callable[[World], None]) -> Callable[[World], None]:
         if name in SCENARIOS:
             raise ValueError(f"scenario {name!r} is defined twice")
-        SCENARIOS[name] = Scenario(name, description, setup, until, checks, tags)
+        SCENARIOS[name] = Scenario(name, description, setup, until, checks, tags, keep)
         return setup
 
     return register
@@ -92,7 +99,7 @@ def run(
     chosen = get(name)
     if plan is not None and "fault-plan" not in chosen.tags:
         raise ValueError(f"scenario {name!r} draws no fault plan: --plan is for {', '.join(n for n, s in SCENARIOS.items() if 'fault-plan' in s.tags)}")
-    world = World(seed)
+    world = World(seed, keep=chosen.keep)
     world.given_plan = plan
     chosen.setup(world)
     if on_world is not None:
