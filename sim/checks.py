@@ -12,7 +12,9 @@ import weakref
 from collections import defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from casty.cluster.placement import Ring
 
 from .trace import Row, Trace
 
@@ -237,9 +239,7 @@ def _ring_replicas(nodes: tuple[str, ...], count: int, actor: str, key: str) -> 
 
 
 @functools.lru_cache(maxsize=16)
-def _ring(nodes: tuple[str, ...]) -> Any:
-    from casty.cluster.placement import Ring
-
+def _ring(nodes: tuple[str, ...]) -> Ring:
     return Ring(nodes)
 
 
