@@ -1,7 +1,8 @@
 """Probe scenarios: fault scripts aimed at one rule each, so that breaking the rule fails a seed.
 
-Each of these was written because a planted bug (a mutant of ``sim.mutants``) survived every
-other built-in scenario: the rule held only by luck of the fault plans. The scripts are
+Each of these was written because a planted bug (a mutant of ``sim.mutants``) survived the
+built-in scenarios aimed at its area and ``cluster-random``: nothing in their fault plans
+made the rule matter. The scripts are
 ordinary scenarios with ordinary checks (what must hold for any correct runtime), aimed at
 the instant where the rule matters:
 
@@ -154,7 +155,7 @@ def _adds(world: World, node: str, key: str, count: int, result: str, actor_type
     task.add_done_callback(lambda t: world.results.__setitem__(result, _outcome(t)))
 
 
-def _three_nodes(world: World, cluster: Cluster = CLUSTER, nodes: tuple[str, ...] = NODES) -> None:
+def _nodes(world: World, cluster: Cluster = CLUSTER, nodes: tuple[str, ...] = NODES) -> None:
     for name in nodes:
         world.add_node(name, cluster=cluster, ask_timeout=2.0, write_timeout=1.0)
 
@@ -271,7 +272,7 @@ def _deleted_stays_deleted(world: World) -> None:
     checks=(_deleted_stays_deleted, *CLUSTER_CHECKS),
 )
 def delete_and_return(world: World) -> None:
-    _three_nodes(world)
+    _nodes(world)
 
     def script(world: World) -> Generator[simpy.Event, Any, None]:
         yield world.timeout(CONVERGED)
@@ -321,7 +322,7 @@ def _read_after_restart_is_current(world: World) -> None:
     checks=(_read_after_restart_is_current, *CLUSTER_CHECKS),
 )
 def restart_stale_replica(world: World) -> None:
-    _three_nodes(world)
+    _nodes(world)
 
     def script(world: World) -> Generator[simpy.Event, Any, None]:
         yield world.timeout(CONVERGED)
@@ -385,7 +386,7 @@ def _no_increment_lost(world: World) -> None:
     checks=(_no_increment_lost, *CLUSTER_CHECKS),
 )
 def long_partition(world: World) -> None:
-    _three_nodes(world, LONG, FIVE)
+    _nodes(world, LONG, FIVE)
 
     def script(world: World) -> Generator[simpy.Event, Any, None]:
         yield world.timeout(CONVERGED)
@@ -454,7 +455,7 @@ def replayed_prepare(world: World) -> None:
     from casty.cluster.replication import Epoch, Prepare
     from casty.cluster.routing import CLUSTER_WIRE
 
-    _three_nodes(world)
+    _nodes(world)
 
     def script(world: World) -> Generator[simpy.Event, Any, None]:
         yield world.timeout(CONVERGED)
@@ -499,7 +500,7 @@ def _old_owner_not_confirmed_by_an_empty_replica(world: World) -> None:
     checks=(_old_owner_not_confirmed_by_an_empty_replica, *CLUSTER_CHECKS),
 )
 def restart_under_stale_owner(world: World) -> None:
-    _three_nodes(world)
+    _nodes(world)
 
     def script(world: World) -> Generator[simpy.Event, Any, None]:
         yield world.timeout(CONVERGED)
@@ -559,7 +560,7 @@ def _read_never_taken_back(world: World) -> None:
     checks=(_read_never_taken_back, *CLUSTER_CHECKS),
 )
 def write_back_before_reads(world: World) -> None:
-    _three_nodes(world, CLUSTER, FIVE)
+    _nodes(world, CLUSTER, FIVE)
 
     def script(world: World) -> Generator[simpy.Event, Any, None]:
         yield world.timeout(CONVERGED)
