@@ -699,6 +699,8 @@ def generate(
     else fewer than half), each restarted 0.3-10 s later (some only when the run heals),
     with an empty disk at ``mix.wipe``. Pauses take nodes for 0.2-3 s, or 3-15 s (past the
     failure detector) when long. Partitions cut a random split, one-way a third of the time.
+    A forged heartbeat names 1 to ``len(nodes)`` fake members (as many fakes as members leave
+    the real ones without a majority of the view they would then hold).
     Clock steps go either way by up to 3 s, or minutes back (and forward again later) when
     long. ``refs``: (actor, key, message tag) a ``ForgedRef`` may target; without any, that
     kind is not drawn. Times are rounded to the millisecond, so the JSON stays short.
@@ -779,7 +781,7 @@ def generate(
             else:
                 faults.append(Reorder(at=_t(t), p=p, duration=length, links_of=scope, delay=_t(rng.uniform(0.005, 0.2))))
         elif kind == "forged_heartbeat":
-            fakes = tuple(f"ghost{i}" for i in range(1, rng.randint(1, 3) + 1))
+            fakes = tuple(f"ghost{i}" for i in range(1, rng.randint(1, len(names)) + 1))  # as many as the real ones: no quorum
             faults.append(ForgedHeartbeat(at=_t(t), node=rng.choice(names), fakes=fakes))
         elif kind == "forged_ref":
             actor, key, message = rng.choice(list(refs))
