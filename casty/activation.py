@@ -36,7 +36,7 @@ from .context import EMPTY, Context, Inbox
 from .errors import ActorFailed, CastyError, Fenced, MailboxFull, NotStarted, SchemaError, Unavailable
 from .ports import NO_EPOCH, StoredEpoch
 from .ref import EntityRef, ReplyRef
-from .schedules import ArmedSchedule, Schedule, decode_schedules, encode_armed, to_micros
+from .schedules import LAST_US, ArmedSchedule, Schedule, checked_due, decode_schedules, encode_armed, to_micros
 from .state import ACTIVE_PAGE, BEHAVIOR_PAGE, SCHEDULES_PAGE, STATE_PAGE
 from .timer import ActivationTimer, TimerHandle
 
@@ -1236,10 +1236,13 @@ class Activation:
         data = self.system.codec.encode_message(message, schema)
         self._check_lease(lease, "schedule")
         now = self.system.clock.now_us()
+        due_us = checked_due(f"schedule {name!r}", "delay", delay, now + delay_us)  # before anything changes
+        if every_us is not None:
+            checked_due(f"schedule {name!r}", "interval", interval, due_us + every_us)
         old = self._schedules.get(name)
         if old is not None:
             self._remove_schedule(old, "replaced")
-        armed = ArmedSchedule(name, message, data, now + delay_us, every_us)
+        armed = ArmedSchedule(name, message, data, due_us, every_us)
         self._writable_schedules()[name] = armed
         self._arm(armed, now)
         if self._idle_handle is not None:
@@ -1277,6 +1280,12 @@ class Activation:
             armed.timer = None
         del self._writable_schedules()[armed.name]
         self.system._emit_event(ev.ScheduleCancelled, self.type.name, self.key, armed.name, reason)
+
+    def _end_out_of_range(self, armed: ArmedSchedule, due: int, now: int) -> None:
+        """An interval whose next due would pass year 9999, where no datetime can say when: this firing was its last."""
+        self.system._emit_event(ev.ScheduleFired, self.type.name, self.key, armed.name, due, now, None)
+        self._remove_schedule(armed, "out-of-range")
+        self._commit_soon({SCHEDULES_PAGE: self._schedules_page()}, "schedule.fire")
 
     def _arm(self, armed: ArmedSchedule, now_us: int, *, announce: bool = True) -> None:
         """Set the timer of a schedule; ``announce`` it unless a ``ScheduleFired`` already said where it goes next."""
@@ -1337,7 +1346,11 @@ class Activation:
         else:
             # catch_up, inline: the first time on the grid strictly after now (or one period after due)
             skipped = (now - due) // every if now > due else 0
-            next_us = armed.due_us = due + every * (skipped + 1)
+            next_us = due + every * (skipped + 1)
+            if next_us > LAST_US:
+                self._end_out_of_range(armed, due, now)
+                return
+            armed.due_us = next_us
             observer = system._observer
             if observer is not None:
                 observer(ev.ScheduleFired(self.type.name, self.key, armed.name, due, now, next_us))

@@ -203,7 +203,8 @@ class ScheduleCaughtUp(Event):
 
 @dataclass(frozen=True, slots=True)
 class ScheduleCancelled(Event):
-    """A schedule was removed: ``cancelled``, ``replaced``, ``deleted`` (state delete) or ``done`` (one-shot fired)."""
+    """A schedule was removed: ``cancelled``, ``replaced``, ``deleted`` (state delete), ``done`` (one-shot fired) or
+    ``out-of-range`` (its next due would pass year 9999, the last datetime: the firing before was its last)."""
 
     kind: ClassVar[str] = "schedule.cancelled"
     actor: str
@@ -379,7 +380,8 @@ class NodeScheduleResumed(Event):
 
 @dataclass(frozen=True, slots=True)
 class NodeScheduleCancelled(Event):
-    """A node schedule was removed: ``cancelled``, ``done`` (a one-shot fired, a cron ran out) or ``stopped`` (node)."""
+    """A node schedule was removed: ``cancelled``, ``done`` (a one-shot fired, a cron ran out), ``stopped`` (node) or
+    ``out-of-range`` (its next tick would pass year 9999, the last datetime: the tick before was its last)."""
 
     kind: ClassVar[str] = "node_schedule.cancelled"
     reference: str

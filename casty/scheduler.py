@@ -19,6 +19,10 @@ Rules (seed: grain scheduling; GoAkt node schedules):
 * A tick that cannot be handed over (unknown type, a full mailbox, a stopped system, any
   error out of ``tell``) is lost and reported; interval and cron keep firing, a one-shot
   is gone. Nothing is retried.
+* A due time is a datetime Python can represent (up to the end of year 9999): a delay or
+  interval that would pass it is a ``ValueError`` naming it, and nothing is registered; an
+  interval whose next tick would pass it (or a resume one interval before it) ends, reason
+  ``out-of-range``, after its last tick.
 * Pausing a paused schedule or resuming an active one is an error. Resume recalculates
   from now, as go-quartz does: a one-shot fires its delay after the resume, an interval
   one interval after it (a new grid), a cron at its next fire time after now.
@@ -63,7 +67,7 @@ from .errors import (
     UnknownActor,
 )
 from .ref import EntityRef
-from .schedules import catch_up, to_micros
+from .schedules import LAST_US, catch_up, checked_due, to_micros
 
 if TYPE_CHECKING:
     from .system import ActorSystem
@@ -199,7 +203,8 @@ class NodeScheduler:
             raise ValueError(f"schedule_once: delay must not be negative, got {delay}")
         self._check_reference(reference)
         now = self._system.clock.now_us()
-        return self._add(reference, ref, message, "once", delay_us, None, now + delay_us)
+        due = checked_due("schedule_once", "delay", delay, now + delay_us)
+        return self._add(reference, ref, message, "once", delay_us, None, due)
 
     async def schedule(
         self, message: Any, ref: EntityRef[Any], interval: timedelta, *, reference: str | None = None
@@ -212,7 +217,9 @@ class NodeScheduler:
             raise ValueError(f"schedule: interval must be positive, got {interval}")
         self._check_reference(reference)
         now = self._system.clock.now_us()
-        return self._add(reference, ref, message, "interval", every_us, None, now + every_us)
+        first = checked_due("schedule", "interval", interval, now + every_us)
+        checked_due("schedule", "interval", interval, first + every_us)  # and the tick after it
+        return self._add(reference, ref, message, "interval", every_us, None, first)
 
     async def schedule_cron(
         self, message: Any, ref: EntityRef[Any], expression: str, *, reference: str | None = None
@@ -324,6 +331,9 @@ class NodeScheduler:
             entry.due_us = to_us(following)
         else:
             assert entry.period_us is not None
+            if now + entry.period_us > LAST_US:
+                self._remove(entry, "out-of-range")
+                return
             entry.due_us = now + entry.period_us
         entry.paused = False
         self._system._emit_event(ev.NodeScheduleResumed, *entry.names(), entry.due_us)
@@ -397,6 +407,11 @@ class NodeScheduler:
             self._arm(entry, now)  # the wall clock is behind the loop (stepped back): never fire early
             return
         next_us, skipped = self._following(entry, tick, now)
+        ended = "done"
+        if next_us is not None and next_us > LAST_US:
+            # No datetime can say when the next tick is: this one is the last (an interval
+            # near year 9999). Told as a last tick, then the schedule ends, saying why.
+            next_us, skipped, ended = None, 0, "out-of-range"
         if entry.cron is not None and self.cluster_mode:
             self._claim_tick(entry, tick, now, next_us)
         else:
@@ -406,7 +421,7 @@ class NodeScheduler:
         if not entry.live:
             return  # removed while telling (an observer or a synchronous callee cancelled it)
         if next_us is None:
-            self._remove(entry, "done")
+            self._remove(entry, ended)
             return
         entry.due_us = next_us
         self._arm(entry, now)

@@ -11,17 +11,20 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from datetime import datetime, timedelta, timezone
+from typing import TYPE_CHECKING, Any, Final, Generic, TypeVar
 
 import msgspec
 
-from .clock import to_datetime
+from .clock import to_datetime, to_us
 
 if TYPE_CHECKING:
     from .activation import Activation
 
-__all__ = ["ScheduleEntry", "ArmedSchedule", "catch_up", "encode_schedules", "encode_armed", "decode_schedules", "Schedule", "to_micros"]
+__all__ = [
+    "ScheduleEntry", "ArmedSchedule", "catch_up", "checked_due", "encode_schedules", "encode_armed", "decode_schedules",
+    "Schedule", "to_micros", "FIRST_US", "LAST_US",
+]
 
 M = TypeVar("M")
 
@@ -45,6 +48,27 @@ def catch_up(due_us: int, every_us: int, now_us: int) -> tuple[int, int]:
     """
     skipped = max(0, now_us - due_us) // every_us
     return due_us + every_us * (skipped + 1), skipped
+
+
+FIRST_US: Final = to_us(datetime.min.replace(tzinfo=timezone.utc))
+LAST_US: Final = to_us(datetime.max.replace(tzinfo=timezone.utc))
+"""The due times a schedule may hold, µs since the epoch: the UTC datetimes Python can represent.
+
+A due time outside them cannot become ``Schedule.due``, a ``repr`` or a ``list_schedules``
+row, and past 2**64 µs not even a page row; so a schedule never holds one."""
+
+_LAST = datetime.max.replace(tzinfo=timezone.utc).isoformat()
+
+
+def checked_due(what: str, argument: str, value: object, due_us: int) -> int:
+    """``due_us``, or ValueError naming ``argument`` when it is not a representable UTC datetime.
+
+    Called with every due time a new schedule implies (its first, and its next for an
+    interval) before anything is changed, so a refused schedule leaves nothing behind.
+    """
+    if not FIRST_US <= due_us <= LAST_US:
+        raise ValueError(f"{what}: {argument}={value} puts a due time past {_LAST}, the last datetime")
+    return due_us
 
 
 def to_micros(value: timedelta, what: str) -> int:

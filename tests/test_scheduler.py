@@ -28,7 +28,7 @@ from casty import (
     Unavailable,
     actor,
 )
-from casty.clock import to_datetime
+from casty.clock import to_datetime, to_us
 from casty.cluster.claims import Claim, claim_key, schedule_fire
 from casty.observer import (
     ActivationEnded,
@@ -905,3 +905,83 @@ def test_stopping_the_scheduler_drops_its_claims_in_flight(recorder: Recorder) -
 
     assert run_virtual(main) == 0.0
     assert recorder.of(NodeScheduleFired) == [] and recorder.of(NodeScheduleClaimWon) == []
+
+
+# --- times past the last datetime ----------------------------------------------------------
+
+LAST = "9999-12-31T23:59:59.999999+00:00"
+
+
+def test_node_schedule_past_year_9999_is_refused_and_registers_nothing(recorder: Recorder) -> None:
+    """schedule_once / schedule with a due time past year 9999 raise ValueError naming the argument; nothing is registered and the node serves on."""
+
+    async def main(clock: LoopClock) -> tuple[list[str], list[NodeScheduleInfo]]:
+        async with ActorSystem(clock=clock, observer=recorder) as system:
+            scheduler = started(system)
+            ref = system.ref(target, "far")
+            errors = []
+            for call in (
+                scheduler.schedule_once(Tick("x"), ref, timedelta.max, reference="once"),
+                scheduler.schedule_once(Tick("x"), ref, timedelta(days=8000 * 365), reference="once"),
+                scheduler.schedule(Tick("x"), ref, timedelta.max, reference="every"),
+                scheduler.schedule(Tick("x"), ref, timedelta(days=4000 * 365), reference="every"),
+            ):
+                with pytest.raises(ValueError) as info:
+                    await call
+                errors.append(str(info.value))
+            await scheduler.schedule_once(Tick("ok"), ref, timedelta(seconds=5), reference="once")
+            listed = scheduler.list_schedules()
+            await asyncio.sleep(6)
+            return errors, listed
+
+    errors, listed = run_virtual(main)
+    assert errors == [
+        f"schedule_once: delay=999999999 days, 23:59:59.999999 puts a due time past {LAST}, the last datetime",
+        f"schedule_once: delay=2920000 days, 0:00:00 puts a due time past {LAST}, the last datetime",
+        f"schedule: interval=999999999 days, 23:59:59.999999 puts a due time past {LAST}, the last datetime",
+        f"schedule: interval=1460000 days, 0:00:00 puts a due time past {LAST}, the last datetime",
+    ]
+    assert [(i.reference, i.next_due) for i in listed] == [("once", to_datetime(START_US + 5 * SECOND))]
+    assert [r.reference for r in recorder.of(NodeScheduleRegistered)] == ["once"]
+    assert HANDLED["far"] == [("ok", START_US + 5 * SECOND)]
+
+
+def test_node_interval_whose_next_tick_passes_year_9999_ends_after_its_last_tick(recorder: Recorder) -> None:
+    """A node interval whose next tick would pass year 9999 tells its last tick, then ends (next None, reason out-of-range)."""
+    start = to_us(datetime(9999, 12, 31, 23, 59, 30, tzinfo=timezone.utc))  # 30 s before the last datetime
+
+    async def main(_: LoopClock) -> list[NodeScheduleInfo]:
+        clock = LoopClock(asyncio.get_running_loop(), start)
+        async with ActorSystem(clock=clock, observer=recorder) as system:
+            scheduler = started(system)
+            await scheduler.schedule(Tick("t"), system.ref(target, "edge"), timedelta(seconds=10), reference="r")
+            await asyncio.sleep(40)
+            return scheduler.list_schedules()
+
+    assert run_virtual(main) == []
+    assert handled_at("edge") == [start + 10 * SECOND, start + 20 * SECOND]
+    assert [(f.tick_us, f.next_us) for f in recorder.of(NodeScheduleFired)] == [
+        (start + 10 * SECOND, start + 20 * SECOND),
+        (start + 20 * SECOND, None),
+    ]
+    assert [c.reason for c in recorder.of(NodeScheduleCancelled)] == ["out-of-range"]
+
+
+def test_resume_whose_next_tick_would_pass_year_9999_ends_the_schedule(recorder: Recorder) -> None:
+    """Resumed when one interval from now would pass year 9999, a node schedule ends (out-of-range) instead of breaking list_schedules."""
+    start = to_us(datetime(9999, 12, 31, 23, 59, 30, tzinfo=timezone.utc))
+
+    async def main(_: LoopClock) -> list[NodeScheduleInfo]:
+        clock = LoopClock(asyncio.get_running_loop(), start)
+        async with ActorSystem(clock=clock, observer=recorder) as system:
+            scheduler = started(system)
+            await scheduler.schedule(Tick("t"), system.ref(target, "resume"), timedelta(seconds=10), reference="r")
+            scheduler.pause_schedule("r")
+            await asyncio.sleep(25)  # one interval from now is 00:00:05 of year 10000
+            scheduler.resume_schedule("r")
+            return scheduler.list_schedules()
+
+    assert run_virtual(main) == []
+    assert HANDLED["resume"] == []
+    assert recorder.of(NodeScheduleResumed) == []
+    assert [c.reason for c in recorder.of(NodeScheduleCancelled)] == ["out-of-range"]

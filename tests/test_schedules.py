@@ -7,7 +7,7 @@ import subprocess
 import sys
 import textwrap
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
@@ -23,6 +23,7 @@ from casty.observer import (
     ScheduleCaughtUp,
     ScheduleFired,
 )
+from casty.clock import to_us
 from casty.schedules import ScheduleEntry, catch_up, decode_schedules, encode_schedules
 
 SECOND = 1_000_000
@@ -88,7 +89,19 @@ class Foreign:
     pass
 
 
-Msg = Every | Ping | Cancel | Names | Seen | Handle | Become | Delete | Bad | Stash
+@dataclass(frozen=True)
+class Try(Askable[str]):
+    name: str
+    delay: timedelta
+    interval: timedelta | None
+
+
+@dataclass(frozen=True)
+class Shown(Askable[str]):
+    name: str
+
+
+Msg = Every | Ping | Cancel | Names | Seen | Handle | Become | Delete | Bad | Stash | Try | Shown
 STASHED: list[Context[tuple[str, ...], Msg]] = []
 
 
@@ -117,6 +130,15 @@ async def pinger(ctx: Context[tuple[str, ...], Msg]) -> None:
             case Stash(reply_to=reply_to):
                 STASHED.append(ctx)
                 reply_to.tell(None)
+            case Try(name=name, delay=delay, interval=interval, reply_to=reply_to):
+                try:
+                    await ctx.schedule(name, delay, interval, Ping(name))
+                except Exception as exc:  # reported to the asker: the body goes on serving
+                    reply_to.tell(f"{type(exc).__name__}: {exc}")
+                else:
+                    reply_to.tell("ok")
+            case Shown(name=name, reply_to=reply_to):
+                reply_to.tell(repr(ctx.schedules[name]))
             case Become(reply_to=reply_to):
                 await ctx.become(pinger_b)
                 reply_to.tell(None)
@@ -476,3 +498,60 @@ def test_replaced_run_cannot_schedule() -> None:
             assert await ref.ask(Names()) == []
 
     run_virtual(main)
+
+# --- times past the last datetime --------------------------------------------------
+
+LAST = "9999-12-31T23:59:59.999999+00:00"
+
+
+def test_schedule_past_year_9999_is_refused_and_changes_nothing(recorder: Recorder) -> None:
+    """A delay or interval whose due time would pass year 9999 raises ValueError naming it; the old schedule of that name stays and fires."""
+
+    async def main(clock: LoopClock) -> tuple[list[str], list[str], str, list[str], list[str]]:
+        async with system_for(clock, recorder) as system:
+            ref = system.ref(pinger, "far")
+            await ref.ask(Every("keep", timedelta(seconds=10), timedelta(seconds=10)))
+            answers = [
+                await ref.ask(Try("keep", timedelta.max, None)),
+                await ref.ask(Try("new", timedelta(days=8000 * 365), None)),
+                await ref.ask(Try("keep", timedelta(seconds=1), timedelta.max)),
+            ]
+            names = await ref.ask(Names())
+            shown = await ref.ask(Shown("keep"))
+            answers.append(await ref.ask(Try("later", timedelta(seconds=5), None)))
+            await asyncio.sleep(20.5)
+            return answers, names, shown, await ref.ask(Seen()), await ref.ask(Names())
+
+    answers, names, shown, seen, names_after = run_virtual(main)
+    assert answers == [
+        f"ValueError: schedule 'keep': delay=999999999 days, 23:59:59.999999 puts a due time past {LAST}, the last datetime",
+        f"ValueError: schedule 'new': delay=2920000 days, 0:00:00 puts a due time past {LAST}, the last datetime",
+        f"ValueError: schedule 'keep': interval=999999999 days, 23:59:59.999999 puts a due time past {LAST}, the last datetime",
+        "ok",
+    ]
+    assert names == ["keep"]
+    assert shown == "Schedule('keep', interval=0:00:10, due=2026-01-01T00:00:10+00:00, message=Ping(label='keep'))"
+    assert seen == ["later", "keep", "keep"]
+    assert names_after == ["keep"]
+    assert [c.reason for c in recorder.of(ScheduleCancelled)] == ["done"]  # only "later", after it fired
+
+
+def test_interval_whose_next_due_passes_year_9999_ends_after_its_last_firing(recorder: Recorder) -> None:
+    """An interval whose next due would pass year 9999 fires its last due time, then ends (next None, reason out-of-range)."""
+    start = to_us(datetime(9999, 12, 31, 23, 59, 30, tzinfo=timezone.utc))  # 30 s before the last datetime
+
+    async def main(_: LoopClock) -> tuple[list[str], list[str], dict[str, bytes]]:
+        clock = LoopClock(asyncio.get_running_loop(), start)
+        async with system_for(clock, recorder) as system:
+            ref = system.ref(pinger, "edge")
+            await ref.ask(Every("edge", timedelta(seconds=10), timedelta(seconds=10)))  # due :40, next :50
+            await asyncio.sleep(40)
+            return await ref.ask(Seen()), await ref.ask(Names()), system.pages(pinger, "edge")
+
+    seen, names, pages = run_virtual(main)
+    assert seen == ["edge", "edge"]
+    assert names == []
+    assert "@schedules" not in pages
+    fired = recorder.of(ScheduleFired)
+    assert [(f.due_us, f.next_us) for f in fired] == [(start + 10 * SECOND, start + 20 * SECOND), (start + 20 * SECOND, None)]
+    assert [c.reason for c in recorder.of(ScheduleCancelled)] == ["out-of-range"]
