@@ -29,6 +29,8 @@ from casty import (
 )
 from casty.actor import Backoff
 from casty.cluster.config import Cluster
+from casty.cluster.membership import MembershipConfig
+from casty.cluster.node import NodeConfig
 from casty.observer import MessageDropped
 from casty.ref import EntityRef
 from conftest import LoopClock, Recorder, run_virtual
@@ -566,3 +568,26 @@ def test_bad_durations_leave_a_running_node_serving() -> None:
             await still_serves(system)
 
     run_virtual(main)
+
+
+@pytest.mark.parametrize("option", ["heartbeat", "suspect_after", "dead_after", "remove_after", "listen"])
+def test_membership_timing_infinite_is_value_error(option: str) -> None:
+    """MembershipConfig(option=inf), the sans-I/O core's own timing, is refused like every other duration."""
+    with pytest.raises(ValueError) as info:
+        MembershipConfig(**{option: math.inf})
+    assert str(info.value) == f"MembershipConfig.{option} must be a finite duration of at most timedelta.max, got inf"
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "text"),
+    [
+        ("leave_timeout", math.nan, "leave_timeout must be a finite duration of at most timedelta.max, got nan"),
+        ("ask_timeout", math.inf, "ask_timeout must be a finite duration of at most timedelta.max, got inf"),
+        ("write_timeout", math.inf, "write_timeout must be a finite duration of at most timedelta.max, got inf"),
+    ],
+)
+def test_node_config_duration_not_finite_is_value_error(option: str, value: float, text: str) -> None:
+    """NodeConfig (python -m casty node's settings) refuses a NaN or infinite timeout when it is made, not when the node stops."""
+    with pytest.raises(ValueError) as info:
+        NodeConfig(bind=("127.0.0.1", 7000), **{option: value})
+    assert str(info.value) == text

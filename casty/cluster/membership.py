@@ -95,6 +95,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import ClassVar, Final, Literal, cast
 
+from ..durations import duration
 from ..observer import Event
 from .placement import has_quorum as _has_quorum
 from .sansio import CancelTimer, Output, Report, Send, SetTimer
@@ -140,12 +141,11 @@ class MembershipConfig:
     listen: float | None = None  # the listen window before a first quorum; None: ``listen_window``'s default
 
     def __post_init__(self) -> None:
+        # The shared duration check: NaN or inf would be a timer that never fires (a node never suspected).
         for name in ("heartbeat", "suspect_after", "dead_after", "remove_after"):
-            value = getattr(self, name)
-            if not value > 0:
-                raise ValueError(f"MembershipConfig.{name} must be positive, got {value!r}")
-        if self.listen is not None and not self.listen >= 0:
-            raise ValueError(f"MembershipConfig.listen must be zero or positive, got {self.listen!r}")
+            duration(getattr(self, name), f"MembershipConfig.{name}", positive=True)
+        if self.listen is not None:
+            duration(self.listen, "MembershipConfig.listen")
 
     @property
     def listen_window(self) -> float:

@@ -63,6 +63,7 @@ from typing import Any, Final
 
 from ..actor import ActorType
 from ..clock import SystemClock
+from ..durations import duration
 from ..errors import ConfigurationError
 from ..observer import Event, LoggingObserver, event_fields
 from ..ports import Clock, FrameHandler
@@ -336,12 +337,10 @@ class NodeConfig:
         object.__setattr__(self, "facts", frozenset(self.facts))
         if not self.cluster:
             raise ValueError("the cluster name must not be empty")
-        if self.leave_timeout < 0:
-            raise ValueError(f"leave_timeout cannot be negative, got {self.leave_timeout!r}")
+        # The shared duration check (NaN and inf too: a NaN leave_timeout reached the stop's wait).
+        object.__setattr__(self, "leave_timeout", duration(self.leave_timeout, "leave_timeout"))
         for name in ("ask_timeout", "write_timeout"):
-            value = getattr(self, name)
-            if not value > 0:
-                raise ValueError(f"{name} must be positive, got {value!r}")
+            object.__setattr__(self, name, duration(getattr(self, name), name, positive=True))
 
     @property
     def node(self) -> str:
