@@ -1305,6 +1305,10 @@ class Activation:
         now = self.system.clock.now_us()
         overdue: list[ArmedSchedule] = []
         for entry in decode_schedules(page):
+            problem = entry.problem()
+            if problem is not None:
+                self.system._emit_event(ev.MessageDropped, self.type.name, self.key, entry.name, f"unusable schedule: {problem}")
+                continue
             try:
                 message = codec.decode_message(entry.message, self.behavior.schema)
             except SchemaError as exc:

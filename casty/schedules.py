@@ -38,6 +38,15 @@ class ScheduleEntry:
     due_us: int
     every_us: int | None
 
+    def problem(self) -> str | None:
+        """Why this row cannot be armed, or None: a page may come from a node without today's checks (an older
+        version, a peer), and a due past the last datetime or a period of zero would break the key's timers."""
+        if not FIRST_US <= self.due_us <= LAST_US:
+            return f"due {self.due_us} \u00b5s is past the last datetime"
+        if self.every_us is not None and self.every_us <= 0:
+            return f"period {self.every_us} \u00b5s is not positive"
+        return None
+
 
 def catch_up(due_us: int, every_us: int, now_us: int) -> tuple[int, int]:
     """The next due after a firing at ``now_us``, and how many grid times were skipped.

@@ -19,6 +19,7 @@ from casty import ActorSystem, Askable, Context, Fenced, Ref, SchemaError, actor
 from casty.observer import (
     ActivationEnded,
     ActivationStarted,
+    MessageDropped,
     ScheduleCancelled,
     ScheduleCaughtUp,
     ScheduleFired,
@@ -555,3 +556,34 @@ def test_interval_whose_next_due_passes_year_9999_ends_after_its_last_firing(rec
     fired = recorder.of(ScheduleFired)
     assert [(f.due_us, f.next_us) for f in fired] == [(start + 10 * SECOND, start + 20 * SECOND), (start + 20 * SECOND, None)]
     assert [c.reason for c in recorder.of(ScheduleCancelled)] == ["out-of-range"]
+
+
+def test_recovered_page_rows_out_of_range_are_dropped_and_reported(recorder: Recorder) -> None:
+    """A page row due past year 9999 or with a non-positive period (an older node's, a peer's) is dropped with a reason; the other rows run."""
+    day = 86_400 * SECOND
+    last = to_us(datetime.max.replace(tzinfo=timezone.utc))
+
+    async def main(clock: LoopClock) -> tuple[list[str], str, list[str]]:
+        async with system_for(clock, recorder) as system:
+            ref = system.ref(pinger, "legacy")
+            await ref.ask(Every("ok", timedelta(seconds=10), None))
+            (row,) = decode_schedules(system.pages(pinger, "legacy")["@schedules"])
+            await system.release(pinger, "legacy")
+            system._records.pages[(pinger.name, "legacy")]["@schedules"] = encode_schedules([
+                ScheduleEntry("late", row.message, last + 1, None),
+                ScheduleEntry("still", row.message, START_US + day, 0),
+                row,
+            ])
+            names = await ref.ask(Names())
+            shown = await ref.ask(Shown("ok"))
+            await asyncio.sleep(11)
+            return names, shown, await ref.ask(Seen())
+
+    names, shown, seen = run_virtual(main)
+    assert names == ["ok"]
+    assert shown == "Schedule('ok', interval=None, due=2026-01-01T00:00:10+00:00, message=Ping(label='ok'))"
+    assert seen == ["ok"]
+    assert [(d.message, d.reason) for d in recorder.of(MessageDropped)] == [
+        ("late", "unusable schedule: due 253402300800000000 µs is past the last datetime"),
+        ("still", "unusable schedule: period 0 µs is not positive"),
+    ]
