@@ -68,6 +68,7 @@ __all__ = [
     "ForgedHeartbeat",
     "ForgedRef",
     "FAULT_KINDS",
+    "GENERATED_KINDS",
     "FaultPlan",
     "FaultMix",
     "generate",

@@ -1,0 +1,159 @@
+"""The swarm scenario: seeds that hold, exact plans replayed, the owed-write rule, and the findings it makes (strict xfail)."""
+
+from __future__ import annotations
+
+import pytest
+
+from sim import scenarios
+from sim.__main__ import main as cli
+from sim.checks import kept_memory, memory_eras, memory_losses
+from sim.faults import ClockStep, Crash, FaultPlan, ForgedHeartbeat, Pause, Restart
+from sim.scenarios.swarm import HEAL_AT, swarm_nodes
+from sim.trace import Trace
+from sim.world import World
+
+
+def _failed(name: str, seed: int, plan: FaultPlan | None = None) -> list[str]:
+    result = scenarios.run(name, seed, plan=plan)
+    return sorted({f.check for f in result.failures})
+
+
+@pytest.mark.parametrize("seed", [0, 3, 4])
+def test_swarm_seeds_hold(seed: int) -> None:
+    """These seeds' own plans hold every swarm check: safety under the faults, then liveness once healed."""
+    assert _failed("swarm", seed) == []
+
+
+def test_the_swarm_draws_three_to_seven_nodes_five_most_often() -> None:
+    """Over 200 seeds the cluster has 3 to 7 nodes, every size appears, and 5 is the most common."""
+    sizes = [len(swarm_nodes(World(seed).rng("swarm", "shape"))) for seed in range(200)]
+    assert set(sizes) == {3, 4, 5, 6, 7}
+    assert max(set(sizes), key=sizes.count) == 5
+
+
+def test_replaying_a_seeds_own_plan_gives_the_same_trace() -> None:
+    """`--plan` with the JSON a seed printed reproduces that seed's run exactly (same digest)."""
+    own = scenarios.run("swarm", 3)
+    plan = own.world.results["plan"]
+    assert isinstance(plan, FaultPlan) and len(plan) > 0
+    again = scenarios.run("swarm", 3, plan=FaultPlan.from_json(plan.to_json()))
+    assert again.trace.digest() == own.trace.digest()
+
+
+def test_run_prints_the_plan_and_refuses_a_plan_for_a_scenario_without_one(capsys: pytest.CaptureFixture[str]) -> None:
+    """`run swarm` prints `plan: ...` on one line; `run ticker --plan` exits 2 naming the scenarios that take one."""
+    assert cli(["run", "swarm", "--seed", "3", "--plan", FaultPlan.of(Crash(at=5.0, node="n1"), Restart(at=6.0, node="n1")).to_json()]) == 0
+    assert "plan: crash(n1)@5.00 restart(n1)@6.00" in capsys.readouterr().out.splitlines()
+    assert cli(["run", "ticker", "--plan", '{"faults":[]}']) == 2
+    assert "scenario 'ticker' draws no fault plan: --plan is for swarm" in capsys.readouterr().err
+    assert cli(["run", "swarm", "--plan", '{"faults":[{"kind":"crash","at":1.0,"node":"n1"},{"kind":"pause","at":40.0,"node":"n1","duration":1.0}]}']) == 2
+    assert f"the swarm heals every fault at {HEAL_AT:g} s: the given plan runs until 41 s" in capsys.readouterr().err
+
+
+def test_a_failing_swarm_seed_reports_its_plan_and_both_reproduce_lines() -> None:
+    """run_seed keeps a seed's plan (one line and JSON); the report of a failing one shows it, its reproduce command and the exact replay."""
+    from dataclasses import replace
+
+    from sim.sweep import report, run_seed
+
+    result = run_seed("swarm", 3)
+    own = scenarios.run("swarm", 3).world.results["plan"]
+    assert (result.ok, result.plan, result.plan_json) == (True, str(own), own.to_json())
+    failing = replace(result, failures=("owed_increments_kept: c0: final count 3 < 4 owed confirmed increments",))
+    lines = report("swarm", [failing], 2.0)
+    assert lines[:4] == [
+        "seed 3: owed_increments_kept: c0: final count 3 < 4 owed confirmed increments",
+        f"  plan: {own}",
+        "  reproduce: python -m sim run swarm --seed 3 --check",
+        "  replay: python -m sim run swarm --seed 3 --check --plan '" + own.to_json() + "'",
+    ]
+    assert lines[-2] == "scenario=swarm seeds=1 ok=0 in 2.0 s (0.50 seeds/s)" and lines[-1] == "violations=1"
+
+
+# ================================================================ the owed-write rule ======
+
+
+def _trace(*rows: tuple[float, str, str, dict[str, object]]) -> Trace:
+    trace = Trace()
+    for t, node, kind, fields in rows:
+        trace.add(round(t * 1e9), node, None, kind, fields)
+    return trace
+
+
+def test_a_crash_loses_in_memory_replicas_and_durable_ones_only_without_their_disk() -> None:
+    """In memory every crash is a loss; durable: only a wiped restart, lost unsynced writes, or no restart at all."""
+    trace = _trace(
+        (1.0, "n1", "fault.crash", {"unsynced_lost": 0}),
+        (2.0, "n1", "fault.restart", {}),
+        (3.0, "n2", "fault.crash", {"unsynced_lost": 0}),
+        (4.0, "n2", "fault.restart", {"wiped": True}),
+        (5.0, "n3", "fault.crash", {"unsynced_lost": 2}),
+        (6.0, "n3", "fault.restart", {}),
+        (7.0, "n4", "fault.crash", {"unsynced_lost": 0}),
+    )
+    assert memory_losses(trace, durable=False) == {"n1": [1_000_000_000], "n2": [3_000_000_000], "n3": [5_000_000_000], "n4": [7_000_000_000]}
+    assert memory_losses(trace, durable=True) == {"n2": [3_000_000_000], "n3": [5_000_000_000], "n4": [7_000_000_000]}
+
+
+def test_a_write_is_owed_while_a_majority_of_its_replicas_kept_their_memory() -> None:
+    """Replicas n1 n2 n3: one loss after the write keeps it owed, two do not; losses before it do not count."""
+    losses = {"n1": [5], "n2": [8], "n4": [6]}
+    assert kept_memory(["n1", "n2", "n3"], losses, 4, 7) is True  # only n1 forgot in (4, 7]
+    assert kept_memory(["n1", "n2", "n3"], losses, 4, 9) is False  # n1 and n2 forgot in (4, 9]
+    assert kept_memory(["n1", "n2", "n3"], losses, 5, 9) is True  # n1's loss at 5 is not after the write at 5
+
+
+def test_memory_eras_split_a_key_where_a_majority_of_its_replicas_forgot_it() -> None:
+    """Era 0 until the second of three replicas crashed (t=3 s), era 1 after; keys without a replica set stay one era."""
+    world = World(0)
+    world.trace.add(1_000_000_000, "n1", None, "fault.crash", {"unsynced_lost": 0})
+    world.trace.add(3_000_000_000, "n2", None, "fault.crash", {"unsynced_lost": 0})
+    world.results["replicas"] = {"a/k": ["n1", "n2", "n3"]}
+    era = memory_eras(world)
+    assert [era("a", "k", t) for t in (500_000_000, 2_000_000_000, 3_000_000_000, 3_000_000_001)] == [0, 0, 0, 1]
+    assert era("a", "other", 9_000_000_000) == 0
+
+
+# ========================================================================== findings ======
+# Plans the runtime fails today (issue 10). Each is strict: it turns red once fixed, to be flipped to a plain pass.
+
+
+@pytest.mark.xfail(strict=True, reason="issue 10 #6: an owner paused 8 s (past the ~2.2 s failure detector) loses its scheduled key s0; after the heal nothing resumes it (schedules_live)")
+def test_finding_a_scheduled_key_resumes_after_a_long_owner_pause() -> None:
+    """Seed 0 (6 nodes), s0's owner n5 paused 8 s: s0 fires again in the liveness phase."""
+    assert _failed("swarm", 0, FaultPlan.of(Pause(at=10.0, node="n5", duration=8.0))) == []
+
+
+@pytest.mark.xfail(strict=True, reason="issue 10 #7: s0's owner's clock stepped 300 s back and corrected 12 s later: s0 stalls for the whole step, past the liveness phase (schedules_live)")
+def test_finding_a_schedule_survives_a_corrected_backward_clock_step() -> None:
+    """Seed 5 (5 nodes), s0's owner n5 stepped -300 s then +300 s: s0 fires again in the liveness phase."""
+    assert _failed("swarm", 5, FaultPlan.of(ClockStep(at=10.0, node="n5", seconds=-300.0), ClockStep(at=22.0, node="n5", seconds=300.0))) == []
+
+
+@pytest.mark.xfail(strict=True, reason="issue 10 #4: forged heartbeats naming fake members, then crashes: the cluster stays Unavailable after every fault healed (operations_live, cron_live)")
+def test_finding_forged_membership_and_crashes_heal() -> None:
+    """Seed 12 (7 nodes), its own plan (forged heartbeats, two single crashes, partitions, pauses): live again once healed."""
+    assert _failed("swarm", 12) == []
+
+
+@pytest.mark.xfail(strict=True, reason="issue 10 #2: replicas of the durable d0 crash and restart with their disks; d0 is acquired below an epoch it had (epochs_only_grow)")
+def test_finding_durable_epochs_only_grow_across_restarts_with_disks() -> None:
+    """Seed 25, its own plan (four nodes down at once, wipes elsewhere): the durable key's epochs only grow."""
+    assert "epochs_only_grow" not in _failed("swarm", 25)
+
+
+@pytest.mark.xfail(strict=True, reason="issue 10 #2: the owner of durable d0 confirmed version 3 (saved to its disk), crashed with most nodes and restarted with its disk, and re-acquired d0 from version 0 (owed_writes_found)")
+def test_finding_a_durable_owner_restarted_with_its_disk_finds_its_confirmed_write() -> None:
+    """Seed 47, its own plan (five nodes down at once, wipes, clock steps back): no owed write of d0 is missing at an acquisition."""
+    assert "owed_writes_found" not in _failed("swarm", 47)
+
+
+@pytest.mark.xfail(strict=True, reason="liveness (near #6): an owner cut off 12 s keeps its stale activation after the heal; the first client write 8.5 s later is fenced and the client gets Unavailable instead of the new epoch's answer (operations_live)")
+def test_finding_the_first_operation_after_a_heal_is_answered() -> None:
+    """Seed 49, its own plan (n1 partitioned alone 12 s, pauses past the detector, fast clocks): every liveness operation is answered."""
+    assert _failed("swarm", 49) == []
+
+
+def test_a_forged_heartbeat_alone_is_survived_by_a_five_node_cluster() -> None:
+    """Seed 5 (5 nodes), one forged heartbeat naming 3 fakes and nothing else: every check holds (8 members, 5 alive: a quorum)."""
+    assert _failed("swarm", 5, FaultPlan.of(ForgedHeartbeat(at=10.0, node="n1", fakes=("ghost1", "ghost2", "ghost3")))) == []
