@@ -192,7 +192,8 @@ def memory_eras(world: World) -> Callable[[str, str, int], int]:
     era only. A replica refilled by a handoff after its restart still counts as having forgotten: the checks claim
     less than the runtime may give, never more. Keys without a recorded replica set are all one era.
     """
-    if not world.results.get("replicas") and not world.results.get("ring"):
+    results: dict[str, object] = getattr(world, "results", {})  # a bare (trace-only) world has no results: one era
+    if not results.get("replicas") and not results.get("ring"):
         return lambda actor, key, t_ns: 0
     durable = set(world.results.get("durable", ()))
     losses = {flag: memory_losses(world.trace, durable=flag) for flag in (True, False)}
