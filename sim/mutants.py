@@ -27,6 +27,11 @@ Verdicts:
 * ``INVALID``: the patched copy does not import (a syntax error, a missing name), or the
   first failure is a ``NameError``-like error: the patch is broken, not the rule.
 
+The runtime is copied once when the run starts (from the working tree, or from commit
+``--rev``): that snapshot is the unpatched baseline, and each mutant patches a fresh copy of
+it, so edits made to the tree during a run do not mix into it. ``sim/scenarios/probes.py``
+holds scenarios written for the mutants that no other scenario caught.
+
 Scenarios are tried in order: the mutant's own targeted (cheap) ones first, then the
 general ones (``cluster-random``, then ``swarm`` where it exists); ``--scenarios`` replaces
 that list. Names the copy does not register are skipped. Seeds run in ``--workers``
@@ -740,6 +745,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"runtime from commit {args.rev}", file=sys.stderr)
     outcomes: list[Outcome] = []
     with _scratch() as scratch:
+        # One snapshot of the runtime, taken now: it is the baseline, and every mutant's copy is
+        # made from it, so a tree that others edit during the run cannot mix two versions.
         base = copy_runtime(scratch / "baseline", rev=args.rev)
         error, available = import_error(base)
         if error is not None:
@@ -753,7 +760,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         for mutant in chosen:
             outcome = hunt(
                 mutant, baseline=baseline, seeds=args.seeds, scenarios=args.scenarios, available=available,
-                workers=args.workers, budget=args.budget, rev=args.rev,
+                workers=args.workers, budget=args.budget, source=base,  # every mutant from the same snapshot
                 progress=lambda text: print(f"  ... {text}", file=sys.stderr, flush=True),
             )
             print(f"{mutant.name}: {outcome.caught_by} ({outcome.seconds:.0f} s) {outcome.detail[:120]}", file=sys.stderr, flush=True)
