@@ -555,6 +555,9 @@ class Activation:
         self.system._forget(self)
         self._cancel_timers()
         self._close_replica()
+        cluster = self.system._cluster
+        if cluster is not None:
+            cluster.orphaned(self.entity)  # @active stays: the key's owner must run it again (the resume rule)
         if self._life is not None:
             self._life.cancel()
         self.system._emit_event(ev.ActivationEnded, self.type.name, self.key, self.lease, "lost")
@@ -649,6 +652,9 @@ class Activation:
         self.system._forget(self)
         self._close_replica()
         self.system._emit_event(ev.ActivationFailed, self.type.name, self.key, self.lease, repr(error), None, 0.0)
+        cluster = self.system._cluster
+        if cluster is not None:
+            cluster.orphaned(self.entity, if_marked=True)  # a key left @active must be tried again (the resume rule)
         while self._mailbox:
             env = self._mailbox.popleft()
             self._fail_ask(env, error)
@@ -1291,7 +1297,7 @@ class Activation:
         """Set the timer of a schedule; ``announce`` it unless a ``ScheduleFired`` already said where it goes next."""
         wait_us = armed.due_us - now_us
         delay = wait_us / 1_000_000 if wait_us > 0 else 0.0
-        armed.timer = self.system.timers.arm_method(self._loop.time() + delay, Activation._fire, self, armed)
+        armed.timer = self.system.timers.arm_wall_method(self._loop.time() + delay, armed.due_us, Activation._fire, self, armed)
         if announce:
             self.system._emit_event(ev.ScheduleArmed, self.type.name, self.key, armed.name, armed.due_us, armed.every_us)
 
@@ -1361,7 +1367,7 @@ class Activation:
                 if skipped:
                     observer(ev.ScheduleCaughtUp(self.type.name, self.key, armed.name, due, now, next_us, skipped))
             # _arm(announce=False), inline, with the loop time just read
-            armed.timer = system.timers.arm_method(loop_now + (next_us - now) / 1_000_000, Activation._fire, self, armed)
+            armed.timer = system.timers.arm_wall_method(loop_now + (next_us - now) / 1_000_000, next_us, Activation._fire, self, armed)
         if not self._confirm_later:  # _commit_soon, without its call
             self._write_page_now(None, SCHEDULES_PAGE, _SCHEDULES_PAGES, self._schedules_page(), "schedule.fire")
         else:

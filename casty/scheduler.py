@@ -387,7 +387,7 @@ class NodeScheduler:
         """Set the timer for ``entry.due_us`` (wall time) in loop time, as far ahead as the wall clock says."""
         delay = max(0, entry.due_us - now_us) / 1_000_000
         system = self._system
-        entry.timer = system.timers.call_at(system.loop.time() + delay, self._fire, entry)
+        entry.timer = system.timers.call_at_wall(system.loop.time() + delay, entry.due_us, self._fire, entry)  # re-armed if the clock steps
 
     @staticmethod
     def _disarm(entry: _Entry) -> None:

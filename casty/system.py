@@ -143,7 +143,7 @@ class ActorSystem:
         if self._running or self._stopped:
             raise NotStarted("an ActorSystem runs once: make a new one")
         self._loop = asyncio.get_running_loop()
-        self.timers = TimerHeap(self._loop)
+        self.timers = TimerHeap(self._loop, self.clock)  # the clock: schedules' timers follow its steps
         self._running = True
         self.scheduler.start()
         if self.cluster is not None:

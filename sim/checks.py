@@ -36,6 +36,7 @@ __all__ = [
     "kept_memory",
     "owed_writes_found",
     "memory_eras",
+    "outages",
     "replica_set",
     "Occurrence",
     "explain_occurrences",
@@ -384,11 +385,48 @@ def _memory_losses(trace: Trace, *, durable: bool) -> dict[str, list[int]]:
     return dict(losses)
 
 
-def kept_memory(replicas: Iterable[str], losses: dict[str, list[int]], since_ns: int, until_ns: int) -> bool:
-    """Whether a majority of ``replicas`` lost no memory in ``(since_ns, until_ns]``: then a write confirmed at
-    ``since_ns`` is owed at ``until_ns`` (it was on a write quorum, a read quorum meets it, and none of the majority forgot)."""
+_OUTAGES: weakref.WeakKeyDictionary[Trace, dict[int, dict[str, list[tuple[int, int]]]]] = weakref.WeakKeyDictionary()
+_FOREVER = 2**62
+
+
+def outages(trace: Trace) -> dict[str, list[tuple[int, int]]]:
+    """Per node, the ``[crash, restart)`` intervals (true ns) it was down; one never restarted ends at ``2**62``."""
+    cache = _OUTAGES.setdefault(trace, {})
+    found = cache.get(len(trace.rows))
+    if found is not None:
+        return found
+    out: dict[str, list[tuple[int, int]]] = defaultdict(list)
+    since: dict[str, int] = {}
+    for row in trace.of("fault.crash", "fault.restart"):
+        if row.kind == "fault.crash":
+            since.setdefault(row.node, row.t_ns)
+        elif row.node in since:
+            out[row.node].append((since.pop(row.node), row.t_ns))
+    for node, t in since.items():
+        out[node].append((t, _FOREVER))
+    cache[len(trace.rows)] = found = dict(out)
+    return found
+
+
+def kept_memory(
+    replicas: Iterable[str],
+    losses: dict[str, list[int]],
+    since_ns: int,
+    until_ns: int,
+    down: dict[str, list[tuple[int, int]]] | None = None,
+) -> bool:
+    """Whether a write confirmed at ``since_ns`` is still owed at ``until_ns``: a majority of ``replicas`` were up at
+    ``since_ns`` (not inside a ``down`` interval: a down node acknowledged nothing) and lost no memory in
+    ``(since_ns, until_ns]``. Then the write quorum that confirmed it meets them, so a copy survived on a replica
+    that kept it, and a read quorum (of replicas that did not forget, or synced from those that did not) finds it."""
     members = list(replicas)
-    kept = [n for n in members if not any(since_ns < t <= until_ns for t in losses.get(n, ()))]
+    outs = down or {}
+    kept = [
+        n
+        for n in members
+        if not any(start <= since_ns < end for start, end in outs.get(n, ()))
+        and not any(since_ns < t <= until_ns for t in losses.get(n, ()))
+    ]
     return len(kept) >= len(members) // 2 + 1
 
 
@@ -397,13 +435,14 @@ def owed_writes_found(world: World) -> None:
 
     ``no_confirmed_write_lost`` without its assumption: a confirmed write (``write.confirmed``
     row at time c) is owed by an acquisition at time a iff a majority of the key's replica set
-    kept its memory over (c, a] (``kept_memory``, ``memory_losses``). The replica sets come
+    was up at c and kept its memory over (c, a] (``kept_memory``, ``memory_losses``, ``outages``). The replica sets come
     from ``replica_set`` (recorded, or the converged ring's) and the durable types from
     ``world.results["durable"]`` (actor names); a key with no replica set is not checked. Rows recorded late by a paused node (``_late_acquisitions``) are skipped.
     """
     durable = set(world.results.get("durable", ()))
     losses = {True: memory_losses(world.trace, durable=True), False: memory_losses(world.trace, durable=False)}
     late = _late_acquisitions(world)
+    down = outages(world.trace)
     index = {id(row): i for i, row in enumerate(world.trace.rows)}
     for (actor, key), rows in _by_entity(world.trace.of("epoch.acquired", "write.confirmed")).items():
         members = replica_set(world, actor, key)
@@ -417,7 +456,7 @@ def owed_writes_found(world: World) -> None:
                 continue
             if index[id(row)] in late:
                 continue
-            owed = [c for c in confirmed if kept_memory(members, lost, c.t_ns, row.t_ns)]
+            owed = [c for c in confirmed if kept_memory(members, lost, c.t_ns, row.t_ns, down)]
             top = max(owed, key=lambda c: int(c.get("version")), default=None)
             if top is not None and int(row.get("found")) < int(top.get("version")):
                 raise CheckFailed(

@@ -643,40 +643,40 @@ def test_clock_stepped_back_does_not_fire_early(recorder: Recorder) -> None:
 
 
 def test_clock_stepped_forward_skips_missed_ticks_and_counts_them(recorder: Recorder) -> None:
-    """Stepped 55 s ahead, a 10 s interval delivers once and reports 5 skipped; back on its grid after."""
+    """Stepped 55 s ahead, a 10 s interval delivers once at the next wall-clock re-check and reports 4 skipped; back on its grid after."""
 
     async def main(clock: LoopClock) -> None:
         async with ActorSystem(clock=clock, observer=recorder) as system:
             scheduler = started(system)
             await scheduler.schedule(Tick("f"), system.ref(target, "fwd"), timedelta(seconds=10), reference="r")
             await asyncio.sleep(10.5)
-            clock.step(timedelta(seconds=55))  # wall +65.5 s; the timer for +20 s runs at wall +75 s
+            clock.step(timedelta(seconds=55))  # wall +65.5 s; the re-check at loop 11 s (wall +66 s) re-arms the timer for +20 s
             await asyncio.sleep(20)
 
     run_virtual(main)
     (caught,) = recorder.of(NodeScheduleCaughtUp)
-    assert (caught.reference, caught.tick_us, caught.now_us) == ("r", START_US + 20 * SECOND, START_US + 75 * SECOND)
-    assert (caught.skipped, caught.next_us) == (5, START_US + 80 * SECOND)  # 30..70 passed unseen
-    assert [f.tick_us for f in recorder.of(NodeScheduleFired)] == [START_US + s * SECOND for s in (10, 20, 80)]
-    assert handled_at("fwd") == [START_US + s * SECOND for s in (10, 75, 80)]  # one delivery for the lot
+    assert (caught.reference, caught.tick_us, caught.now_us) == ("r", START_US + 20 * SECOND, START_US + 66 * SECOND)
+    assert (caught.skipped, caught.next_us) == (4, START_US + 70 * SECOND)  # 30..60 passed unseen
+    assert [f.tick_us for f in recorder.of(NodeScheduleFired)] == [START_US + s * SECOND for s in (10, 20, 70, 80)]
+    assert handled_at("fwd") == [START_US + s * SECOND for s in (10, 66, 70, 80)]  # one delivery for the lot
 
 
 def test_clock_stepped_forward_skips_cron_occurrences_and_counts_them(recorder: Recorder) -> None:
-    """A per-minute cron whose wall clock jumps 10 min fires once for 00:01 at 00:11 and skips 00:02..00:11."""
+    """A per-minute cron whose wall clock jumps 10 min (at 00:00:30) fires once for 00:01 at the next re-check (00:10:31) and skips 00:02..00:10."""
 
     async def main(clock: LoopClock) -> None:
         async with ActorSystem(clock=clock, observer=recorder) as system:
             scheduler = started(system)
             await scheduler.schedule_cron(Tick("c"), system.ref(target, "cron-fwd"), "0 * * * * ?", reference="c")
             await asyncio.sleep(30)
-            clock.step(timedelta(minutes=10))  # the timer for 00:01 runs at wall 00:11:00
+            clock.step(timedelta(minutes=10))  # wall 00:10:30; the re-check 1 s later re-arms the timer for 00:01
             await asyncio.sleep(100)
 
     run_virtual(main)
     (caught,) = recorder.of(NodeScheduleCaughtUp)
-    assert (caught.tick_us, caught.now_us) == (START_US + 1 * MINUTE, START_US + 11 * MINUTE)
-    assert (caught.skipped, caught.next_us) == (10, START_US + 12 * MINUTE)
-    assert [to_datetime(at).strftime("%M:%S") for at in handled_at("cron-fwd")] == ["11:00", "12:00"]
+    assert (caught.tick_us, caught.now_us) == (START_US + 1 * MINUTE, START_US + 10 * MINUTE + 31 * SECOND)
+    assert (caught.skipped, caught.next_us) == (9, START_US + 11 * MINUTE)
+    assert [to_datetime(at).strftime("%M:%S") for at in handled_at("cron-fwd")] == ["10:31", "11:00", "12:00"]
 
 
 # --- delivery and the key's lifecycle --------------------------------------------------
@@ -811,18 +811,18 @@ def test_cluster_cron_tick_older_than_its_ttl_is_skipped_without_a_claim(recorde
             scheduler = started(system, cluster_mode=True)
             await scheduler.schedule_cron(Tick("c"), system.ref(target, "late"), "0 * * * * ?", reference="r")
             await asyncio.sleep(30)
-            clock.step(timedelta(minutes=5))  # wall 05:30 while the 01:00 tick is still armed
+            clock.step(timedelta(minutes=5))  # wall 05:30 while the 01:00 tick is still armed; the re-check fires it at 05:31
             await asyncio.sleep(31 + 60)
 
     run_virtual(main)
     (skipped,) = recorder.of(NodeScheduleClaimSkipped)
     assert skipped.tick_us == START_US + MINUTE
-    assert skipped.now_us == START_US + MINUTE + 5 * MINUTE
-    assert skipped.reason == "the tick is 300 s old, older than its claim TTL of 60 s"
+    assert skipped.now_us == START_US + 5 * MINUTE + 31 * SECOND
+    assert skipped.reason == "the tick is 271 s old, older than its claim TTL of 60 s"
     assert not any(e.key == claim_key("r", START_US + MINUTE) for e in recorder.of(ActivationStarted))  # never asked
-    (won,) = recorder.of(NodeScheduleClaimWon)
-    assert won.tick_us == START_US + 7 * MINUTE  # the 05:00 .. 06:00 ticks were caught up (skipped), 07:00 is next
-    assert handled_at("late") == [START_US + 7 * MINUTE]
+    won = recorder.of(NodeScheduleClaimWon)
+    assert [w.tick_us for w in won] == [START_US + 6 * MINUTE, START_US + 7 * MINUTE]  # 02:00 .. 05:00 caught up (skipped)
+    assert handled_at("late") == [START_US + 6 * MINUTE, START_US + 7 * MINUTE]
 
 
 def test_cluster_cron_ttl_follows_the_period_at_each_tick(recorder: Recorder) -> None:

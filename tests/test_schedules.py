@@ -280,23 +280,24 @@ def test_interval_fires_on_the_grid_over_a_day(recorder: Recorder) -> None:
 
 
 def test_clock_step_forward_skips_without_burst(recorder: Recorder) -> None:
-    """A wall clock stepped 5.5 periods ahead delivers once and reports 5 skipped occurrences."""
+    """A wall clock stepped 5.5 periods ahead is noticed at the next wall-clock re-check: one delivery then, reporting 4 skipped occurrences, and the grid goes on."""
 
     async def main(clock: LoopClock) -> list[str]:
         async with system_for(clock, recorder) as system:
             ref = system.ref(pinger, "step")
             await ref.ask(Every("tick", timedelta(seconds=10), timedelta(seconds=10)))
             await asyncio.sleep(10.5)  # first firing at +10 s
-            clock.step(timedelta(seconds=55))  # wall now +65.5; the timer for +20 runs at loop +20
+            clock.step(timedelta(seconds=55))  # wall now +65.5; the re-check at loop +11 (wall +66) re-arms the timer for +20
             await asyncio.sleep(10)
             return await ref.ask(Seen())
 
     seen = run_virtual(main)
-    assert seen == ["tick", "tick"]
+    assert seen == ["tick", "tick", "tick"]  # +10, then +20 caught up at wall +66, then +70 at wall +70
     (caught,) = recorder.of(ScheduleCaughtUp)
     assert caught.due_us == START_US + 20 * SECOND
-    assert caught.skipped == 5  # 20..70 s grid: 30, 40, 50, 60, 70 passed while the step hid them
-    assert caught.next_us == START_US + 80 * SECOND
+    assert caught.now_us == START_US + 66 * SECOND
+    assert caught.skipped == 4  # 20..66 s: 30, 40, 50, 60 passed while the step hid them
+    assert caught.next_us == START_US + 70 * SECOND
 
 
 def test_clock_step_backward_never_fires_early(recorder: Recorder) -> None:

@@ -6,7 +6,7 @@ import pytest
 
 from sim import scenarios
 from sim.__main__ import main as cli
-from sim.checks import kept_memory, memory_eras, memory_losses
+from sim.checks import kept_memory, memory_eras, memory_losses, outages
 from sim.faults import ClockStep, Crash, FaultPlan, ForgedHeartbeat, Pause, Restart
 from sim.scenarios.swarm import HEAL_AT, swarm_nodes
 from sim.trace import Trace
@@ -103,6 +103,21 @@ def test_a_write_is_owed_while_a_majority_of_its_replicas_kept_their_memory() ->
     assert kept_memory(["n1", "n2", "n3"], losses, 5, 9) is True  # n1's loss at 5 is not after the write at 5
 
 
+def test_a_replica_that_was_down_at_the_confirmation_does_not_hold_the_write() -> None:
+    """Seed 59's false alarm: n2 down over [1, 11) cannot have acknowledged a write at 5; with n3 forgetting at 6 only n1 may hold it."""
+    trace = _trace(
+        (1.0, "n2", "fault.crash", {"unsynced_lost": 0}),
+        (6.0, "n3", "fault.crash", {"unsynced_lost": 0}),
+        (11.0, "n2", "fault.restart", {}),
+        (12.0, "n3", "fault.restart", {}),
+    )
+    down = outages(trace)
+    assert down == {"n2": [(1_000_000_000, 11_000_000_000)], "n3": [(6_000_000_000, 12_000_000_000)]}
+    losses = memory_losses(trace, durable=False)
+    assert kept_memory(["n1", "n2", "n3"], losses, 5_000_000_000, 13_000_000_000, down) is False
+    assert kept_memory(["n1", "n2", "n3"], losses, 11_500_000_000, 13_000_000_000, down) is True  # n2 back (n3 still down: not a loss after)
+
+
 def test_memory_eras_split_a_key_where_a_majority_of_its_replicas_forgot_it() -> None:
     """Era 0 until the second of three replicas crashed (t=3 s), era 1 after; keys without a replica set stay one era."""
     world = World(0)
@@ -140,12 +155,6 @@ def test_finding_forged_membership_and_crashes_heal() -> None:
 def test_finding_durable_epochs_only_grow_across_restarts_with_disks() -> None:
     """Seed 25, its own plan (four nodes down at once, wipes elsewhere): the durable key's epochs only grow."""
     assert "epochs_only_grow" not in _failed("swarm", 25)
-
-
-@pytest.mark.xfail(strict=True, reason="issue 10 #2: the owner of durable d0 confirmed version 3 (saved to its disk), crashed with most nodes and restarted with its disk, and re-acquired d0 from version 0 (owed_writes_found)")
-def test_finding_a_durable_owner_restarted_with_its_disk_finds_its_confirmed_write() -> None:
-    """Seed 47, its own plan (five nodes down at once, wipes, clock steps back): no owed write of d0 is missing at an acquisition."""
-    assert "owed_writes_found" not in _failed("swarm", 47)
 
 
 @pytest.mark.xfail(strict=True, reason="liveness (near #6): an owner cut off 12 s keeps its stale activation after the heal; the first client write 8.5 s later is fenced and the client gets Unavailable instead of the new epoch's answer (operations_live)")

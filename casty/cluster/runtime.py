@@ -17,6 +17,26 @@ replicas (``casty.cluster.handoff``), answering blank for keys it is not yet rea
 Each sync round that ends sweeps again, so the ``@active`` keys a restarted node pulled
 back, and now owns, resume there.
 
+**The resume rule** (no ``@active`` key is left without a run). An activation that ends
+here without a successor while ``@active`` stays on the replicas (``lost``: fenced by a
+newer epoch; ``handoff``: the key moved; a failed acquisition of a key marked ``@active``
+here) makes the key an *orphan* of this node (``orphaned``). Every ``RESUME_EVERY`` seconds
+the node looks at its orphans: one that runs here, acquired, is done; one this node owns
+is resumed here (an acquisition that fails leaves it an orphan, tried again); one another
+node owns is handed to that node with a resume request (a ``Deliver`` with origin
+``RESUME_ORIGIN`` and no message), which activates the key there, makes it an orphan of
+that node until it is acquired, and answers; without an answer within ``write_timeout`` +
+``RESUME_EVERY`` the request is sent again (to whoever owns the key then). A node without
+a quorum names no owner: its orphans wait. A paused owner thus fenced on resume (``lost``
+there, ``handoff`` on the interim owner) is resumed by the ring owner after the heal.
+
+The bound: once the faults heal and this node's view names the key's owner (the failure
+detector's convergence: ``suspect_after`` + ``dead_after`` at most, much less when a node
+is only heard again), an ``@active`` key whose run ended as above runs on its owner within
+``RESUME_EVERY`` + one acquisition (``write_timeout``) + one resume request's round trip,
+and again within ``RESUME_EVERY`` + ``write_timeout`` for each attempt that fails (no
+quorum yet, replicas not ready).
+
 Placement: the ring is built over ``membership.ring_nodes()`` (members alive, suspect or
 dead; rebuilt only when that set changes); a key's replicas are the first ``replicas``
 distinct nodes clockwise, ``replicas`` being its actor type's ``@actor(replicas=)`` (looked
@@ -49,7 +69,12 @@ from .routing import CLUSTER_WIRE, Deliver, Failed, Reply, Router, clip
 if TYPE_CHECKING:
     from ..system import ActorSystem, Placement
 
-__all__ = ["ClusterNode"]
+__all__ = ["ClusterNode", "RESUME_EVERY", "RESUME_ORIGIN"]
+
+RESUME_EVERY: Final = 1.0
+"""Seconds between two looks at the node's orphans (keys left ``@active`` with no run: see the module docstring)."""
+RESUME_ORIGIN: Final = "@resume"
+"""The origin of a ``Deliver`` that carries no message: "resume this key, you own it" (answered by an empty ``Reply``)."""
 
 
 def _ignore(_event: Event) -> None:
@@ -72,6 +97,10 @@ class ClusterNode:
         self._grace = config.rejoin_grace if config.rejoin_grace is not None else system.write_timeout + 1.0
         self._grace_timer: Any = None
         self._resweep: Any = None
+        self._orphans: dict[Entity, None] = {}  # keys left @active with no run, to resume (the resume rule)
+        self._orphan_timer: Any = None
+        self._nudges: dict[int, Entity] = {}  # resume requests in flight: request -> key
+        self._nudged: dict[Entity, float] = {}  # key -> when its request in flight is given up
         self._built = False
 
         def observer(event: Event) -> None:
@@ -291,11 +320,13 @@ class ClusterNode:
             if owner is not None and owner != node:
                 activation.stop("handoff", f"the key moved to {owner}")
                 system._forget(activation)
+                self.orphaned(activation.entity)  # the new owner may not know the key is @active
             elif slot is not None and slot.owner.replicas and slot.owner.replicas != replicas:
                 # Still ours, but over other replicas: no write may be confirmed on the old set
                 # from now on (a new replica counts on that); the sweep acquires it again.
                 activation.stop("handoff", "the key's replicas moved")
                 system._forget(activation)
+                self.orphaned(activation.entity)
 
     def _sweep(self) -> None:
         """Open or re-sync the replica, then activate every key it holds with ``@active`` that this node now owns and does not run.
@@ -325,6 +356,100 @@ class ClusterNode:
     def _resweep_now(self) -> None:
         self._resweep = None
         self._membership_changed()
+
+    # --- the resume rule: orphans -------------------------------------------------------
+
+    def orphaned(self, entity: Entity, *, if_marked: bool = False) -> None:
+        """An activation of ``entity`` ended here with no successor: see that the key runs again on its owner.
+
+        ``if_marked``: only if this node's replica holds the key's ``@active`` (a failed
+        acquisition: the key may never have been active).
+        """
+        if self.replication.closed or not self.system.running:
+            return
+        if if_marked and not self.replication.store.has_page(entity, ACTIVE_PAGE):
+            return
+        self._orphans[entity] = None
+        self._arm_orphans()
+
+    def _arm_orphans(self) -> None:
+        if self._orphan_timer is None:
+            self._orphan_timer = self.system.loop.call_later(RESUME_EVERY, self._look_at_orphans)
+
+    def _look_at_orphans(self) -> None:
+        """Resume the orphans this node owns, hand the others to their owners (see the module docstring)."""
+        self._orphan_timer = None
+        system = self.system
+        if self.replication.closed or not system.running:
+            return
+        node = system.node
+        now = system.loop.time()
+        orphans = self._orphans
+        for entity in list(orphans):
+            activation = system._activations.get(entity)
+            if activation is not None:
+                if activation.pages is not None:  # acquired: it runs here
+                    del orphans[entity]
+                continue  # still acquiring: look again
+            actor_name, key = entity
+            try:
+                owner = self.owner_of(actor_name, key)
+            except Exception as exc:  # a type this node cannot look up: nothing to resume here
+                system._emit_event(ev.ActivationFailed, actor_name, key, 0, f"not resumed: {exc!r}", None, 0.0)
+                del orphans[entity]
+                continue
+            if owner is None:
+                continue  # no quorum here: wait for the view to heal
+            if owner == node:
+                if not self._resume(entity, "not resumed"):
+                    del orphans[entity]  # reported: this node cannot run it
+                continue
+            if now < self._nudged.get(entity, now):
+                continue  # a resume request is in flight
+            self._ask_to_resume(entity)
+        if orphans:
+            self._arm_orphans()
+
+    def _ask_to_resume(self, entity: Entity) -> None:
+        """Send the key's owner a resume request: a ``Deliver`` with no message and origin ``RESUME_ORIGIN``."""
+        system = self.system
+        system._request_seq += 1
+        request = system._request_seq
+        self._nudges[request] = entity
+        self._nudged[entity] = system.loop.time() + (system.write_timeout or 5.0) + RESUME_EVERY
+        actor_name, key = entity
+        self.router.route(Deliver(request, actor_name, key, b"", system.node, request, RESUME_ORIGIN))
+
+    def _resume_asked(self, frame: Deliver) -> None:
+        """A resume request for a key this node owns: activate it (it is this node's orphan until acquired) and answer."""
+        system = self.system
+        entity = (frame.actor, frame.key)
+        try:
+            actor = system._type_hosted(frame.actor)
+            if entity not in system._activations:
+                system._activation_for(actor, frame.key, actor.initial)
+        except Exception as exc:
+            system._emit_event(ev.ActivationFailed, frame.actor, frame.key, 0, f"not resumed on request: {exc!r}", None, 0.0)
+            self._refuse(frame, exc)
+            return
+        self._orphans[entity] = None
+        self._arm_orphans()
+        if frame.reply_node is None or frame.reply_request is None:
+            return
+        if frame.reply_node == system.node:
+            self._resume_answered(frame.reply_request, None)
+        else:
+            self.router.reply(frame.reply_node, Reply(frame.reply_request, b""))
+
+    def _resume_answered(self, request: int, failed: Failed | None) -> None:
+        """The owner answered a resume request: it took the key (or cannot run it at all); else it stays an orphan here."""
+        entity = self._nudges.pop(request, None)
+        if entity is None:
+            return
+        self._nudged.pop(entity, None)
+        self.router.forget(request)
+        if failed is None or failed.kind in ("unknown", "schema"):
+            self._orphans.pop(entity, None)
 
     # --- sending -------------------------------------------------------------------------
 
@@ -388,6 +513,9 @@ class ClusterNode:
         system = self.system
         if not system.running:
             return
+        if frame.origin == RESUME_ORIGIN:
+            self._resume_asked(frame)
+            return
         try:
             actor = system._type_hosted(frame.actor)
             message = system.codec.decode_message(frame.message, actor.schema)
@@ -404,6 +532,9 @@ class ClusterNode:
 
     def _reply_arrived(self, src: str, frame: Reply | Failed) -> None:
         """The answer to one of this node's asks: its value decoded into the ask's ``R``, or the error it failed with."""
+        if frame.request in self._nudges:
+            self._resume_answered(frame.request, frame if isinstance(frame, Failed) else None)
+            return
         pending = self.system._pending.get(frame.request)
         if pending is None or pending.future.done():
             return
@@ -420,6 +551,11 @@ class ClusterNode:
         pending.future.set_result(value)
 
     def _failed(self, frame: Deliver, reason: str) -> None:
+        if frame.origin == RESUME_ORIGIN and frame.reply_request is not None:
+            entity = self._nudges.pop(frame.reply_request, None)
+            if entity is not None:
+                self._nudged.pop(entity, None)  # no owner took it: the key stays an orphan, asked again later
+            return
         where = f"{frame.actor}[{frame.key!r}]"
         if frame.reply_request is not None:
             pending = self.system._pending.get(frame.reply_request)
@@ -432,7 +568,7 @@ class ClusterNode:
 
     def close(self, *, crashed: bool = False) -> None:
         """Leave the membership (in order, telling everyone; silently if ``crashed``) and stop routing."""
-        for timer in (self._grace_timer, self._resweep):
+        for timer in (self._grace_timer, self._resweep, self._orphan_timer):
             if timer is not None:
                 timer.cancel()
         if crashed:

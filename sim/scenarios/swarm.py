@@ -18,9 +18,10 @@ liveness phase asks what a healed cluster owes: every client operation completes
 ``OP_BOUND``, every scheduled key that is owed fires in every ``FIRE_GAP`` window, every cron
 tick is told exactly once.
 
-What is owed, decided from the trace (``sim.checks.memory_losses``, ``kept_memory``): a
-write confirmed at time c is owed at time t iff a majority of its key's replica set (the
-converged ring's view, recorded at ``CONVERGED``) lost no memory in (c, t]. A node loses its
+What is owed, decided from the trace (``sim.checks.memory_losses``, ``outages``,
+``kept_memory``): a write confirmed at time c is owed at time t iff a majority of its key's
+replica set (the converged ring's view, recorded at ``CONVERGED``) was up at c (a down node
+acknowledged nothing) and lost no memory in (c, t]. A node loses its
 memory of an in-memory key at every crash; of a durable key only at a crash whose disk did
 not come through (unsynced writes lost, or the restart wiped it, or no restart at all).
 When more than a minority forgot, nothing is owed: no protocol can bring back a write that
@@ -45,6 +46,7 @@ from ..checks import (
     kept_memory,
     memory_losses,
     never_early,
+    outages,
     no_burst,
     owed_writes_found,
     repeats_and_misses_explained,
@@ -182,9 +184,9 @@ def swarm(world: World) -> None:
     """The swarm's setup (registered as the ``swarm`` scenario at the end of the module, after its checks)."""
     nodes = swarm_nodes(world.rng("swarm", "shape"))
     cluster = Cluster(seeds=list(SEEDS[: len(nodes)]), heartbeat=0.2, suspect_after=1, dead_after=1)
+    plan, mix = swarm_plan(world, nodes)  # first: a given plan that does not fit is refused before any node starts
     for name in nodes:
         world.add_node(name, cluster=cluster, ask_timeout=2.0, write_timeout=1.0)
-    plan, mix = swarm_plan(world, nodes)
     world.results.update(plan=plan, mix=mix, nodes=list(nodes), durable=[sw_kept.name], ops=[], armed={})
     world.on_start.append(lambda name: _register_cron(world, name))
     load = world.rng("swarm", "load")
@@ -263,10 +265,11 @@ def owed_increments_kept(world: World) -> None:
         assert isinstance(final, int)
         replicas = _replicas_of(world, _counter(key).name, key)
         losses = _losses(world, key)
+        down = outages(world.trace)
         owed = [
             (answered, count)
             for _phase, k, _node, _asked, answered, count in world.results["ops"]
-            if k == key and isinstance(count, int) and kept_memory(replicas, losses, round(answered * 1e9), read_ns)
+            if k == key and isinstance(count, int) and kept_memory(replicas, losses, round(answered * 1e9), read_ns, down)
         ]
         counts = sorted(c for _, c in owed)
         _expect(check, len(set(counts)) == len(counts), f"{key}: one count was confirmed twice: {counts}")
@@ -295,7 +298,7 @@ def schedules_live(world: World) -> None:
         armed = world.results["armed"].get(key)
         _expect(check, armed is not None and isinstance(armed[1], int), f"{key} was not armed: {armed!r}")
         assert armed is not None
-        if not kept_memory(_replicas_of(world, sw_ticker.name, key), losses, round(armed[0] * 1e9), live_ns):
+        if not kept_memory(_replicas_of(world, sw_ticker.name, key), losses, round(armed[0] * 1e9), live_ns, outages(world.trace)):
             continue  # a majority of its replicas forgot: the schedule is not owed
         fired = sorted(r.t for r in world.trace.of("schedule.fired", actor=sw_ticker.name, key=key) if r.t >= LIVE_FROM)
         edges = [LIVE_FROM, *fired, UNTIL]
