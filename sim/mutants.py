@@ -710,7 +710,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--seeds", type=_seed_range, default=range(200), help="seeds per scenario: a count or start:stop (default 200)")
     parser.add_argument("--scenarios", type=_names, default=None, help="scenarios to try, in order (default: the mutant's, then cluster-random, swarm)")
     parser.add_argument("--workers", type=int, default=1, help=f"worker processes (1 to {MAX_WORKERS}; default 1)")
-    parser.add_argument("--budget", type=float, default=None, help="seconds at most per mutant (default: no limit)")
+    parser.add_argument("--budget", type=float, default=1800.0, help="seconds at most per mutant, so a mutant that hangs a run cannot stall the table (default 1800)")
     parser.add_argument("--rev", default=None, help="copy the runtime from this git revision instead of the working tree")
     parser.add_argument("--list", action="store_true", help="print the mutants and whether each snippet is present; run nothing")
     args = parser.parse_args(list(argv) if argv is not None else None)
