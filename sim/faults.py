@@ -33,8 +33,13 @@ runtime did meanwhile. A plan naming a node the world does not have is refused a
 ``apply`` with ``ValueError``.
 
 The JSON form is ``{"faults": [{"kind": "crash", "at": 3.2, "node": "n1"}, ...]}``: one
-object per fault, tagged by ``kind``, fields in declaration order, so the same plan is
-always the same text.
+object per fault, tagged by ``kind``, fields in declaration order and defaults left out, so
+the same plan is always the same text.
+
+Beyond single plans: ``FaultMix.draw(rng, nodes)`` picks which kinds a seed uses and how
+hard (swarm testing, as TigerBeetle's VOPR does), ``generate(mix, rng, nodes, duration)``
+draws a plan from it, and ``heal_all(world)`` ends every fault at once (the start of a
+liveness phase). The ``swarm`` scenario (``sim.scenarios.swarm``) puts the three together.
 """
 
 from __future__ import annotations
