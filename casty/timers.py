@@ -144,10 +144,15 @@ class TimerHeap:
         return seq
 
     def arm_wall_method(self, when: float, due_us: int, function: Callable[[Any, Any], None], owner: Any, arg: Any) -> int:
-        """``arm_method`` for a wall-clock due (``arm_wall``): a schedule's ``Activation._fire``."""
-        seq = self.arm(when, function, arg)
+        """``arm_method`` for a wall-clock due (``arm_wall``): a schedule's ``Activation._fire`` (``arm`` inline: every firing arms one)."""
+        seq = self._seq = self._seq + 1
+        self._callbacks[seq] = function
+        self._args[seq] = arg
         self._owners[seq] = owner
         self._walls[seq] = due_us
+        heapq.heappush(self._heap, (when, seq))
+        if not self._running and (self._armed is None or when < self._armed_at):
+            self._arm(when)
         if self._watch is None and self._clock is not None:
             self._start_watch()
         return seq
