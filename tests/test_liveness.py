@@ -110,6 +110,32 @@ def test_a_key_orphaned_on_a_node_that_does_not_own_it_is_resumed_by_its_owner_o
     assert {r.node for r in _fired(cluster, key, started[0].t)} == {"n3"}
 
 
+def test_an_orphan_whose_first_resume_finds_no_quorum_is_tried_again_after_the_heal(cluster: World) -> None:
+    """n3's orphan (its @active key, run ended) is resumed while n3 is cut off: that acquisition times out; after the heal the next attempt acquires it on n3 within RESUME_EVERY + write_timeout."""
+    key = _owned_by(cluster, "n3", "r")
+    _arm(cluster, "n1", key, 0.5)
+    n3 = cluster.system("n3")
+    entity = (cl_ticker.name, key)
+    activation = n3._activations[entity]
+    activation.stop("handoff", "stopped by the test")
+    n3._forget(activation)
+    cut_at = cluster.now
+    cluster.partition(["n3"], ["n1", "n2"])
+    assert n3._cluster is not None
+    n3._cluster.orphaned(entity)
+    cluster.run(until=cut_at + 1.6)  # n3 still counts the others (suspect): its first attempt goes out, unanswered
+    healed_at = cluster.now
+    cluster.heal()
+    cluster.run(until=healed_at + 10.0)
+    failed = [r for r in cluster.trace.of("activation.failed", key=key) if r.t > cut_at]
+    acquired = [r for r in cluster.trace.of("epoch.acquired", key=key) if r.t > cut_at]
+    assert [r.node for r in failed] == ["n3"] and "no quorum of replicas answered in time" in str(failed[0].get("error"))
+    assert [r.node for r in acquired] == ["n3"]
+    assert failed[0].t < acquired[0].t <= healed_at + RESUME_EVERY + 1.0
+    assert {r.node for r in _fired(cluster, key, acquired[0].t)} == {"n3"}
+    assert n3._cluster._orphans == {}
+
+
 def _step_back_and_forward(world: World, node: str, at: float) -> None:
     world.run(until=at)
     world.step_clock(node, timedelta(minutes=-5))

@@ -100,7 +100,7 @@ class ClusterNode:
         self._orphans: dict[Entity, None] = {}  # keys left @active with no run, to resume (the resume rule)
         self._orphan_timer: Any = None
         self._nudges: dict[int, Entity] = {}  # resume requests in flight: request -> key
-        self._nudged: dict[Entity, float] = {}  # key -> when its request in flight is given up
+        self._nudged: dict[Entity, tuple[int, float]] = {}  # key -> its request in flight, and when it is given up
         self._built = False
 
         def observer(event: Event) -> None:
@@ -389,22 +389,23 @@ class ClusterNode:
             activation = system._activations.get(entity)
             if activation is not None:
                 if activation.pages is not None:  # acquired: it runs here
-                    del orphans[entity]
+                    self._forget_orphan(entity)
                 continue  # still acquiring: look again
             actor_name, key = entity
             try:
                 owner = self.owner_of(actor_name, key)
             except Exception as exc:  # a type this node cannot look up: nothing to resume here
                 system._emit_event(ev.ActivationFailed, actor_name, key, 0, f"not resumed: {exc!r}", None, 0.0)
-                del orphans[entity]
+                self._forget_orphan(entity)
                 continue
             if owner is None:
                 continue  # no quorum here: wait for the view to heal
             if owner == node:
                 if not self._resume(entity, "not resumed"):
-                    del orphans[entity]  # reported: this node cannot run it
+                    self._forget_orphan(entity)  # reported: this node cannot run it
                 continue
-            if now < self._nudged.get(entity, now):
+            asked = self._nudged.get(entity)
+            if asked is not None and now < asked[1]:
                 continue  # a resume request is in flight
             self._ask_to_resume(entity)
         if orphans:
@@ -413,10 +414,11 @@ class ClusterNode:
     def _ask_to_resume(self, entity: Entity) -> None:
         """Send the key's owner a resume request: a ``Deliver`` with no message and origin ``RESUME_ORIGIN``."""
         system = self.system
+        self._forget_request(entity)  # one unanswered before: given up
         system._request_seq += 1
         request = system._request_seq
         self._nudges[request] = entity
-        self._nudged[entity] = system.loop.time() + (system.write_timeout or 5.0) + RESUME_EVERY
+        self._nudged[entity] = (request, system.loop.time() + (system.write_timeout or 5.0) + RESUME_EVERY)
         actor_name, key = entity
         self.router.route(Deliver(request, actor_name, key, b"", system.node, request, RESUME_ORIGIN))
 
@@ -443,13 +445,28 @@ class ClusterNode:
 
     def _resume_answered(self, request: int, failed: Failed | None) -> None:
         """The owner answered a resume request: it took the key (or cannot run it at all); else it stays an orphan here."""
+        self._request_ended(request, taken=failed is None or failed.kind in ("unknown", "schema"))
+
+    def _request_ended(self, request: int, *, taken: bool) -> None:
+        """Resume request ``request`` is over: ``taken``, the key is no orphan here any more; else it is asked again at the next look."""
         entity = self._nudges.pop(request, None)
         if entity is None:
             return
-        self._nudged.pop(entity, None)
         self.router.forget(request)
-        if failed is None or failed.kind in ("unknown", "schema"):
-            self._orphans.pop(entity, None)
+        if taken:
+            self._forget_orphan(entity)
+        elif self._nudged.get(entity, (0, 0.0))[0] == request:
+            del self._nudged[entity]
+
+    def _forget_request(self, entity: Entity) -> None:
+        asked = self._nudged.pop(entity, None)
+        if asked is not None:
+            self._nudges.pop(asked[0], None)
+            self.router.forget(asked[0])
+
+    def _forget_orphan(self, entity: Entity) -> None:
+        self._orphans.pop(entity, None)
+        self._forget_request(entity)
 
     # --- sending -------------------------------------------------------------------------
 
@@ -551,10 +568,9 @@ class ClusterNode:
         pending.future.set_result(value)
 
     def _failed(self, frame: Deliver, reason: str) -> None:
-        if frame.origin == RESUME_ORIGIN and frame.reply_request is not None:
-            entity = self._nudges.pop(frame.reply_request, None)
-            if entity is not None:
-                self._nudged.pop(entity, None)  # no owner took it: the key stays an orphan, asked again later
+        if frame.origin == RESUME_ORIGIN:
+            if frame.reply_request is not None:
+                self._request_ended(frame.reply_request, taken=False)  # no owner took it: the key stays an orphan
             return
         where = f"{frame.actor}[{frame.key!r}]"
         if frame.reply_request is not None:
