@@ -197,13 +197,11 @@ def memory_eras(world: World) -> Callable[[str, str, int], int]:
     if not results.get("replicas") and not results.get("ring"):
         return lambda actor, key, t_ns: 0
     durable = set(world.results.get("durable", ()))
-    losses = {flag: memory_losses(world.trace, durable=flag) for flag in (True, False)}
     bounds: dict[tuple[str, str], list[int]] = {}
 
     def edges_of(actor: str, key: str) -> list[int]:
         members = replica_set(world, actor, key)
-        lost = losses[actor in durable]
-        events = sorted((t, node) for node in members for t in lost.get(node, ()))
+        events = sorted((t, node) for node in members for t in _latest_lost(world.trace, actor in durable, (actor, key), node))
         since: set[str] = set()
         edges: list[int] = []
         for t, node in events:
@@ -220,6 +218,24 @@ def memory_eras(world: World) -> Callable[[str, str, int], int]:
         return sum(1 for edge in edges if edge < t_ns)
 
     return era
+
+
+def _latest_lost(trace: Trace, durable: bool, of: tuple[str, str], node: str) -> list[int]:
+    """The crashes of ``node`` at which it forgot the key's latest confirmed state: every crash for an in-memory
+    type; for a durable one, a crash its disk did not come through (``memory_losses``) or whose disk held an older
+    version than the latest confirmed anywhere before the crash (only an owner saves a durable key, and only what it confirmed)."""
+    if not durable:
+        return memory_losses(trace, durable=False).get(node, [])
+    confirmed = _confirmed_by_node(trace, of)
+    every = sorted(tv for writes in confirmed.values() for tv in writes)
+    mine = confirmed.get(node, [])
+    out = []
+    for t in memory_losses(trace, durable=False).get(node, []):  # every crash of the node
+        latest = max((v for at, v in every if at < t), default=0)
+        saved = max((v for at, v in mine if at < t), default=-1)
+        if saved < latest or t in memory_losses(trace, durable=True, of=of, version=0).get(node, []):
+            out.append(t)
+    return out
 
 
 def replica_set(world: World, actor: str, key: str) -> list[str]:
@@ -346,33 +362,59 @@ def no_confirmed_write_lost(world: World) -> None:
                 )
 
 
-_LOSSES: weakref.WeakKeyDictionary[Trace, dict[tuple[bool, int], dict[str, list[int]]]] = weakref.WeakKeyDictionary()
+_FOREVER = 2**62
+_LOSSES: weakref.WeakKeyDictionary[Trace, dict[tuple[bool, tuple[str, str] | None, int, int], dict[str, list[int]]]] = weakref.WeakKeyDictionary()
+_CONFIRMED: weakref.WeakKeyDictionary[Trace, dict[tuple[tuple[str, str], int], dict[str, list[tuple[int, int]]]]] = weakref.WeakKeyDictionary()
 
 
-def memory_losses(trace: Trace, *, durable: bool) -> dict[str, list[int]]:
-    """``_memory_losses`` of the trace as it is now, computed once per trace, length and kind of type (checks share it)."""
-    cache = _LOSSES.setdefault(trace, {})
-    key = (durable, len(trace.rows))
-    found = cache.get(key)
-    if found is None:
-        found = cache[key] = _memory_losses(trace, durable=durable)
-    return found
-
-
-def _memory_losses(trace: Trace, *, durable: bool) -> dict[str, list[int]]:
+def memory_losses(trace: Trace, *, durable: bool, of: tuple[str, str] | None = None, version: int = 0) -> dict[str, list[int]]:
     """Per node, the true times (ns) at which it lost its memory of a key's replica, as the trace shows them.
 
     For an in-memory type every ``fault.crash`` is a loss: its replica store was RAM. For a
     durable type a crash is a loss only if its disk did not come through it: the crash row
     lost unsynced writes (``unsynced_lost`` > 0), or the next ``fault.restart`` of the node
-    came with a new disk (``wiped``); a restart with its disk keeps what the node saved. A
-    crash never followed by a restart is a loss either way (nothing of it serves again).
+    came with a new disk (``wiped``), or it never restarted; a restart with its disk keeps
+    what the node saved. ``of=(actor, key)`` says what the node saved of that key: an owner
+    saves a durable key's confirmed writes to its own disk, a replica keeps its copy in
+    memory only, so a crash with its disk keeps the key (at ``version`` or later) only on a
+    node that had confirmed such a write of it (a ``write.confirmed`` row on that node
+    before the crash). Computed once per trace, length and arguments (the checks share it).
     """
+    cache = _LOSSES.setdefault(trace, {})
+    cache_key = (durable, of, version, len(trace.rows))
+    found = cache.get(cache_key)
+    if found is None:
+        found = cache[cache_key] = _memory_losses(trace, durable=durable, of=of, version=version)
+    return found
+
+
+def _confirmed_by_node(trace: Trace, of: tuple[str, str]) -> dict[str, list[tuple[int, int]]]:
+    """(time, version) of every confirmed write of ``of``, per node, in trace order (cached per trace and length)."""
+    cache = _CONFIRMED.setdefault(trace, {})
+    cache_key = (of, len(trace.rows))
+    found = cache.get(cache_key)
+    if found is None:
+        found = {}
+        for row in trace.of("write.confirmed"):
+            if (str(row.get("actor")), str(row.get("key"))) == of:
+                found.setdefault(row.node, []).append((row.t_ns, int(row.get("version"))))
+        cache[cache_key] = found
+    return found
+
+
+def _memory_losses(trace: Trace, *, durable: bool, of: tuple[str, str] | None, version: int) -> dict[str, list[int]]:
+    saved: dict[str, int] = {}  # node -> first time it confirmed a write of `of` at `version` or later (on its disk since)
+    if durable and of is not None:
+        for node, writes in _confirmed_by_node(trace, of).items():
+            first = next((t for t, v in writes if v >= version), None)
+            if first is not None:
+                saved[node] = first
     losses: dict[str, list[int]] = defaultdict(list)
     pending: dict[str, Row] = {}
     for row in trace.of("fault.crash", "fault.restart"):
         if row.kind == "fault.crash":
-            if not durable or int(row.get("unsynced_lost") or 0) > 0:
+            on_disk = of is None or saved.get(row.node, _FOREVER) < row.t_ns
+            if not durable or int(row.get("unsynced_lost") or 0) > 0 or not on_disk:
                 losses[row.node].append(row.t_ns)
             else:
                 pending[row.node] = row
@@ -386,7 +428,6 @@ def _memory_losses(trace: Trace, *, durable: bool) -> dict[str, list[int]]:
 
 
 _OUTAGES: weakref.WeakKeyDictionary[Trace, dict[int, dict[str, list[tuple[int, int]]]]] = weakref.WeakKeyDictionary()
-_FOREVER = 2**62
 
 
 def outages(trace: Trace) -> dict[str, list[tuple[int, int]]]:
@@ -440,7 +481,6 @@ def owed_writes_found(world: World) -> None:
     ``world.results["durable"]`` (actor names); a key with no replica set is not checked. Rows recorded late by a paused node (``_late_acquisitions``) are skipped.
     """
     durable = set(world.results.get("durable", ()))
-    losses = {True: memory_losses(world.trace, durable=True), False: memory_losses(world.trace, durable=False)}
     late = _late_acquisitions(world)
     down = outages(world.trace)
     index = {id(row): i for i, row in enumerate(world.trace.rows)}
@@ -448,7 +488,7 @@ def owed_writes_found(world: World) -> None:
         members = replica_set(world, actor, key)
         if not members:
             continue
-        lost = losses[actor in durable]
+        is_durable = actor in durable
         confirmed: list[Row] = []
         for row in rows:
             if row.kind == "write.confirmed":
@@ -456,7 +496,11 @@ def owed_writes_found(world: World) -> None:
                 continue
             if index[id(row)] in late:
                 continue
-            owed = [c for c in confirmed if kept_memory(members, lost, c.t_ns, row.t_ns, down)]
+            owed = [
+                c
+                for c in confirmed
+                if kept_memory(members, memory_losses(world.trace, durable=is_durable, of=(actor, key), version=int(c.get("version")) if is_durable else 0), c.t_ns, row.t_ns, down)
+            ]
             top = max(owed, key=lambda c: int(c.get("version")), default=None)
             if top is not None and int(row.get("found")) < int(top.get("version")):
                 raise CheckFailed(

@@ -95,6 +95,21 @@ def test_a_crash_loses_in_memory_replicas_and_durable_ones_only_without_their_di
     assert memory_losses(trace, durable=True) == {"n2": [3_000_000_000], "n3": [5_000_000_000], "n4": [7_000_000_000]}
 
 
+def test_a_durable_keys_disk_copy_is_only_on_nodes_that_confirmed_it_as_owner() -> None:
+    """Seed 130's false alarm: only an owner saves a durable key to its disk, so a replica's crash with its disk still
+    loses its copy of that key (n2), while the owner that confirmed a write of it keeps it through one (n1)."""
+    trace = _trace(
+        (0.5, "n1", "write.confirmed", {"actor": "a", "key": "k", "version": 1}),
+        (1.0, "n1", "fault.crash", {"unsynced_lost": 0}),
+        (2.0, "n2", "fault.crash", {"unsynced_lost": 0}),
+        (3.0, "n1", "fault.restart", {}),
+        (3.0, "n2", "fault.restart", {}),
+    )
+    assert memory_losses(trace, durable=True, of=("a", "k")) == {"n2": [2_000_000_000]}
+    assert memory_losses(trace, durable=True, of=("a", "other")) == {"n1": [1_000_000_000], "n2": [2_000_000_000]}
+    assert memory_losses(trace, durable=True) == {}
+
+
 def test_a_write_is_owed_while_a_majority_of_its_replicas_kept_their_memory() -> None:
     """Replicas n1 n2 n3: one loss after the write keeps it owed, two do not; losses before it do not count."""
     losses = {"n1": [5], "n2": [8], "n4": [6]}
@@ -149,10 +164,10 @@ def test_finding_forged_membership_and_crashes_heal() -> None:
     assert _failed("swarm", 12) == []
 
 
-@pytest.mark.xfail(strict=True, reason="issue 10 #2: replicas of the durable d0 crash and restart with their disks; d0 is acquired below an epoch it had (epochs_only_grow)")
+@pytest.mark.xfail(strict=True, reason="issue 10 #2: n1 owned the durable d0 at round 3, crashed twice and restarted with its disk, and re-acquired d0 at round 2 (epochs_only_grow)")
 def test_finding_durable_epochs_only_grow_across_restarts_with_disks() -> None:
-    """Seed 25, its own plan (four nodes down at once, wipes elsewhere): the durable key's epochs only grow."""
-    assert "epochs_only_grow" not in _failed("swarm", 25)
+    """Seed 130, its own plan (all seven nodes down at once, restarts with their disks): the durable key's epochs only grow."""
+    assert "epochs_only_grow" not in _failed("swarm", 130)
 
 
 @pytest.mark.xfail(strict=True, reason="liveness (near #6): an owner cut off 12 s keeps its stale activation after the heal; the first client write 8.5 s later is fenced and the client gets Unavailable instead of the new epoch's answer (operations_live)")

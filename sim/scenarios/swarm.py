@@ -23,7 +23,9 @@ What is owed, decided from the trace (``sim.checks.memory_losses``, ``outages``,
 replica set (the converged ring's view, recorded at ``CONVERGED``) was up at c (a down node
 acknowledged nothing) and lost no memory in (c, t]. A node loses its
 memory of an in-memory key at every crash; of a durable key only at a crash whose disk did
-not come through (unsynced writes lost, or the restart wiped it, or no restart at all).
+not come through (unsynced writes lost, or the restart wiped it, or no restart at all), or
+at any crash if it had not saved the key: an owner saves a durable key's confirmed writes
+to its own disk, a replica's copy is in memory (``memory_losses(..., of=(actor, key))``).
 When more than a minority forgot, nothing is owed: no protocol can bring back a write that
 no surviving copy holds.
 """
@@ -243,8 +245,14 @@ def _read_final_of(world: World, key: str) -> None:
 # ========================================================================== checks =====
 
 
-def _losses(world: World, key: str) -> dict[str, list[int]]:
-    return memory_losses(world.trace, durable=key in DURABLE_COUNTERS)
+def _losses(world: World, key: str, version: int) -> dict[str, list[int]]:
+    return memory_losses(world.trace, durable=key in DURABLE_COUNTERS, of=(_counter(key).name, key), version=version)
+
+
+def _version_at(versions: list[tuple[int, int]], answered: float) -> int:
+    """The version of the latest confirmed write of a key at or before an answer (the write the answer reports)."""
+    at = round(answered * 1e9)
+    return max((v for t, v in versions if t <= at), default=0)
 
 
 def _replicas_of(world: World, actor_name: str, key: str) -> list[str]:
@@ -263,13 +271,14 @@ def owed_increments_kept(world: World) -> None:
         final = world.results.get(f"final:{key}")
         _expect(check, isinstance(final, int), f"{key}: the final count was not read: {final!r}")
         assert isinstance(final, int)
-        replicas = _replicas_of(world, _counter(key).name, key)
-        losses = _losses(world, key)
+        actor_name = _counter(key).name
+        replicas = _replicas_of(world, actor_name, key)
         down = outages(world.trace)
+        versions = sorted((r.t_ns, int(r.get("version"))) for r in world.trace.of("write.confirmed", actor=actor_name, key=key))
         owed = [
             (answered, count)
             for _phase, k, _node, _asked, answered, count in world.results["ops"]
-            if k == key and isinstance(count, int) and kept_memory(replicas, losses, round(answered * 1e9), read_ns, down)
+            if k == key and isinstance(count, int) and kept_memory(replicas, _losses(world, key, _version_at(versions, answered)), round(answered * 1e9), read_ns, down)
         ]
         counts = sorted(c for _, c in owed)
         _expect(check, len(set(counts)) == len(counts), f"{key}: one count was confirmed twice: {counts}")
