@@ -327,6 +327,8 @@ class Codec:
         raise TypeError(f"cannot encode a {type(obj).__qualname__}: {obj!r}")
 
     def _dec_hook(self, cls: type, obj: Any) -> Any:
+        if cls is object:  # an ``object`` annotation holds any value, as ``Any`` does (msgspec asks the hook)
+            return obj
         target = get_origin(cls) or cls
         if isinstance(target, type) and issubclass(target, Ref):
             if not isinstance(obj, list) or not obj:

@@ -444,3 +444,11 @@ def test_a_durable_key_with_a_lone_surrogate_is_a_schema_error_at_ref_not_a_stor
         assert [key for _, key in await store.keys()] == ["k"]
 
     run_virtual(main)
+
+
+def test_an_object_annotation_takes_any_value_as_any_does() -> None:
+    """A value typed ``object`` (a field, an item, a reply) decodes as it was encoded, so checking it locally refuses nothing that travels."""
+    codec, _ = make_codec()
+    data = codec.encode_value([1, "a", {"k": [2.5]}])
+    assert codec.decode_value(data, tuple[int, object, object], "v") == (1, "a", {"k": [2.5]})
+    codec.check_typed(("x", None), tuple[str, object], "the reply")
