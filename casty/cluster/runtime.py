@@ -27,15 +27,22 @@ node owns is handed to that node with a resume request (a ``Deliver`` with origi
 ``RESUME_ORIGIN`` and no message), which activates the key there, makes it an orphan of
 that node until it is acquired, and answers; without an answer within ``write_timeout`` +
 ``RESUME_EVERY`` the request is sent again (to whoever owns the key then). A node without
-a quorum names no owner: its orphans wait. A paused owner thus fenced on resume (``lost``
-there, ``handoff`` on the interim owner) is resumed by the ring owner after the heal.
+a quorum names no owner: its orphans wait.
 
-The bound: once the faults heal and this node's view names the key's owner (the failure
-detector's convergence: ``suspect_after`` + ``dead_after`` at most, much less when a node
-is only heard again), an ``@active`` key whose run ended as above runs on its owner within
-``RESUME_EVERY`` + one acquisition (``write_timeout``) + one resume request's round trip,
-and again within ``RESUME_EVERY`` + ``write_timeout`` for each attempt that fails (no
-quorum yet, replicas not ready).
+Why a long pause needs it: the paused owner's run never learns that the others declared it
+dead and that the next replica took the key over (a newer epoch). Once the paused node is
+heard again the ring names it owner once more, so the interim owner ends its run
+(``handoff``), and the paused node's own stale run is refused at its first write
+(``lost``: a schedule's firing, at once if one fell due during the pause, else later). The
+sweep of that node's membership change may have come while the stale run still held the
+key, and no other sweep follows: before this rule nothing ran the key until a message came.
+
+The bound: from the later of the end of the run and the moment this node's view names the
+key's owner after the faults healed (the failure detector's convergence: at most
+``suspect_after`` + ``dead_after`` after the last fault, much less when a node is only heard
+again), the key runs on its owner within ``RESUME_EVERY`` + one acquisition
+(``write_timeout``) + a resume request's round trip, and within another ``RESUME_EVERY`` +
+``write_timeout`` for each attempt that fails (no quorum yet, replicas not ready).
 
 Placement: the ring is built over ``membership.ring_nodes()`` (members alive, suspect or
 dead; rebuilt only when that set changes); a key's replicas are the first ``replicas``
