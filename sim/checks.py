@@ -200,16 +200,7 @@ def memory_eras(world: World) -> Callable[[str, str, int], int]:
     bounds: dict[tuple[str, str], list[int]] = {}
 
     def edges_of(actor: str, key: str) -> list[int]:
-        members = replica_set(world, actor, key)
-        events = sorted((t, node) for node in members for t in _latest_lost(world.trace, actor in durable, (actor, key), node))
-        since: set[str] = set()
-        edges: list[int] = []
-        for t, node in events:
-            since.add(node)
-            if members and len(since) >= len(members) // 2 + 1:
-                edges.append(t)
-                since = set()
-        return edges
+        return _forgotten_at(world.trace, replica_set(world, actor, key), actor in durable, (actor, key))
 
     def era(actor: str, key: str, t_ns: int) -> int:
         edges = bounds.get((actor, key))
@@ -220,22 +211,54 @@ def memory_eras(world: World) -> Callable[[str, str, int], int]:
     return era
 
 
-def _latest_lost(trace: Trace, durable: bool, of: tuple[str, str], node: str) -> list[int]:
-    """The crashes of ``node`` at which it forgot the key's latest confirmed state: every crash for an in-memory
-    type; for a durable one, a crash its disk did not come through (``memory_losses``) or whose disk held an older
-    version than the latest confirmed anywhere before the crash (only an owner saves a durable key, and only what it confirmed)."""
-    if not durable:
-        return memory_losses(trace, durable=False).get(node, [])
+def _forgotten_at(trace: Trace, members: list[str], durable: bool, of: tuple[str, str]) -> list[int]:
+    """The times at which fewer than a majority of ``members`` still held the key's latest confirmed state.
+
+    Walks the key's confirmed writes and the members' crashes and restarts in time order. A
+    confirmed write is held by every member up at that moment (a down node acknowledged
+    nothing; an up one is assumed to have it: the check then finds fewer eras, never more
+    than the runtime allows). A crash takes the node out of the holders, except, for a
+    durable type, a crash its disk came through (``memory_losses``) on a node that had itself
+    confirmed the latest version (only an owner saves a durable key, and only what it
+    confirmed). A restarted node holds nothing until the next write. When the holders fall
+    below a majority, the key is forgotten: a new era starts, held by the members up then.
+    """
+    if not members:
+        return []
+    majority = len(members) // 2 + 1
+    kept_crashes = set()
+    if durable:
+        lost = memory_losses(trace, durable=True, of=of)
+        every = memory_losses(trace, durable=False)
+        kept_crashes = {(n, t) for n in members for t in every.get(n, []) if t not in lost.get(n, [])}
     confirmed = _confirmed_by_node(trace, of)
-    every = sorted(tv for writes in confirmed.values() for tv in writes)
-    mine = confirmed.get(node, [])
-    out = []
-    for t in memory_losses(trace, durable=False).get(node, []):  # every crash of the node
-        latest = max((v for at, v in every if at < t), default=0)
-        saved = max((v for at, v in mine if at < t), default=-1)
-        if saved < latest or t in memory_losses(trace, durable=True, of=of, version=0).get(node, []):
-            out.append(t)
-    return out
+    events: list[tuple[int, int, str, str, int]] = []  # (t, order, kind, node, version)
+    for node, writes in confirmed.items():
+        events += [(t, 1, "write", node, v) for t, v in writes]
+    for row in trace.of("fault.crash", "fault.restart"):
+        if row.node in members:
+            events.append((row.t_ns, 0, row.kind, row.node, 0))
+    events.sort()
+    up = set(members)
+    holders = set(members)
+    latest = 0
+    mine: dict[str, int] = {}
+    edges: list[int] = []
+    for t, _order, kind, node, version in events:
+        if kind == "write":
+            latest = max(latest, version)
+            mine[node] = max(mine.get(node, 0), version)
+            holders = set(up)
+        elif kind == "fault.crash":
+            up.discard(node)
+            if not ((node, t) in kept_crashes and mine.get(node, -1) >= latest):
+                holders.discard(node)
+            if len(holders) < majority:
+                edges.append(t)
+                holders = set(up)
+        else:
+            up.add(node)
+    return edges
 
 
 def replica_set(world: World, actor: str, key: str) -> list[str]:
