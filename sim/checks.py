@@ -185,13 +185,13 @@ def _late_acquisitions(world: World) -> set[int]:
 
 
 def memory_eras(world: World) -> Callable[[str, str, int], int]:
-    """For keys with a recorded replica set (``world.results["replicas"]``), the era of a row: how many times, up to
-    its time, a majority of the key's replicas had lost memory since the era before began (``memory_losses``).
+    """For keys with a replica set (``replica_set``), the era of a row: how many times, before its time, fewer than
+    a majority of the key's replicas still held its latest confirmed state (``_forgotten_at``).
 
     Once a majority of a key's replicas forgot it, nothing of its history is owed (no read quorum meets a copy):
     the next owner may rightly start it over, at round 1 and version 0. The ordering checks compare rows within an
-    era only. A replica refilled by a handoff after its restart still counts as having forgotten: the checks claim
-    less than the runtime may give, never more. Keys without a recorded replica set are all one era.
+    era only. A replica refilled by a handoff after its restart counts as holding nothing until the next write:
+    the check may find an era the runtime did not need, never miss one. Keys without a replica set are all one era.
     """
     results: dict[str, object] = getattr(world, "results", {})  # a bare (trace-only) world has no results: one era
     if not results.get("replicas") and not results.get("ring"):
