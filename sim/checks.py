@@ -190,8 +190,9 @@ def memory_eras(world: World) -> Callable[[str, str, int], int]:
 
     Once a majority of a key's replicas forgot it, nothing of its history is owed (no read quorum meets a copy):
     the next owner may rightly start it over, at round 1 and version 0. The ordering checks compare rows within an
-    era only. A replica refilled by a handoff after its restart counts as holding nothing until the next write:
-    the check may find an era the runtime did not need, never miss one. Keys without a replica set are all one era.
+    era only. Two approximations, stated: a replica up at a write is taken to hold it (it may have missed it: an
+    era could then be missed), and a restarted one to hold nothing until the next write (a handoff may have
+    refilled it: an era could be found the runtime did not need). Keys without a replica set are all one era.
     """
     results: dict[str, object] = getattr(world, "results", {})  # a bare (trace-only) world has no results: one era
     if not results.get("replicas") and not results.get("ring"):
