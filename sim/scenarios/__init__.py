@@ -118,6 +118,6 @@ def _load() -> None:
     from . import replicas_lost  # noqa: F401
     from . import takeover  # noqa: F401
     from . import rolling  # noqa: F401
-    from . import swarm  # noqa: F401
     from . import probes  # noqa: F401  (sim.mutants: one rule per script)
+    from . import swarm  # noqa: F401
     from . import double_restart  # noqa: F401
