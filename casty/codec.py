@@ -405,6 +405,9 @@ class Codec:
         except _ENCODE_ERRORS:
             self.encode_value(value, what, of)  # raises, naming it
             raise
+        cls = type(value)
+        if cls is annotation and (cls is int or cls is str or cls is float or cls is bool):
+            return data  # encoded, so in range and valid UTF-8: the common state write, without a call
         try:
             check = FAST_VALUES.get(annotation)
         except TypeError:  # an unhashable annotation
