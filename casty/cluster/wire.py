@@ -178,7 +178,7 @@ class Wire:
             )
         try:
             return self._encoder.encode((WIRE_VERSION, channel, tag, frame))
-        except (TypeError, ValueError, OverflowError, msgspec.EncodeError) as exc:
+        except (TypeError, ValueError, OverflowError, msgspec.EncodeError, RecursionError) as exc:
             raise WireError(
                 f"cannot encode {tag!r} frame on channel {channel!r}: {exc}", reason="encode", channel=channel, tag=tag
             ) from exc
@@ -187,7 +187,7 @@ class Wire:
         """The channel and frame encoded in ``data``; ``WireError`` (never anything else) if it is not one."""
         try:
             version, channel, tag, body = self._header.decode(data)
-        except (msgspec.DecodeError, TypeError) as exc:  # ValidationError is a DecodeError
+        except (msgspec.DecodeError, TypeError, RecursionError) as exc:  # ValidationError is a DecodeError; too deep to skip
             raise WireError(
                 f"not a cluster frame ({len(data)} bytes; expected msgpack [version, channel, tag, body]): {exc}",
                 reason="garbage",
