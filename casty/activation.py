@@ -30,7 +30,9 @@ import msgspec
 
 from . import observer as ev
 from .actor import ActorType, known_actor
-from .cluster.replication import ZERO_STAMP, Acquired, AcquireTimedOut, Confirmed, Epoch, Lost, Stamp, WriteTimedOut
+from .cluster.replication import (
+    ZERO_STAMP, Acquired, AcquireTimedOut, Confirmed, Epoch, Lost, Persisting, Stamp, WriteTimedOut,
+)
 from .cluster.replication import Fenced as EpochFenced
 from .context import EMPTY, Context, Inbox
 from .errors import ActorFailed, CastyError, Fenced, MailboxFull, NotStarted, SchemaError, Unavailable
@@ -488,8 +490,10 @@ class Activation:
         slot.perform(slot.owner.acquire(
             slot.now(), replicas, self.type.write, updates=write_back,
             after=max(service.round_hint(self.entity), stored_stamp.epoch), floor=stored_version,
+            persist=self._store is not None,
         ))
-        acquired: Acquired = await acquiring
+        reported = await acquiring
+        acquired = reported if type(reported) is Acquired else await self._hold_once_saved(slot, reported)
         slot.acquiring = None
         records = system._records
         pages = self.pages = records.pages_of(self.entity)
@@ -508,6 +512,34 @@ class Activation:
         if had_state[0]:
             self.state_value = self._decode_state(pages[STATE_PAGE])
         return had_state[0]
+
+    async def _hold_once_saved(self, slot: OwnerSlot, persisting: Acquired | Persisting) -> Acquired:
+        """Replication rule 7: a durable key's write-back goes to the store under its new epoch before the key is held.
+
+        Replicas forget their promises when they restart; after every one of them did, the
+        store's epoch is where the next owner starts from (``acquire(after=)``). An owner that
+        acquired the key and crashed before its first save would otherwise leave the store a
+        round behind, and the key's next owner would mint an epoch below the one it held.
+        A ``Lost`` or the acquire timeout during the save fails the acquisition.
+        """
+        assert type(persisting) is Persisting
+        waiting = slot.acquiring = self._loop.create_future()
+        try:
+            await self._persist_within(
+                persisting.pages, persisting.version, persisting.epoch, self._write_timeout(), self.lease,
+                "activate", "acquired by the replicas but not saved by the store",
+            )
+        except BaseException:
+            if waiting.done() and not waiting.cancelled():
+                waiting.exception()  # a Lost or a timeout came first: the save's own error is the one raised
+            raise
+        if not waiting.done():
+            slot.perform(slot.owner.persisted(persisting.epoch))
+        if not waiting.done():
+            raise Unavailable(f"{self.type.name}[{self.key!r}]: not acquired: the owner ended while its write-back was saved")
+        result = await waiting
+        assert type(result) is Acquired
+        return result
 
     def _on_replication(self, event: Any) -> None:
         """A report of the key's owner: settles the acquisition or a write, or ends the activation (``Lost``)."""
@@ -528,7 +560,7 @@ class Activation:
             return
         where = f"{self.type.name}[{self.key!r}]"
         acquiring = slot.acquiring
-        if isinstance(event, Acquired):
+        if isinstance(event, Acquired | Persisting):
             if acquiring is not None and not acquiring.done():
                 acquiring.set_result(event)
         elif isinstance(event, EpochFenced | WriteTimedOut):

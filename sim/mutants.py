@@ -149,10 +149,10 @@ MUTANTS: tuple[Mutant, ...] = (
         "replication 2: Acquired only once the write-back reached the write quorum (here: on the first ack)",
         _one(
             REPLICATION,
-            "        if self.phase == \"writing_back\":\n"
+            "                return []  # the write-back's quorum was counted: the store's save is awaited\n"
             "            if self._holders(self.version) is None:\n"
             "                return []\n",
-            "        if self.phase == \"writing_back\":\n",
+            "                return []  # the write-back's quorum was counted: the store's save is awaited\n",
         ),
         ("write-back-before-reads", "stale-owner-fenced", "ownership-repeat"),
     ),

@@ -7,6 +7,8 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
+import pytest
+
 from casty import ActorSystem, Askable, Context, MemoryStore, actor
 from casty.cluster.config import Cluster
 from casty.cluster.replication import ZERO_EPOCH, Epoch, KeyOwner, Promise, Stamp, Write
@@ -260,3 +262,65 @@ def test_after_a_whole_cluster_restart_a_deleted_key_starts_over_above_its_tombs
     assert record is not None and (record.version, record.epoch[0]) == (12, 4)  # write-back 10, Inc 11, idle 12; one round up
     assert _loose(world, record.state) == 1
     world.close()
+
+
+@dataclass(frozen=True)
+class Peek(Askable[int]):
+    pass
+
+
+@actor(initial=0, durable="write", idle_after=5.0)
+async def peeked_counter(ctx: Context[int, Inc | Peek]) -> None:
+    """Inc counts, Peek answers the count and writes nothing: an activation for a Peek leaves no save of its own."""
+    async for msg in ctx.inbox:
+        if isinstance(msg, Inc):
+            msg.reply_to.tell(await ctx.state.update(lambda n: n + 1))
+        else:
+            msg.reply_to.tell(ctx.state.value)
+
+
+@actor(initial=0, durable=timedelta(seconds=30), idle_after=5.0)
+async def peeked_lazily(ctx: Context[int, Inc | Peek]) -> None:
+    """peeked_counter, write-behind: the store gets the latest count every 30 s."""
+    async for msg in ctx.inbox:
+        if isinstance(msg, Inc):
+            msg.reply_to.tell(await ctx.state.update(lambda n: n + 1))
+        else:
+            msg.reply_to.tell(ctx.state.value)
+
+
+@pytest.mark.parametrize("actor_type", [peeked_counter, peeked_lazily], ids=["write-through", "write-behind"])
+def test_an_acquisition_with_no_write_after_it_is_durable_before_the_body_starts(actor_type: Any) -> None:
+    """A durable key acquired at round 2 for a Peek (no write after the write-back), then a whole-cluster crash: it comes back at round 3."""
+    world = World(5)
+    database = MemoryStore()
+    for name in NODES:
+        world.add_node(name, cluster=CLUSTER, store=database, ask_timeout=2.0, write_timeout=1.0)
+    world.run(until=2.0)
+    assert _counts(world, actor_type, "n2", 1, 1.0) == [1]
+    world.run(until=world.now + 40.0)  # idle, and saved (write-behind flushes within 30 s)
+    assert _peek(world, actor_type, "n2") == 1  # a new activation: round 2, its write-back the last write
+    assert [round_ for round_, _node in _epochs(world, "k")] == [1, 2]
+    for name in NODES:
+        world.crash(name)
+    world.run(until=world.now + 1.0)
+    for name in NODES:
+        world.restart(name)
+    world.run(until=world.now + 3.0)
+    assert _peek(world, actor_type, "n3") == 1
+    assert [round_ for round_, _node in _epochs(world, "k")] == [1, 2, 3]
+    world.close()
+
+
+def _peek(world: World, actor_type: Any, node: str) -> Any:
+    """One Peek of key 'k' from ``node``; its answer (or the error) after 1 s."""
+
+    async def client(system: ActorSystem) -> Any:
+        try:
+            return await system.ref(actor_type, "k").ask(Peek())
+        except Exception as exc:
+            return exc
+
+    task = world.spawn(node, client)
+    world.run(until=world.now + 1.0)
+    return task.result()

@@ -41,6 +41,7 @@ from casty.cluster.replication import (
     Level,
     Lost,
     Nack,
+    Persisting,
     Prepare,
     Promise,
     ReplicaStore,
@@ -457,6 +458,42 @@ def test_acquire_timeout_and_late_stale_timers() -> None:
     assert owner.timer("acquire", 9.0) == []
     owner.acquire(10.0, REPLICAS)
     assert owner.epoch == Epoch(2, "r1")  # never the same epoch twice
+
+
+def test_a_durable_acquisition_holds_the_key_only_once_the_driver_saved_its_write_back() -> None:
+    """Rule 7: with persist=True the write-back quorum reports Persisting, writes are refused, and only persisted(epoch) reports Acquired."""
+    stores = {name: ReplicaStore() for name in REPLICAS}
+    owner = KeyOwner(ENTITY, "r1", resend_every=None)
+    outs = owner.acquire(0.0, REPLICAS, updates={"@active": b"r1"}, after=Epoch(3, "x"), floor=5, persist=True)
+    epoch = Epoch(4, "r1")
+    assert pump(owner, stores, outs) == [Persisting(ENTITY, epoch, 6, {"@active": b"r1"})]
+    assert owner.phase == "persisting"
+    with pytest.raises(RuntimeError, match="write while persisting"):
+        owner.write(0.1, {"s": b"too soon"})
+    assert owner.persisted(Epoch(3, "r1")) == []  # not the epoch being persisted
+    outs = owner.persisted(epoch)
+    assert outs == [CancelTimer("acquire"), Report(Acquired(ENTITY, epoch, 6, {"@active": b"r1"}, ZERO_STAMP, False))]
+    assert (owner.phase, owner.persisted(epoch)) == ("held", [])
+    version, outs = owner.write(0.2, {"s": b"1"})
+    assert version == 7 and [type(event) for event in pump(owner, stores, outs)] == [Confirmed]
+
+
+def test_a_durable_acquisition_times_out_or_is_lost_while_its_save_is_awaited() -> None:
+    """Rule 7: the acquire timeout covers the save, and a newer promise still fences a persisting owner; a late persisted() holds nothing."""
+    stores = {name: ReplicaStore() for name in REPLICAS}
+    owner = KeyOwner(ENTITY, "r1", acquire_timeout=2.0, resend_every=None)
+    assert [type(e) for e in pump(owner, stores, owner.acquire(0.0, REPLICAS, persist=True))] == [Persisting]
+    assert owner.timer("acquire", 1.0) == []
+    assert reports(owner.timer("acquire", 2.0)) == [AcquireTimedOut(ENTITY, Epoch(1, "r1"))]
+    assert owner.phase == "idle" and owner.persisted(Epoch(1, "r1")) == []
+    assert [type(e) for e in pump(owner, stores, owner.acquire(3.0, REPLICAS, persist=True))] == [Persisting]
+    newer = Epoch(9, "r2")
+    stores["r2"].on_prepare(Prepare(ENTITY, newer))
+    refusal = stores["r2"].on_write(Write(ENTITY, Epoch(2, "r1"), 2, {}))
+    assert refusal == Nack(ENTITY, Epoch(2, "r1"), 2, newer)
+    outs = owner.receive("r2", refusal, 3.5)
+    assert CancelTimer("acquire") in outs and reports(outs) == [Lost(ENTITY, Epoch(2, "r1"), newer)]
+    assert (owner.persisted(Epoch(2, "r1")), owner.phase) == ([], "lost")
 
 
 # ============================================================ fencing =====

@@ -62,7 +62,7 @@ from ..ports import Transport
 from ..timers import TimerHeap
 from .driver import REPLICATION_CHANNEL, Dispatcher
 from .handoff import SYNC_TIMER, Handoff, Imported, RoundEnded, RoundStarted, SyncDump, SyncRequest
-from .replication import RESEND_TIMER, ZERO_EPOCH, Ack, Acquired, Entity, Epoch, KeyOwner, Lost, Nack, Prepare, Promise, ReplicaStore, Snapshot, Write
+from .replication import RESEND_TIMER, ZERO_EPOCH, Ack, Acquired, Entity, Epoch, KeyOwner, Lost, Nack, Persisting, Prepare, Promise, ReplicaStore, Snapshot, Write
 from .sansio import CancelTimer, Output, Report, Send, SetTimer
 from .wire import Wire, WireError
 
@@ -148,7 +148,7 @@ class OwnerSlot:
         self.closed = False
         # kept here for the activation that opened the slot: its acquisition, and its writes
         # waiting for a quorum (version -> (waiters, the pages as of that write))
-        self.acquiring: asyncio.Future[Acquired] | None = None
+        self.acquiring: asyncio.Future[Acquired | Persisting] | None = None
         self.writes: dict[int, tuple[list[Any], dict[str, bytes]]] = {}
         self._staged: dict[str, bytes | None] | None = None  # this turn's updates, merged, not yet written
         self._staged_waiters: list[Any] = []

@@ -37,6 +37,16 @@ The rules (epoch = (round, node), stamp = (epoch, version), both compared as tup
 6. **Delete.** A tombstone is a write of the empty page set: its stamp still orders it,
    so an older replica's pages never come back. A key is *deleted* when it holds no pages
    under a non-zero stamp; ``Acquired.deleted`` says the newest state found was one.
+7. **Durable acquire.** For a key whose copy also lives on a disk (``acquire(persist=True)``),
+   the owner does not hold the key when its write-back reaches the write quorum: it reports
+   ``Persisting`` and waits for the driver's ``persisted`` (the write-back saved to the store
+   under the new epoch) before it reports ``Acquired``. Replicas keep their promises in
+   memory only; after every replica lost its memory the store is the one place a recovering
+   owner learns how high the key's epochs went (``acquire(after=)``), so no epoch may be
+   held that the store does not know of: otherwise an owner that acquired the key and
+   crashed before its first save would leave the store one round behind, and the next owner
+   would mint a round below it (and a straggling frame of that forgotten round would outrank
+   the newer owner's writes). The acquire timeout covers the save too.
 
 Versions: the write-back is ``found.version + 1``, every write the next one; the write id
 ``write`` returns is that version (unique under the epoch), so along the chain of epochs
@@ -100,6 +110,7 @@ __all__ = [
     "FRAMES",
     # reports
     "Acquired",
+    "Persisting",
     "Lost",
     "AcquireTimedOut",
     "Confirmed",
@@ -248,6 +259,21 @@ class Acquired:
     pages: dict[str, bytes]
     found: Stamp
     deleted: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Persisting:
+    """A durable acquisition's write-back reached its write quorum: save ``pages`` as ``version`` under ``epoch``, then call ``persisted``.
+
+    Only for ``acquire(persist=True)`` (rule 7): the owner holds the key, and reports
+    ``Acquired``, once the driver says the save is done, so that the store always knows
+    the newest epoch an owner held.
+    """
+
+    entity: Entity
+    epoch: Epoch
+    version: int
+    pages: dict[str, bytes]
 
 
 @dataclass(frozen=True, slots=True)
@@ -494,7 +520,7 @@ class ReplicaStore:
 WriteBackUpdates = Mapping[str, bytes | None] | Callable[[Stamp, Mapping[str, bytes]], Mapping[str, bytes | None]]
 """The updates the write-back applies to the pages found: fixed, or computed from (found stamp, found pages)."""
 
-Phase = Literal["idle", "preparing", "writing_back", "held", "lost"]
+Phase = Literal["idle", "preparing", "writing_back", "persisting", "held", "lost"]
 
 ACQUIRE_TIMER = "acquire"
 """The owner's timer for the whole acquisition (promises and write-back)."""
@@ -523,7 +549,8 @@ class KeyOwner:
 
     Phases: ``idle`` (never acquired, or the last acquire timed out) -> ``preparing``
     (Prepare sent) -> ``writing_back`` (quorum of promises; the adopted pages are being
-    written back) -> ``held`` (``Acquired`` reported; ``write`` allowed) -> ``lost``
+    written back) -> [``persisting``: only with ``persist=True``, ``Persisting`` reported,
+    waiting for ``persisted``] -> ``held`` (``Acquired`` reported; ``write`` allowed) -> ``lost``
     (a newer epoch was seen). ``acquire`` may be called again from ``idle`` or ``lost``
     and then mints a newer epoch. A refusal while acquiring is not retried here: the
     driver decides (placement may say that the other node is the rightful owner).
@@ -541,7 +568,7 @@ class KeyOwner:
         "phase", "epoch", "version", "pages", "replicas", "level", "newer",
         "_read_quorum", "_write_quorum", "_round_seen", "_deadline", "_updates",
         "_promises", "_blank", "_floor", "_found", "_found_deleted", "_acked", "_pending", "_resend_at",
-        "_write_timer_at",
+        "_write_timer_at", "_persist",
     )
 
     def __init__(
@@ -583,6 +610,7 @@ class KeyOwner:
         self._pending: dict[int, float] = {}  # version -> deadline, in version order (so in deadline order)
         self._resend_at: float | None = None
         self._write_timer_at: float | None = None  # when the write timer is armed to fire, if it is
+        self._persist = False  # this acquisition holds the key only once the driver saved it (rule 7)
 
     # ------------------------------------------------------------ acquiring ----
 
@@ -595,6 +623,7 @@ class KeyOwner:
         updates: WriteBackUpdates | None = None,
         after: Epoch = ZERO_EPOCH,
         floor: int = 0,
+        persist: bool = False,
     ) -> list[Output]:
         """Start acquiring under a fresh epoch: Prepare to every replica, arm the acquire timeout.
 
@@ -604,7 +633,8 @@ class KeyOwner:
         under) that the new round must exceed; ``floor`` a version the write-back must
         exceed (a durable store's, whose pages the updates may bring back when every
         replica lost the key), so epochs and versions keep growing across a restart of
-        every replica.
+        every replica. ``persist``: the key is durable, and the write-back must be saved
+        before the key counts as held (rule 7: ``Persisting``, then ``persisted``).
         """
         if self.phase not in ("idle", "lost"):
             raise RuntimeError(f"{self.entity}: acquire while {self.phase}")
@@ -621,6 +651,7 @@ class KeyOwner:
         self.newer = None
         self._updates = {} if updates is None else updates
         self._floor = floor
+        self._persist = persist
         self._promises = {}
         self._blank = {}
         self._acked = {}
@@ -630,6 +661,25 @@ class KeyOwner:
         out: list[Output] = [Send(replica, Prepare(self.entity, self.epoch)) for replica in chosen]
         out.append(SetTimer(ACQUIRE_TIMER, self._deadline))
         self._arm_resend(now, out)
+        return out
+
+    def persisted(self, epoch: Epoch) -> list[Output]:
+        """The driver saved the write-back of ``epoch`` (see ``Persisting``): the key is held; ``Acquired``.
+
+        Nothing if this owner is no longer persisting that epoch (it was lost, timed out or
+        closed meanwhile): a save that comes too late holds nothing.
+        """
+        if self.phase != "persisting" or epoch != self.epoch:
+            return []
+        return self._hold()
+
+    def _hold(self) -> list[Output]:
+        self.phase = "held"
+        out: list[Output] = [CancelTimer(ACQUIRE_TIMER)]
+        self._disarm_resend(out)
+        out.append(Report(Acquired(
+            self.entity, self.epoch, self.version, dict(self.pages), self._found, self._found_deleted
+        )))
         return out
 
     # -------------------------------------------------------------- writing ----
@@ -677,7 +727,7 @@ class KeyOwner:
         out: list[Output] = []
         self._pending.clear()
         self._disarm_write_timer(out)
-        if self.phase in ("preparing", "writing_back"):
+        if self.phase in ("preparing", "writing_back", "persisting"):
             out.append(CancelTimer(ACQUIRE_TIMER))
         self.phase = "idle"
         self._disarm_resend(out)
@@ -754,23 +804,23 @@ class KeyOwner:
         return [Send(replica, frame_out) for replica in self.replicas]
 
     def _on_ack(self, src: str, frame: Ack, now: float) -> list[Output]:
-        if self.phase not in ("writing_back", "held"):
+        if self.phase not in ("held", "writing_back", "persisting"):
             return []
         acked = self._acked
         if frame.version <= acked.get(src, 0) or frame.version > self.version:
             return []  # a duplicate, an older write this replica already covers, or nonsense
         acked[src] = frame.version
         out: list[Output] = []
-        if self.phase == "writing_back":
+        if self.phase != "held":
+            if self.phase == "persisting":
+                return []  # the write-back's quorum was counted: the store's save is awaited
             if self._holders(self.version) is None:
                 return []
-            self.phase = "held"
-            found = self._found
-            out.append(CancelTimer(ACQUIRE_TIMER))
+            if not self._persist:
+                return self._hold()
+            self.phase = "persisting"  # rule 7: held once the store has it; the acquire timer stays armed
             self._disarm_resend(out)
-            out.append(Report(Acquired(
-                self.entity, self.epoch, self.version, dict(self.pages), found, self._found_deleted
-            )))
+            out.append(Report(Persisting(self.entity, self.epoch, self.version, dict(self.pages))))
             return out
         pending = self._pending
         if not pending:
@@ -803,7 +853,7 @@ class KeyOwner:
     def _lose(self, newer: Epoch) -> list[Output]:
         """A newer epoch exists: fail what is pending, report ``Lost``, refuse all further writes."""
         out: list[Output] = []
-        if self.phase in ("preparing", "writing_back"):
+        if self.phase in ("preparing", "writing_back", "persisting"):
             out.append(CancelTimer(ACQUIRE_TIMER))
         for version in self._pending:
             out.append(Report(Fenced(self.entity, self.epoch, version, newer)))
@@ -820,7 +870,7 @@ class KeyOwner:
     def timer(self, name: str, now: float) -> list[Output]:
         """A timer set by this owner fired."""
         if name == ACQUIRE_TIMER:
-            if self.phase not in ("preparing", "writing_back") or now < self._deadline:
+            if self.phase not in ("preparing", "writing_back", "persisting") or now < self._deadline:
                 return []
             self.phase = "idle"
             out: list[Output] = []
