@@ -72,6 +72,8 @@ __all__ = [
     "Reorder",
     "ForgedHeartbeat",
     "ForgedRef",
+    "OnAcquire",
+    "ON_ACQUIRE_ACTIONS",
     "FAULT_KINDS",
     "GENERATED_KINDS",
     "FaultPlan",
@@ -500,11 +502,110 @@ class ForgedRef(Fault, frozen=True, tag="forged_ref"):
         world.inject(self.sender, self.node, frame)
 
 
+ON_ACQUIRE_ACTIONS: Final[tuple[str, ...]] = ("pause", "crash", "cut-crash")
+"""What ``OnAcquire`` does to the node that acquired its key."""
+
+
+class OnAcquire(Fault, frozen=True, tag="on_acquire"):
+    """Hit the node that acquires ``actor[key]`` next: from ``at`` on, the first ``epoch.acquired`` row of that key
+    (within ``window`` s) picks the node, and ``delay`` s later it is paused for ``duration`` s (``pause``), crashed
+    and restarted with its disk ``down`` s later (``crash``; ``duration`` unused), or cut off from every other node for ``duration`` s,
+    then crashed, reconnected and restarted ``down`` s later (``cut-crash``: what it had not sent yet is lost).
+
+    Why trace-triggered: the windows a replication protocol must get right open at an acquisition
+    (a write-back not yet on a quorum, promises still in flight), a few milliseconds wide; a plan
+    drawn before the run cannot know when, or on which node, they open. Watching the trace aims at
+    them and stays a value: the same plan on the same seed hits the same instant.
+    """
+
+    actor: str
+    key: str
+    action: str = "pause"
+    delay: float = 0.0
+    duration: float = 1.0
+    down: float = 1.0
+    window: float = 5.0
+    kind: ClassVar[str] = "on_acquire"
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        _check(bool(self.actor) and bool(self.key), "on_acquire.actor and on_acquire.key must not be empty")
+        _check(self.action in ON_ACQUIRE_ACTIONS, f"on_acquire.action must be one of {', '.join(ON_ACQUIRE_ACTIONS)}, got {self.action!r}")
+        _finite("on_acquire.delay", self.delay)
+        _finite("on_acquire.duration", self.duration, positive=True)
+        _finite("on_acquire.down", self.down, positive=True)
+        _finite("on_acquire.window", self.window, positive=True)
+
+    @property
+    def end(self) -> float:
+        """The latest it can be over: the whole window waited, then the delay, the fault and the restart."""
+        held = {"pause": self.duration, "crash": self.down, "cut-crash": self.duration + self.down}[self.action]
+        return self.at + self.window + self.delay + held
+
+    def args(self) -> list[str]:
+        out = [f"{self.actor.rsplit(':', 1)[-1]}[{self.key}]", self.action]
+        if self.delay:
+            out.append(f"+{_num(self.delay)}s")
+        if self.action != "crash":  # a crash holds the node only for ``down``
+            out.append(f"{_num(self.duration)}s")
+        if self.action != "pause":
+            out.append(f"down {_num(self.down)}s")
+        return out
+
+    def start(self, world: World) -> Generator[simpy.Event, Any, None]:
+        acquired = world.env.event()
+        since = int(world.env.now)
+
+        def watch(row: Any) -> None:  # called inside the runtime's turn: only note the node, act from the process
+            if not acquired.triggered and row.kind == "epoch.acquired" and row.t_ns >= since:
+                if row.get("actor") == self.actor and row.get("key") == self.key:
+                    acquired.succeed(row.node)
+
+        world.trace.subscribe(watch)
+        return self._hit(world, acquired)
+
+    def _hit(self, world: World, acquired: simpy.Event) -> Generator[simpy.Event, Any, None]:
+        timeout = world.timeout(self.window)
+        yield acquired | timeout
+        if not acquired.triggered:
+            _skipped(world, "world", str(self), f"no acquisition of {self.key} within {_num(self.window)}s")
+            return
+        node = str(acquired.value)
+        if self.delay:
+            yield world.timeout(self.delay)
+        state = world.node(node)
+        if state.status != "up":
+            _skipped(world, node, str(self), f"the node is {state.status}")
+            return
+        incarnation = state.incarnation
+        world.note(node, f"{self} hits {node}", fault=str(self))
+        if self.action == "pause":
+            world.pause(node)
+            yield world.timeout(self.duration)
+            if world.node(node).status == "paused" and world.node(node).incarnation == incarnation:
+                world.resume(node)
+            return
+        if self.action == "cut-crash":
+            others = [n for n in world.nodes if n != node]
+            if others:
+                world.partition([node], others)
+            yield world.timeout(self.duration)
+            if others:
+                world.reconnect([node], others)
+        if world.node(node).status != "down" and world.node(node).incarnation == incarnation:
+            world.crash(node)  # a paused node crashes too
+        yield world.timeout(self.down)
+        if world.node(node).status == "down":
+            world.restart(node)
+
+
 AnyFault = Union[
-    Crash, Restart, Pause, Resume, Partition, Flap, Heal, ClockStep, ClockDrift, Loss, Duplicate, Reorder, ForgedHeartbeat, ForgedRef
+    Crash, Restart, Pause, Resume, Partition, Flap, Heal, ClockStep, ClockDrift, Loss, Duplicate, Reorder, ForgedHeartbeat, ForgedRef,
+    OnAcquire,
 ]
 FAULT_KINDS: Final[tuple[type[Fault], ...]] = (
     Crash, Restart, Pause, Resume, Partition, Flap, Heal, ClockStep, ClockDrift, Loss, Duplicate, Reorder, ForgedHeartbeat, ForgedRef,
+    OnAcquire,
 )
 """Every fault class, in the order the JSON tags and the docs list them."""
 
@@ -630,7 +731,8 @@ class FaultMix:
     whether a crash group may be a majority (or every node); ``seeds``: whether seed nodes
     may be crashed or paused; ``wipe``: the chance a restart comes back with an empty disk;
     ``long``: the chance a pause, partition or clock step is long (past the failure detector,
-    minutes back in time).
+    minutes back in time); ``aimed``: ``OnAcquire`` faults per 10 s, aimed at the keys
+    ``generate`` is given (``aims``): a pause, crash or cut of a node right after it acquires one.
     """
 
     kinds: tuple[str, ...]
@@ -640,6 +742,7 @@ class FaultMix:
     seeds: bool = True
     wipe: float = 0.0
     long: float = 0.3
+    aimed: float = 0.0
 
     def __post_init__(self) -> None:
         unknown = [k for k in self.kinds if k not in GENERATED_KINDS]
@@ -649,10 +752,15 @@ class FaultMix:
         for name in ("wipe", "long"):
             value = getattr(self, name)
             _check(0.0 <= value <= 1.0, f"FaultMix.{name} must be within [0, 1], got {value!r}")
+        _finite("FaultMix.aimed", self.aimed)
 
     @classmethod
-    def draw(cls, rng: random.Random, nodes: int) -> FaultMix:
-        """A mix for one seed: 1 to all kinds on (crash more often than not), rates and widths at random."""
+    def draw(cls, rng: random.Random, nodes: int, *, aim_rng: random.Random | None = None) -> FaultMix:
+        """A mix for one seed: 1 to all kinds on (crash more often than not), rates and widths at random.
+
+        ``aim_rng`` (a stream of its own, so the rest of the mix and the plan drawn after it stay
+        what they were without it): draw ``aimed`` too, 0 for a quarter of the seeds, else 1-6 per 10 s.
+        """
         count = rng.randint(1, len(GENERATED_KINDS))
         kinds = rng.sample(GENERATED_KINDS, count)
         if "crash" not in kinds and rng.random() < 0.5:
@@ -665,12 +773,14 @@ class FaultMix:
             seeds=rng.random() < 0.8,
             wipe=rng.choice((0.0, 0.0, 0.3, 1.0)),
             long=rng.choice((0.0, 0.3, 0.6)),
+            aimed=0.0 if aim_rng is None or aim_rng.random() < 0.25 else round(aim_rng.uniform(1.0, 6.0), 2),
         )
 
     def __str__(self) -> str:
         return (
             f"kinds={'+'.join(self.kinds)} rate={self.rate:g}/10s at_once={self.max_at_once} "
             f"majority={'yes' if self.majority else 'no'} seeds={'yes' if self.seeds else 'no'} wipe={self.wipe:g} long={self.long:g}"
+            + (f" aimed={self.aimed:g}/10s" if self.aimed else "")
         )
 
 
@@ -697,6 +807,8 @@ def generate(
     start: float = 0.0,
     seed_nodes: Sequence[str] = (),
     refs: Sequence[tuple[str, str, str]] = (),
+    aims: Sequence[tuple[str, str]] = (),
+    aim_rng: random.Random | None = None,
 ) -> FaultPlan:
     """Draw a plan of ``mix``'s kinds over ``[start, start + duration)`` on ``nodes``; every fault is over by then.
 
@@ -710,6 +822,13 @@ def generate(
     Clock steps go either way by up to 3 s, or minutes back (and forward again later) when
     long. ``refs``: (actor, key, message tag) a ``ForgedRef`` may target; without any, that
     kind is not drawn. Times are rounded to the millisecond, so the JSON stays short.
+
+    ``aims``: (actor, key) pairs ``OnAcquire`` faults may watch, drawn at ``mix.aimed`` per
+    10 s from ``aim_rng`` (default ``rng``) after the rest, so a plan without them is a prefix
+    of the plan with them: half pauses (0.2-3 s, or 3-8 s when long), a quarter crashes, a
+    quarter cut-then-crash; most hit at once (delay 0), the rest within 50 ms; a crashed node
+    restarts 0.05-0.5 s later (within a heartbeat: promises of its previous life still in
+    flight) or 0.5-5 s later.
     """
     names = list(nodes)
     _check(len(names) >= 1, "generate needs at least one node")
@@ -792,4 +911,38 @@ def generate(
         elif kind == "forged_ref":
             actor, key, message = rng.choice(list(refs))
             faults.append(ForgedRef(at=_t(t), node=rng.choice(names), actor=actor, key=key, message=message))
+    faults.extend(_aimed(mix, aim_rng or rng, list(aims), start, end))
     return FaultPlan(tuple(faults))
+
+
+def _aimed(mix: FaultMix, rng: random.Random, aims: list[tuple[str, str]], start: float, end: float) -> list[Fault]:
+    """The ``OnAcquire`` faults of ``generate``, each over by ``end``."""
+    out: list[Fault] = []
+    if not aims or not mix.aimed:
+        return out
+    t = start
+    while True:
+        t += rng.expovariate(mix.aimed / 10.0)
+        if t >= end - 1.0:
+            return out
+        actor, key = rng.choice(aims)
+        action = rng.choice(("pause", "pause", "crash", "cut-crash"))
+        delay = 0.0 if rng.random() < 0.6 else _t(rng.uniform(0.001, 0.05))
+        long = rng.random() < mix.long
+        duration = _t(rng.uniform(3.0, 8.0) if long and action == "pause" else rng.uniform(0.2, 3.0) if action == "pause" else rng.uniform(0.05, 1.0))
+        if action == "crash":
+            duration = 1.0  # unused by a crash: the default, left out of the JSON
+        down = _t(rng.uniform(0.05, 0.5) if rng.random() < 0.5 else rng.uniform(0.5, 5.0))
+        fault = OnAcquire(at=_t(t), actor=actor, key=key, action=action, delay=delay, duration=duration, down=down, window=_t(min(10.0, end - t)))
+        room = end - fault.end
+        fitted = fault if room >= 0 else _shorter_window(fault, fault.window + room)
+        if fitted is not None:
+            out.append(fitted)
+
+
+def _shorter_window(fault: OnAcquire, window: float) -> OnAcquire | None:
+    """``fault`` with a shorter watch window (None: no window left)."""
+    window = math.floor(window * 1000) / 1000
+    if window <= 0.01:
+        return None
+    return msgspec.structs.replace(fault, window=window)

@@ -32,15 +32,18 @@ no surviving copy holds.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Generator
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
 import simpy
 
-from casty import ActorSystem, Context, actor
+from casty import ActorSystem, Askable, Context, actor
 from casty.codec import type_tag
 from casty.cluster.config import Cluster
+from casty.errors import Fenced
 
 from ..checks import (
     CheckFailed,
@@ -83,7 +86,20 @@ CRON_REFERENCE = "swarm-cron"
 CRON_PERIOD_US = 2_000_000
 
 COUNTERS = ("c0", "c1", "c2")
+WIDE_COUNTERS = ("f0",)
+"""Counted with five replicas (write quorum 3 of 5): room for a write held by two replicas only, not confirmed."""
 DURABLE_COUNTERS = ("d0",)
+LOGS = ("e0", "e1")
+"""Keys of ``sw_log``: their state is the ids of the notes counted since the last delete."""
+LATE = -1
+"""The id a failed run's late write would put in a log: refused by the activation lease, it is never seen."""
+ERASED_MARGIN = 2.0
+"""A note confirmed this long before a delete was asked is ordered before the delete whatever the network did:
+a duplicated or reordered frame is held back by at most 0.5 s per hop (two hops: client, owner)."""
+BEAT = "swarm-beat"
+BEAT_EVERY = 2.0
+BEAT_LATE_US = 250_000
+"""In the liveness phase a node schedule's tick is told within 0.25 s of its due time (no fault left to delay it)."""
 SCHEDULED = ("s0", "s1")
 SEEDS = ("n1", "n2")
 REPLICAS = 3  # every type's default replica count: the ring places each key on 3 nodes (all of them on 3 nodes)
@@ -106,8 +122,88 @@ async def sw_ticker(ctx: Context[int, Arm | Tick | Get]) -> None:
     await _count_ticks(ctx, work=0.0)
 
 
+@actor(initial=0, replicas=5)
+async def sw_wide(ctx: Context[int, Incr | Settle | Get]) -> None:
+    """cl_counter with five replicas (three on a cluster of three, four on one of four)."""
+    async for msg in ctx.inbox:
+        if isinstance(msg, Incr):
+            await ctx.state.update(lambda n: n + 1)
+        elif isinstance(msg, Settle):
+            await ctx.state.update(lambda n: n)
+        msg.reply_to.tell(ctx.state.value)
+
+
+@dataclass(frozen=True)
+class Note(Askable[tuple[int, ...]]):
+    """Add note ``op`` to the log; the answer is the log once the write is confirmed."""
+
+    op: int
+
+
+@dataclass(frozen=True)
+class Look(Askable[tuple[int, ...]]):
+    """The log as the owner holds it (no write)."""
+
+
+@dataclass(frozen=True)
+class Erase(Askable[int]):
+    """Delete the log (``ctx.state.delete``); the answer (0) comes once the delete is confirmed."""
+
+
+@dataclass(frozen=True)
+class Outlive(Askable[int]):
+    """Start a write of ``(LATE,)`` that waits ``after`` s, answer, then fail this run: the write outlives it."""
+
+    after: float
+
+
+_BACKGROUND: set[asyncio.Task[None]] = set()  # keeps the late writes referenced until they end
+
+
+@actor(initial=())
+async def sw_log(ctx: Context[tuple[int, ...], Note | Look | Erase | Outlive]) -> None:
+    """A log of note ids that can be deleted, and whose failed runs leave a late write behind them."""
+    async for msg in ctx.inbox:
+        if isinstance(msg, Note):
+            msg.reply_to.tell(await ctx.state.update(lambda ops: (*ops, msg.op)))
+        elif isinstance(msg, Look):
+            msg.reply_to.tell(ctx.state.value)
+        elif isinstance(msg, Erase):
+            await ctx.state.delete()
+            msg.reply_to.tell(0)
+        else:
+            task = asyncio.get_running_loop().create_task(_late_write(ctx, msg.after))
+            _BACKGROUND.add(task)
+            task.add_done_callback(_BACKGROUND.discard)
+            msg.reply_to.tell(0)
+            raise RuntimeError("this run ends here; the write it started has not happened yet")
+
+
+async def _late_write(ctx: Context[tuple[int, ...], Note | Look | Erase | Outlive], after: float) -> None:
+    await asyncio.sleep(after)
+    try:
+        await ctx.state.set((LATE,))
+    except Fenced:
+        pass
+    except Exception:  # noqa: BLE001 - the node may be gone or unavailable: the write is refused either way
+        pass
+
+
+@actor(initial=0)
+async def sw_beat(ctx: Context[int, Ping]) -> None:
+    """Takes the beats of a node schedule and writes nothing (the check reads the trace's firing rows)."""
+    async for _msg in ctx.inbox:
+        pass
+
+
 def _counter(key: str) -> Any:
-    return sw_kept if key in DURABLE_COUNTERS else cl_counter
+    return sw_kept if key in DURABLE_COUNTERS else sw_wide if key in WIDE_COUNTERS else cl_counter
+
+
+AIMS: tuple[tuple[str, str], ...] = tuple(
+    (a.name, k) for a, k in ((sw_wide, "f0"), (sw_log, "e0"), (sw_log, "e1"), (cl_counter, "c0"), (sw_kept, "d0"), (sw_ticker, "s0"))
+)
+"""The keys the plan's ``OnAcquire`` faults watch: the windows that open when one of them changes owner."""
 
 
 def _expect(check: str, condition: bool, message: str) -> None:
@@ -132,9 +228,10 @@ def swarm_plan(world: World, nodes: tuple[str, ...]) -> tuple[FaultPlan, str]:
             raise ValueError(f"the swarm heals every fault at {HEAL_AT:g} s: the given plan runs until {plan.end:g} s")
         return plan, "given"
     rng = world.rng("swarm", "faults")
-    mix = FaultMix.draw(rng, len(nodes))
+    aim = world.rng("swarm", "aims")  # a stream of its own: the rest of the mix and plan are what they were without it
+    mix = FaultMix.draw(rng, len(nodes), aim_rng=aim)
     refs = [(cl_counter.name, key, type_tag(Incr)) for key in COUNTERS]
-    plan = generate(mix, rng, nodes, HEAL_AT - FAULTS_FROM, start=FAULTS_FROM, seed_nodes=SEEDS, refs=refs)
+    plan = generate(mix, rng, nodes, HEAL_AT - FAULTS_FROM, start=FAULTS_FROM, seed_nodes=SEEDS, refs=refs, aims=AIMS, aim_rng=aim)
     return plan, str(mix)
 
 
@@ -167,17 +264,71 @@ def _arm(world: World, node: str, key: str) -> None:
 
 
 def _register_cron(world: World, node: str) -> None:
+    """The node's boot code: the cluster cron, and a node schedule with an interval (node-held: registered again at each start)."""
+
     async def register(system: ActorSystem) -> str:
+        await system.schedule(Ping(node), system.ref(sw_beat, f"beat-{node}"), timedelta(seconds=BEAT_EVERY), reference=BEAT)
         return await system.schedule_cron(Ping(node), system.ref(pinged, "swarm"), CRON, reference=CRON_REFERENCE)
 
     world.spawn(node, register)
+
+
+def _ask_into(world: World, node: str, actor_type: Any, key: str, message: Any, into: str, phase: str) -> None:
+    """One ask from ``node``: ``(phase, key, node, asked_at, answered_at, answer or exception name, message)`` in results[into]."""
+    asked = world.now
+
+    async def client(system: ActorSystem) -> None:
+        try:
+            outcome: Any = await system.ref(actor_type, key).ask(message)
+        except Exception as exc:
+            outcome = type(exc).__name__
+        world.results[into].append((phase, key, node, asked, world.now, outcome, message))
+
+    world.spawn(node, client)
+
+
+def _owner_or_any(world: World, live: list[str], actor_type: Any, key: str, rng: Any) -> str:
+    """Half the time the node that a live node's view names the key's owner (a local read), else any live node."""
+    node: str = rng.choice(live)
+    if rng.random() < 0.5:
+        system = world.system(node)
+        owner = system.placement(actor_type, key).owner
+        if owner in live:
+            return str(owner)
+    return node
+
+
+def _more_load(world: World, live: list[str], rng: Any, phase: str) -> None:
+    """One operation of the second load stream: a five-replica increment, a read after writes, or a log operation."""
+    results = world.results
+    draw = rng.random()
+    if draw < 0.3:
+        _incr(world, rng.choice(live), WIDE_COUNTERS[0], phase)
+    elif draw < 0.5:
+        key = rng.choice(COUNTERS + WIDE_COUNTERS + DURABLE_COUNTERS)
+        _ask_into(world, _owner_or_any(world, live, _counter(key), key, rng), _counter(key), key, Get(), "reads", phase)
+    else:
+        key = rng.choice(LOGS)
+        node = _owner_or_any(world, live, sw_log, key, rng)
+        pick = rng.random()
+        if pick < 0.6:
+            results["note_id"] += 1
+            message: Any = Note(results["note_id"])
+        elif pick < 0.8:
+            message = Look()
+        elif pick < 0.95 or phase != "safety":
+            message = Erase()
+        else:
+            message = Outlive(round(rng.uniform(0.2, 1.5), 3))
+        _ask_into(world, node, sw_log, key, message, "logs", phase)
 
 
 def _record_replicas(world: World, nodes: tuple[str, ...]) -> None:
     """The replica set of every checked key, as the converged ring places it (read on a node that is up)."""
     up = next(n for n in nodes if world.node(n).status == "up")
     system = world.system(up)
-    keys = [(cl_counter, k) for k in COUNTERS] + [(sw_kept, k) for k in DURABLE_COUNTERS] + [(sw_ticker, k) for k in SCHEDULED]
+    keys = [(cl_counter, k) for k in COUNTERS] + [(sw_wide, k) for k in WIDE_COUNTERS] + [(sw_kept, k) for k in DURABLE_COUNTERS]
+    keys += [(sw_ticker, k) for k in SCHEDULED] + [(sw_log, k) for k in LOGS]
     world.results["replicas"] = {f"{a.name}/{k}": list(system.placement(a, k).replicas) for a, k in keys}
     world.results["ring"] = {"nodes": list(nodes), "replicas": REPLICAS}
 
@@ -189,7 +340,7 @@ def swarm(world: World) -> None:
     plan, mix = swarm_plan(world, nodes)  # first: a given plan that does not fit is refused before any node starts
     for name in nodes:
         world.add_node(name, cluster=cluster, ask_timeout=2.0, write_timeout=1.0)
-    world.results.update(plan=plan, mix=mix, nodes=list(nodes), durable=[sw_kept.name], ops=[], armed={})
+    world.results.update(plan=plan, mix=mix, nodes=list(nodes), durable=[sw_kept.name], ops=[], armed={}, reads=[], logs=[], note_id=0)
     world.on_start.append(lambda name: _register_cron(world, name))
     load = world.rng("swarm", "load")
     for name in nodes:
@@ -216,10 +367,25 @@ def swarm(world: World) -> None:
             _incr(world, load.choice(nodes), load.choice(COUNTERS + DURABLE_COUNTERS), "live")
             yield world.timeout(0.25)
         yield world.timeout(READ_AT - world.now)
-        for key in COUNTERS + DURABLE_COUNTERS:
+        for key in COUNTERS + WIDE_COUNTERS + DURABLE_COUNTERS:
             _read_final_of(world, key)
 
+    def more(world: World) -> Generator[simpy.Event, Any, None]:
+        """The second load stream (its own random stream: the first one's choices are what they were without it)."""
+        rng = world.rng("swarm", "load2")
+        yield world.timeout(CONVERGED + 0.05)
+        while world.now < HEAL_AT - 0.5:
+            yield world.timeout(rng.uniform(0.2, 0.6))
+            live = up()
+            if live:
+                _more_load(world, live, rng, "safety")
+        yield world.timeout(LIVE_FROM + 0.125 - world.now)
+        while world.now < LIVE_OPS_END:
+            _more_load(world, list(nodes), rng, "live")
+            yield world.timeout(0.5)
+
     world.process(script(world))
+    world.process(more(world))
 
 
 def _read_final_of(world: World, key: str) -> None:
@@ -264,10 +430,11 @@ def _replicas_of(world: World, actor_name: str, key: str) -> list[str]:
 def owed_increments_kept(world: World) -> None:
     """Every owed client-confirmed increment is in the final count: per counter, the confirmed counts still owed at the
     final read (a majority of the key's replicas kept their memory from the answer to the read) are distinct, and the
-    final count is >= the greatest of them and >= their number."""
+    final count is >= the greatest of them and >= their number; and no read is taken back: an owed count a read
+    (``Get``, answered from the owner's memory) answered is <= the final count."""
     check = "owed_increments_kept"
     read_ns = round(READ_AT * 1e9)
-    for key in COUNTERS + DURABLE_COUNTERS:
+    for key in COUNTERS + WIDE_COUNTERS + DURABLE_COUNTERS:
         final = world.results.get(f"final:{key}")
         _expect(check, isinstance(final, int), f"{key}: the final count was not read: {final!r}")
         assert isinstance(final, int)
@@ -284,11 +451,68 @@ def owed_increments_kept(world: World) -> None:
         _expect(check, len(set(counts)) == len(counts), f"{key}: one count was confirmed twice: {counts}")
         _expect(check, final >= max(counts, default=0), f"{key}: final count {final} < owed confirmed count {max(counts, default=0)}")
         _expect(check, final >= len(counts), f"{key}: final count {final} < {len(counts)} owed confirmed increments")
+        for _phase, k, node, _asked, answered, seen, _message in world.results["reads"]:
+            if k == key and isinstance(seen, int) and seen > final:
+                if kept_memory(replicas, _losses(world, key, _version_at(versions, answered)), round(answered * 1e9), read_ns, down):
+                    raise CheckFailed(check, f"{key}: a read on {node} answered {seen} at t={answered:.6f}s, the final count is {final}: the read was taken back")
+
+
+def deleted_stays_deleted(world: World) -> None:
+    """A deleted log never comes back, and a failed run's late write never lands: once a delete of a log is confirmed,
+    no answer to an operation asked after it holds a note confirmed before the delete was asked (``ERASED_MARGIN``
+    before it, for frames the network held back); no answer ever holds ``LATE``."""
+    check = "deleted_stays_deleted"
+    logs = world.results["logs"]
+    for key in LOGS:
+        ops = [op for op in logs if op[1] == key]
+        for _phase, _k, node, asked, answered, seen, message in ops:
+            if isinstance(seen, tuple) and LATE in seen:
+                raise CheckFailed(check, f"{key}: {type(message).__name__} on {node} at t={asked:.3f}s saw the late write of a failed run: {seen}")
+        erased = [(asked, answered) for _p, _k, _n, asked, answered, seen, message in ops if isinstance(message, Erase) and seen == 0]
+        for erase_asked, erase_answered in erased:
+            before = {m.op for _p, _k, _n, _a, answered, seen, m in ops if isinstance(m, Note) and isinstance(seen, tuple) and answered < erase_asked - ERASED_MARGIN}
+            for _phase, _k, node, asked, _answered, seen, message in ops:
+                if asked > erase_answered and isinstance(seen, tuple):
+                    back = sorted(before.intersection(seen))
+                    _expect(check, not back, f"{key}: deleted at t={erase_answered:.3f}s, then {type(message).__name__} on {node} at t={asked:.3f}s saw notes {back} again: {seen}")
+
+
+def node_schedules_keep_time(world: World) -> None:
+    """Node schedules (the cron and every node's ``BEAT`` interval): never early on the node's clock; an interval tick
+    late by a period or more catches up (its next tick is after now: no burst); no two ticks of one schedule at one
+    instant on one node; in the liveness phase every interval tick is told within ``BEAT_LATE_US`` of its due time
+    and every node's beat fires in every ``FIRE_GAP`` s window."""
+    check = "node_schedules_keep_time"
+    seen: set[tuple[str, str, int]] = set()
+    beats: dict[str, list[float]] = {}
+    live_ns = round(LIVE_FROM * 1e9)
+    for row in world.trace.of("node_schedule.fired"):
+        reference, now_us, tick_us = str(row.get("reference")), int(row.get("now_us")), int(row.get("tick_us"))
+        _expect(check, now_us >= tick_us, f"{reference} on {row.node} told its tick {tick_us} early, at wall {now_us}")
+        ident = (row.node, reference, row.t_ns)
+        _expect(check, ident not in seen, f"{reference} on {row.node} told two ticks at t={row.t:.6f}s (a burst)")
+        seen.add(ident)
+        if row.get("schedule_kind") != "interval":
+            continue
+        after = row.get("next_us")
+        _expect(check, after is None or int(after) > now_us, f"{reference} on {row.node} at t={row.t:.6f}s: next tick {after} is not after now {now_us} (no catch-up)")
+        if row.t_ns >= live_ns:
+            _expect(check, now_us - tick_us <= BEAT_LATE_US, f"{reference} on {row.node} at t={row.t:.3f}s told {(now_us - tick_us) / 1e6:.3f}s late with no fault left")
+            if reference == BEAT:
+                beats.setdefault(row.node, []).append(row.t)
+    for node in world.results["nodes"]:
+        edges = [LIVE_FROM, *beats.get(node, []), UNTIL]
+        gaps = [(a, b) for a, b in zip(edges, edges[1:], strict=False) if b - a > FIRE_GAP]
+        _expect(check, not gaps, f"{BEAT} on {node} did not fire from t={gaps[0][0]:.3f}s to t={gaps[0][1]:.3f}s" if gaps else "")
 
 
 def operations_live(world: World) -> None:
-    """In the liveness phase every client increment is answered with a count within ``OP_BOUND`` s, and the final reads succeed."""
+    """In the liveness phase every client operation (increments, reads, log operations) is answered within
+    ``OP_BOUND`` s, and the final reads succeed."""
     check = "operations_live"
+    for _phase, key, node, asked, answered, outcome, message in (op for op in world.results["reads"] + world.results["logs"] if op[0] == "live"):
+        _expect(check, not isinstance(outcome, str), f"{type(message).__name__} of {key} from {node} at t={asked:.3f}s failed: {outcome}")
+        _expect(check, answered - asked <= OP_BOUND, f"{type(message).__name__} of {key} from {node} at t={asked:.3f}s took {answered - asked:.3f}s > {OP_BOUND:g}s")
     live = [op for op in world.results["ops"] if op[0] == "live"]
     expected = int((LIVE_OPS_END - LIVE_FROM) / 0.25)
     _expect(check, len(live) >= expected - 1, f"only {len(live)} of ~{expected} liveness operations finished")
@@ -343,6 +567,8 @@ SWARM_CHECKS = (
     no_burst,
     repeats_and_misses_explained,
     owed_increments_kept,
+    deleted_stays_deleted,
+    node_schedules_keep_time,
     operations_live,
     schedules_live,
     cron_live,
