@@ -364,7 +364,8 @@ def test_restart_with_higher_incarnation_replaces_old_record() -> None:
     net.run(14.0)
     for node in ("n1", "n2"):
         assert net.view(node)["n3"] == (1, "alive")
-    assert net.about("n1", "n3")[-1] == (12.01, "alive", 1)  # the seed: its hello
+    # the seed: a new life proves a round trip first (n1's 12.0 heartbeat reached the new n3, whose probe echoes it)
+    assert net.about("n1", "n3")[-1] == (12.02, "alive", 1)
     assert 12.0 < net.about("n2", "n3")[-1][0] <= 13.0 + 2 * LATENCY  # the others: within a heartbeat
     net.crash("n3")
     net.run(40.0)
@@ -389,8 +390,8 @@ def test_a_restarted_node_learns_it_had_a_previous_life() -> None:
     # a peer that already replaced the record tells it in Heartbeat.previous
     peer = Membership("p", 0, ["q"], CONFIG)
     peer.start(0.0)
-    peer.receive("q", Heartbeat("q", 3, 1, ()), 0.1)
-    peer.receive("q", Heartbeat("q", 7, 1, ()), 0.2)  # q restarted
+    peer.receive("q", Heartbeat("q", 3, 1, (), heard=(0, 1)), 0.1)
+    peer.receive("q", Heartbeat("q", 7, 1, (), heard=(0, 1)), 0.2)  # q restarted (and proved its round trip)
     hello = peer._heartbeat_for("q")
     assert hello.previous == 3
     fresh = Membership("q", 7, ["p"], CONFIG)
@@ -400,7 +401,7 @@ def test_a_restarted_node_learns_it_had_a_previous_life() -> None:
     # a refutation raises the incarnation within one life: not a previous life
     own = Membership("r", 4, ["p"], CONFIG)
     own.start(0.0)
-    own.receive("p", Heartbeat("p", 1, 1, (("r", 4, "suspect", 9),)), 0.1)
+    own.receive("p", Heartbeat("p", 1, 1, (("r", 4, "suspect", 9),), heard=(4, 1)), 0.1)
     assert own.incarnation == 5
     own.receive("p", Heartbeat("p", 1, 2, (), previous=4), 0.2)
     assert own.previous_life is None
@@ -518,8 +519,17 @@ def test_loss_never_kills_a_live_node_and_views_converge(nodes: int, loss: float
 # --- one core, line by line -------------------------------------------------------------
 
 
-def hb(node: str, seq: int, *entries: tuple[str, int, str, int], incarnation: int = 0, answer: bool = False) -> Heartbeat:
-    return Heartbeat(node, incarnation, seq, tuple(entries), answer)
+def hb(
+    node: str,
+    seq: int,
+    *entries: tuple[str, int, str, int],
+    incarnation: int = 0,
+    answer: bool = False,
+    heard: tuple[int, int] | None = (0, 1),
+) -> Heartbeat:
+    """A heartbeat from ``node``; by default it echoes the receiver's first heartbeat at incarnation 0 (a peer that
+    has proved its round trip: see "A new member proves a round trip"); ``heard=None`` for a stranger's."""
+    return Heartbeat(node, incarnation, seq, tuple(entries), answer, heard=heard)
 
 
 def joined_core(now: float = 1.0) -> Membership:
@@ -754,9 +764,9 @@ def test_a_restarted_node_counts_the_members_its_peers_hold_dead() -> None:
     """Told of five members (two of them dead) by n3, a restarted n1 that heard n2 and n3 counts 3 alive of 5: a quorum, reported as ViewLearned(3, 5)."""
     core = Membership("n1", 7, ("n2",), CONFIG)
     core.start(0.0)
-    core.receive("n2", hb("n2", 1, ("n2", 3, "alive", 1)), 0.1)
+    core.receive("n2", hb("n2", 1, ("n2", 3, "alive", 1), heard=(7, 1)), 0.1)
     digest = (("n1", 0, "dead", 40), ("n2", 0, "dead", 40), ("n3", 0, "alive", 50), ("n4", 0, "dead", 30), ("n5", 0, "dead", 30))
-    out = core.receive("n3", hb("n3", 50, *digest), 0.5)
+    out = core.receive("n3", hb("n3", 50, *digest, heard=(7, 1)), 0.5)
     assert [o.to for o in out if isinstance(o, Send)] == ["n3", "n4", "n5"]  # answer n3 (it holds us dead), probe n4, n5
     assert core.rumours() == ("n4", "n5") and core.quorum_counts() == (3, 3)
     assert [m.node for m in core.members()] == ["n1", "n2", "n3"] and core.ring_nodes() == ("n1", "n2", "n3")
@@ -769,9 +779,9 @@ def test_a_restarted_node_without_a_majority_of_the_told_view_has_no_quorum() ->
     core = Membership("n1", 7, ("n2",), CONFIG)
     core.start(0.0)
     digest = (("n1", 0, "dead", 40), ("n2", 0, "dead", 40), ("n3", 0, "alive", 50), ("n4", 0, "dead", 30), ("n5", 0, "dead", 30))
-    core.receive("n3", hb("n3", 50, *digest), 0.5)
+    core.receive("n3", hb("n3", 50, *digest, heard=(7, 1)), 0.5)
     core.timer(CHECK_TIMER, 3.0)
-    core.receive("n3", hb("n3", 51, *digest), 4.0)
+    core.receive("n3", hb("n3", 51, *digest, heard=(7, 1)), 4.0)
     assert core.quorum_counts() == (2, 2) and not core.learned and not core.has_quorum()
 
 
@@ -779,14 +789,14 @@ def test_a_node_named_alive_by_a_live_member_must_answer_before_a_first_quorum()
     """n3 names n4 and n5 alive: n1 (past its window) learns only once both answered its probes, and then counts them."""
     core = Membership("n1", 7, ("n2",), CONFIG)
     core.start(0.0)
-    core.receive("n2", hb("n2", 1, incarnation=3), 0.1)  # restarted too: a newer incarnation than n3 knows
+    core.receive("n2", hb("n2", 1, incarnation=3, heard=(7, 1)), 0.1)  # restarted too: a newer incarnation than n3 knows
     digest = (("n1", 0, "dead", 40), ("n2", 0, "dead", 40), ("n3", 0, "alive", 50), ("n4", 0, "alive", 50), ("n5", 0, "alive", 50))
-    core.receive("n3", hb("n3", 50, *digest), 0.5)
+    core.receive("n3", hb("n3", 50, *digest, heard=(7, 1)), 0.5)
     core.timer(CHECK_TIMER, 3.0)
     assert not core.learned  # 3 of 5 heard, but two live members it was told of have not answered
-    core.receive("n4", hb("n4", 51, answer=True), 3.1)
+    core.receive("n4", hb("n4", 51, answer=True, heard=(7, 1)), 3.1)
     assert not core.learned and core.rumours() == ("n5",)
-    out = core.receive("n5", hb("n5", 51, answer=True), 3.2)
+    out = core.receive("n5", hb("n5", 51, answer=True, heard=(7, 1)), 3.2)
     assert [o.event for o in out if isinstance(o, Report)] == [MemberChanged("n5", 0, "alive"), ViewLearned(5, 5)]
     assert core.has_quorum() and core.quorum_counts() == (5, 5) and core.rumours() == ()
 
@@ -806,25 +816,87 @@ def test_a_whole_cluster_restarted_regains_quorum() -> None:
 
 
 def test_a_forged_digest_adds_no_member_and_the_quorum_holds() -> None:
-    """One Heartbeat from stranger x naming f1 and f2: x is a member (it spoke), f1 and f2 are only probed; the quorum holds throughout, and once x is silent it is removed and the rumours forgotten."""
+    """One Heartbeat from stranger x (no echo) naming f1 and f2: x is only a candidate, asked once for its round trip; f1 and f2 are not even probed (a candidate's digest counts for nothing); the view and quorum never change, and x is forgotten 10 s later."""
     core = joined_core()
     core.timer(CHECK_TIMER, 3.0)
     assert core.has_quorum()
-    forged = hb("x", 1, ("x", 0, "alive", 1), ("f1", 0, "alive", 1), ("f2", 0, "alive", 1))
+    forged = hb("x", 1, ("x", 0, "alive", 1), ("f1", 0, "alive", 1), ("f2", 0, "alive", 1), heard=None)
     out = core.receive("x", wire(forged), 3.5)
-    assert [o.to for o in out if isinstance(o, Send)] == ["x", "f1", "f2"]  # the answer to x, then the probes
-    assert [m.node for m in core.members()] == ["n1", "n2", "n3", "x"] and core.rumours() == ("f1", "f2")
-    assert core.quorum_counts() == (4, 4) and core.has_quorum()
-    assert [e[0] for e in core._broadcast()[0].frame.digest] == ["n1", "n2", "n3", "x"]  # rumours are not gossiped
+    assert [(o.to, o.frame.probe, o.frame.answer, o.frame.heard) for o in out if isinstance(o, Send)] == [("x", True, False, (0, 1))]
+    assert reports(out) == [] and core.candidates() == ("x",) and core.rumours() == ()
+    assert [m.node for m in core.members()] == ["n1", "n2", "n3"] and core.ring_nodes() == ("n1", "n2", "n3")
+    assert core.quorum_counts() == (3, 3) and core.has_quorum()
+    assert "x" not in core._targets() and [e[0] for e in core._broadcast()[0].frame.digest] == ["n1", "n2", "n3"]
     t = 4.0
     while t < 80.0:  # n2 and n3 keep heartbeating; x, f1, f2 never speak again
         core.receive("n2", hb("n2", int(t * 10)), t)
         core.receive("n3", hb("n3", int(t * 10)), t)
         core.timer(HEARTBEAT_TIMER, t)
         core.timer(CHECK_TIMER, t)
-        assert core.has_quorum(), t
+        assert core.has_quorum() and core.quorum_counts() == (3, 3), t
+        assert core.candidates() == (("x",) if t < 13.5 else ()), t
         t += 0.5
-    assert core.status("x") == "removed" and core.rumours() == () and core.quorum_counts() == (3, 3)
+    assert core.status("x") is None and core.rumours() == () and not [r for r in reports(out) if r[0] != "n1"]
+
+
+def test_a_stranger_echoing_another_life_or_an_unsent_seq_is_no_member() -> None:
+    """An echo proves a round trip only if it names this life's incarnation and a seq it has sent: (5, 1) from before its birth at 7, (7, 9) past its seq, or an echo carried in an answer, all leave x a candidate."""
+    core = Membership("n1", 7, (), CONFIG)
+    core.start(0.0)
+    core.timer(HEARTBEAT_TIMER, 1.0)  # seq 2
+    for heard in ((5, 1), (7, 3), (8, 1)):
+        out = core.receive("x", hb("x", 1, heard=heard), 1.5)
+        assert reports(out) == [] and [o.to for o in out if isinstance(o, Send)] == ["x"]
+    assert core.receive("x", hb("x", 2, answer=True, heard=None), 1.6) == []  # a reply is never answered
+    assert core.candidates() == ("x",) and core.status("x") is None
+    out = core.receive("x", hb("x", 3, answer=True, heard=(7, 2)), 1.7)
+    assert reports(out) == [("x", 0, "alive")] and core.candidates() == ()
+
+
+def test_a_real_joiner_enters_once_it_has_answered_the_probe() -> None:
+    """n4, unknown to founder n1, says hello without an echo: n1 asks (a probe echoing n4's seq 1); n4's answer echoes n1's seq, and only then is n4 a member, with its digest merged."""
+    core = joined_core()
+    out = core.receive("n4", hb("n4", 1, ("n4", 0, "alive", 1), ("n5", 0, "alive", 1), heard=None), 1.5)
+    sends = [o for o in out if isinstance(o, Send)]
+    assert [(o.to, o.frame.probe, o.frame.heard) for o in sends] == [("n4", True, (0, 1))]
+    assert core.status("n4") is None and core.rumours() == ()
+    out = core.receive("n4", hb("n4", 2, ("n4", 0, "alive", 2), ("n5", 0, "alive", 1), answer=True, heard=(0, 1)), 1.52)
+    assert reports(out) == [("n4", 0, "alive")] and core.candidates() == () and core.rumours() == ("n5",)
+    assert [o.to for o in out if isinstance(o, Send)] == ["n5"]  # n5, named by a member now, is probed
+
+
+def test_a_forged_restart_of_a_member_is_not_adopted() -> None:
+    """A heartbeat claiming n2 restarted (incarnation 9, no echo) is not adopted: n1 keeps n2 at 0 and probes n2, whose answer (at its real incarnation 0) is plain evidence; nobody has to refute anything."""
+    core = joined_core()
+    out = core.receive("n2", hb("n2", 1, ("n3", 0, "dead", 99), incarnation=9, heard=None), 1.5)
+    assert reports(out) == [] and core.member("n2") is not None and core.status("n3") == "alive"
+    assert [(o.to, o.frame.probe, o.frame.heard) for o in out if isinstance(o, Send)] == [("n2", True, (9, 1))]
+    assert (core.member("n2").incarnation, core.incarnation) == (0, 0)  # type: ignore[union-attr]
+    out = core.receive("n2", hb("n2", 6, answer=True, heard=(0, 1)), 1.52)
+    assert reports(out) == [] and core.member("n2").seq == 6  # type: ignore[union-attr]
+
+
+def test_a_stranger_cannot_leave_its_way_into_the_view() -> None:
+    """A Leaving from a node n1 has never held mints no record (a left member is removed later: a stranger's would be a tombstone it never earned)."""
+    core = joined_core()
+    assert core.receive("x", Leaving("x", 0, 1), 1.5) == [] and core.status("x") is None
+
+
+def test_a_normal_join_costs_one_round_trip_more_on_the_side_that_is_asked() -> None:
+    """n3 joins at 10.5 (latency 10 ms): it holds n1 at 10.52 and n2 at 10.54, as before the round-trip rule; n1 holds n3 at 10.53 and n2 at 10.55, one round trip (20 ms) later than before (10.51, 10.53): each first proves n3 answers."""
+    net = Net()
+    net.add("n1", seeds=())
+    net.add("n2")
+    net.run(10.5)
+    net.add("n3")
+    net.run(12.0)
+    assert [net.about(a, b) for a, b in (("n3", "n1"), ("n3", "n2"), ("n1", "n3"), ("n2", "n3"))] == [
+        [(10.52, "alive", 0)], [(10.54, "alive", 0)], [(10.53, "alive", 0)], [(10.55, "alive", 0)]
+    ]
+    for node in ("n1", "n2", "n3"):
+        assert net.view(node) == all_alive(net, ["n1", "n2", "n3"]) and net.cores[node].has_quorum() == (node != "n3")
+    net.run(13.5)  # n3's listen window ends at 13.5
+    assert net.cores["n3"].has_quorum()
 
 
 def test_a_digest_about_an_unknown_node_probes_it_and_it_joins_once_it_answers() -> None:
@@ -847,7 +919,7 @@ def test_a_member_the_majority_of_informants_names_is_taken_into_the_view_on_lea
         digest = [(n, 0, "alive", 50) for n in ("n1", "n3", "n4", "n5")] + [("n2", 0, "suspect", 40)]
         if src == "n5":
             digest.append(("n6", 0, "dead", 10))
-        core.receive(src, hb(src, 50, *digest), 0.5)
+        core.receive(src, hb(src, 50, *digest, heard=(9, 1)), 0.5)
     assert core.ring_nodes() == ("n1", "n3", "n4", "n5") and core.rumours() == ("n2", "n6")
     out = core.timer(CHECK_TIMER, 3.0)
     assert [o.event for o in out if isinstance(o, Report)] == [MemberChanged("n2", 0, "suspect"), ViewLearned(4, 6)]

@@ -193,7 +193,14 @@ class ViewLearned(Event):
 
 @dataclass(frozen=True, slots=True)
 class Heartbeat:
-    """"I am alive at (incarnation, seq), and this is my view". ``answer``: a reply, never to be answered."""
+    """"I am alive at (incarnation, seq), and this is my view". ``answer``: a reply, never to be answered.
+
+    ``heard``: the ``(incarnation, seq)`` of the last heartbeat the sender received from the
+    receiver (the round-trip proof of "A new member proves a round trip"). ``probe``: the
+    sender holds the receiver as a candidate and asks for that proof: answer it even if you
+    hold the sender alive. Both have defaults (the body is a map): a node without them reads
+    the frame as before, but it never proves a round trip, so it cannot join a newer node.
+    """
 
     node: str
     incarnation: int
@@ -201,6 +208,8 @@ class Heartbeat:
     digest: tuple[DigestEntry, ...]
     answer: bool = False
     previous: int | None = None  # the latest earlier incarnation of the receiver that the sender knew
+    heard: tuple[int, int] | None = None
+    probe: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -262,6 +271,10 @@ class Membership:
         self._listening = True  # the listen window has not been seen to end yet (the "check" timer waits for it)
         self._told: dict[str, dict[str, DigestEntry]] = {}  # until learned: per member heard, the present nodes its last digest named
         self._rumours: dict[str, float] = {}  # nodes named in digests but never heard directly -> when the rumour expires
+        self._candidates: dict[str, float] = {}  # new lives heard directly, round trip not proven yet -> when forgotten
+        # Per node, the (incarnation, seq) of the last heartbeat received from it, and until when it is kept
+        # for a node that is not a member: what our heartbeats echo as ``Heartbeat.heard``.
+        self._heard: dict[str, tuple[int, int, float]] = {}
 
     # --- queries -----------------------------------------------------------------------
 
@@ -286,6 +299,10 @@ class Membership:
     def rumours(self) -> tuple[str, ...]:
         """Nodes named by a digest that this node has not heard directly (it probes them), sorted."""
         return tuple(sorted(self._rumours))
+
+    def candidates(self) -> tuple[str, ...]:
+        """Nodes heard directly in a life this node does not hold yet, whose round trip is not proven, sorted."""
+        return tuple(sorted(self._candidates))
 
     def members(self) -> list[MemberView]:
         """Every member not removed (this node included), sorted by node id."""
@@ -359,6 +376,10 @@ class Membership:
             self._records[self.node].seq += 1
             for node in [n for n, until in self._rumours.items() if until <= now]:
                 del self._rumours[node]  # nobody named it for suspect_after + dead_after: forget it
+            for node in [n for n, until in self._candidates.items() if until <= now]:
+                del self._candidates[node]  # it never proved a round trip: forget it, as a rumour
+            for node in [n for n, (_, _, until) in self._heard.items() if until <= now and not self._present(n)]:
+                del self._heard[node]
             sends = self._broadcast()
             timers.append(SetTimer(HEARTBEAT_TIMER, now + self.config.heartbeat))
         else:
@@ -377,6 +398,16 @@ class Membership:
                 return []
             before = self._records.get(src)
             unknown = before is None or before.status == "removed"
+            self._heard[src] = (frame.incarnation, frame.seq, now + self._forget_after)
+            fresh_life = before is None or frame.incarnation > before.incarnation
+            if fresh_life and not self._proves(frame.heard):
+                # A candidate: its frame counts for nothing (no record, digest, verdict or claim) until it proves
+                # that it receives our frames. Ask for the proof: an address that does not answer never gives it.
+                self._candidates[src] = now + self._forget_after
+                if frame.answer:
+                    return []  # a reply is never answered (no ping-pong); our next heartbeat to it asks again
+                return [Send(src, self._heartbeat_for(src, probe=True))]
+            self._candidates.pop(src, None)
             incarnation = self.incarnation
             self._saw_previous_life(frame.previous)
             self._merge((src, frame.incarnation, "alive", frame.seq), now, events, direct=True)
@@ -391,12 +422,13 @@ class Membership:
                 targets = self._targets()
                 sends = self._broadcast()
             after = self._records.get(src)
-            if not frame.answer and src not in targets and (unknown or after is None or after.status != "alive"):
+            asked = frame.probe or unknown or after is None or after.status != "alive"
+            if not frame.answer and src not in targets and asked:
                 sends.append(Send(src, self._heartbeat_for(src, answer=True)))
             sends.extend(Send(node, self._heartbeat_for(node)) for node in probes if node not in targets)
         elif isinstance(frame, Leaving):
-            if frame.node != src:
-                return []
+            if frame.node != src or not self._present(src) and self.status(src) != "left":
+                return []  # only a member leaves (a stranger's Leaving would mint a record it never earned)
             self._merge((src, frame.incarnation, "left", frame.seq), now, events, direct=True)
         else:
             return []
@@ -625,14 +657,33 @@ class Membership:
             if (r := self._records[node]).status != "removed"
         )
 
-    def _heartbeat_for(self, to: str, *, answer: bool = False, digest: tuple[DigestEntry, ...] | None = None) -> Heartbeat:
-        """A heartbeat for ``to``; a removed node also gets its own tombstone, so that it can refute it."""
+    @property
+    def _forget_after(self) -> float:
+        """How long a candidate (and the echo kept for a non-member) lives: as long as a rumour."""
+        return self.config.suspect_after + self.config.dead_after
+
+    def _present(self, node: str) -> bool:
+        record = self._records.get(node)
+        return record is not None and record.status in _PRESENT
+
+    def _proves(self, heard: tuple[int, int] | None) -> bool:
+        """Whether ``heard`` echoes a heartbeat of this life: an incarnation it minted, a seq it has sent."""
+        me = self._records[self.node]
+        return heard is not None and self._born <= heard[0] <= me.incarnation and 1 <= heard[1] <= me.seq
+
+    def _heartbeat_for(
+        self, to: str, *, answer: bool = False, probe: bool = False, digest: tuple[DigestEntry, ...] | None = None
+    ) -> Heartbeat:
+        """A heartbeat for ``to``, with the echo of its last heartbeat; a removed node also gets its own tombstone,
+        so that it can refute it."""
         me = self._records[self.node]
         entries = self._digest() if digest is None else digest
         tomb = self._records.get(to)
         if tomb is not None and tomb.status == "removed":
             entries = (*entries, (to, tomb.incarnation, "removed", tomb.seq))
-        return Heartbeat(self.node, me.incarnation, me.seq, entries, answer, self._prior.get(to))
+        echo = self._heard.get(to)
+        heard = None if echo is None else (echo[0], echo[1])
+        return Heartbeat(self.node, me.incarnation, me.seq, entries, answer, self._prior.get(to), heard, probe)
 
     def _broadcast(self) -> list[Send]:
         digest = self._digest()
