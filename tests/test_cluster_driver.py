@@ -388,10 +388,11 @@ def test_five_simulated_nodes_converge_to_alive_within_a_heartbeat(cluster: Clus
     for name in NODES:
         assert cluster.services[name].has_quorum()
         assert all(cluster.services[name].serving(n) for n in NODES)
-        # every other member became alive when its hello arrived: one link latency after the start
+        # every other member became alive when its probe, echoing the hellos that crossed, arrived: two link latencies
+        # after the start (a new member proves a round trip: a hello alone is a candidate)
         for subject in NODES:
             if subject != name:
-                assert cluster.changes(subject, observers=[name])[name] == [(t0 + ns(LATENCY), 1, "alive")]
+                assert cluster.changes(subject, observers=[name])[name] == [(t0 + 2 * ns(LATENCY), 1, "alive")]
     rows = cluster.world.trace.of("member.changed")
     assert len(rows) == 25 and {r.fields["status"] for r in rows} == {"alive"}
     cluster.run(until=10.0)
@@ -409,7 +410,7 @@ def test_crash_is_suspect_after_then_dead_after_at_exact_virtual_times_and_resta
     survivors = [n for n in NODES if n != "n3"]
     for name, rows in cluster.changes("n3", observers=survivors).items():
         assert rows == [
-            (t0 + ns(LATENCY), 1, "alive"),
+            (t0 + 2 * ns(LATENCY), 1, "alive"),  # the hellos crossed; the probes echo them
             (last_heard + ns(CONFIG.suspect_after), 1, "suspect"),
             (last_heard + ns(CONFIG.suspect_after + CONFIG.dead_after), 1, "dead"),
         ], name
@@ -425,7 +426,7 @@ def test_crash_is_suspect_after_then_dead_after_at_exact_virtual_times_and_resta
     assert [(r.fields["incarnation"], r.fields["status"]) for r in restart_rows] == [(1, "alive"), (2, "alive")]
     t1 = restart_rows[-1].t_ns
     for name, rows in cluster.changes("n3", observers=survivors).items():
-        assert rows[-1] == (t1 + ns(LATENCY), 2, "alive"), name  # a greater incarnation replaces the dead record at once
+        assert rows[-1] == (t1 + 2 * ns(LATENCY), 2, "alive"), name  # a greater incarnation replaces the dead record once proved (n3 answers with the echo)
     for name in NODES:
         assert cluster.view(name) == dict.fromkeys(NODES, "alive")
         assert cluster.services[name].has_quorum()

@@ -415,7 +415,11 @@ def test_a_restarted_node_learns_of_its_previous_life_from_its_seed() -> None:
     old = Membership("n3", 100, ("n1",))
     for out in old.start(0.0):
         if isinstance(out, Send):
-            seed.receive("n3", out.frame, 0.0)
+            for probe in seed.receive("n3", out.frame, 0.0):  # a candidate: n3 must prove its round trip
+                if isinstance(probe, Send):
+                    for answer in old.receive("n1", probe.frame, 0.01):
+                        if isinstance(answer, Send) and answer.to == "n1":
+                            seed.receive("n3", answer.frame, 0.02)
     assert seed.member("n3") is not None
     new = Membership("n3", 200, ("n1",))
     for out in new.start(5.0):
@@ -454,7 +458,7 @@ def test_a_previous_life_with_a_greater_incarnation_is_still_a_previous_life() -
     """A heartbeat naming this node at a greater incarnation than its own (clock stepped back) sets previous_life."""
     node = Membership("n3", 100, ("n1",))
     node.start(0.0)
-    node.receive("n2", Heartbeat("n2", 1, 5, (("n2", 1, "alive", 5), ("n3", 500, "alive", 40))), 0.1)
+    node.receive("n2", Heartbeat("n2", 1, 5, (("n2", 1, "alive", 5), ("n3", 500, "alive", 40)), heard=(100, 1)), 0.1)  # n2 proved its round trip
     assert node.incarnation > 500  # refuted
     assert node.previous_life == 500
 

@@ -50,6 +50,35 @@ How it works, and why:
   members that do not exist, and, never heard, never removed (removal needs a quorum), they
   would keep the cluster below a majority for good. Digest entries about known members
   are merged as below.
+- **A new member proves a round trip.** Being heard is not enough either: a node first heard
+  in a life this one does not hold (unknown, removed, or a greater incarnation of a member)
+  is a *candidate*. Its frame counts for nothing (no record, ring, quorum or digest entry;
+  its digest, its claims about us and its ``previous`` are not read) and it is answered
+  with a *probe* (``Heartbeat.probe``) that asks for proof. The proof is
+  ``Heartbeat.heard``: every heartbeat echoes the ``(incarnation, seq)`` of the last
+  heartbeat its sender received from its receiver, and an echo of this life (an
+  incarnation between this life's first and its current one, a seq it has sent) proves
+  that the sender receives our frames. Only such a frame lets the life in, and then the
+  frame is merged as a member's. A stranger whose address does not answer (in the
+  simulator a node id with no node behind it; over TCP an address nobody listens at, or a
+  handshake that fails under ``Cluster(secret=)``) never sees a probe, so it never becomes
+  a member; before, it entered the view, went dead, and stayed on the ring and in the
+  quorum until ``remove_after``, where the handoff sync rounds waited for it. A candidate
+  is forgotten, as a rumour is, ``suspect_after + dead_after`` after it was last heard. The
+  cost is one round trip on the side that is asked: a joiner holds the seed as soon as the
+  seed's probe echoes its hello (as before), the seed holds the joiner once the joiner's
+  answer echoes the probe. A probe is answered even by one that holds its sender alive;
+  an answer is never answered, so a proof never ping-pongs. A new incarnation of a known
+  member needs the proof too: a forged "n2 restarted" would otherwise count a dead n2
+  alive (a quorum it does not have) until suspect_after, and replace its record with a
+  life that does not exist. With the proof the forgery is not adopted, the probe goes to
+  the real n2, whose answer at its real incarnation is plain evidence: no refutation, no
+  churn. A real restart proves its round trip with its first answers (one hop more at the
+  seed). A ``Leaving`` from a node this one does not hold is ignored (it would mint a
+  record). Known limits: a node that can send as a member's id (its address, or a
+  connection the handshake let in) is that member to this rule; ``Cluster(secret=)`` is
+  the defence there. A node of an older version sends no echo, so it cannot join a newer
+  one (members it already holds are unaffected).
 - **Quorum.** Members as this node knows them are those alive, suspect or dead (left and
   removed ones have gone); ``has_quorum`` needs more than half of them *alive* (suspect
   ones do not count: the minority side steps down at ``suspect_after``, before the
@@ -83,6 +112,8 @@ How it works, and why:
   for the cluster; so does one that, within the window, hears only nodes that remember
   nothing; and a member that only a minority of the informants name (the others restarted
   too) counts in (4) but is not on the restarted node's ring until it is heard.)
+  The nodes taken in on learning are the other exception to "proves a round trip": they
+  were vouched for by a majority of members that did prove theirs.
 - **Timers.** Two, whatever the cluster size: "heartbeat" (periodic) and "check" (armed at
   the earliest pending deadline; firing early is harmless, it re-arms).
 - **Determinism.** Members are always visited in node-id order; several status changes
