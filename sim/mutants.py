@@ -210,6 +210,17 @@ MUTANTS: tuple[Mutant, ...] = (
         ("delete-and-return", "cron-single-fire"),
     ),
     Mutant(
+        "r7-held-before-saved",
+        "replication 7: a durable key is held only once its write-back is saved under the new epoch (here: at the write-back quorum)",
+        _one(
+            REPLICATION,
+            "            if not self._persist:\n                return self._hold()\n",
+            "            if True:  # mutant: the store never hears of the epoch before the key is held\n"
+            "                return self._hold()\n",
+        ),
+        ("durable-owner-unsaved", "all-replicas-lost", "swarm"),
+    ),
+    Mutant(
         "quorum-any-alive",
         "membership quorum: a node owns keys only while it sees more than half of the members alive (here: always)",
         _one("casty/cluster/placement.py", "    return 2 * alive > members\n", "    return alive > 0\n"),

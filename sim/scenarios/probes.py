@@ -22,6 +22,9 @@ the instant where the rule matters:
   answers no read before its write-back is on a quorum (replication rule 2).
 * ``long-partition``: two nodes of five cut off for longer than ``remove_after`` must not
   remove the majority and go on as a cluster of two (the membership quorum).
+* ``durable-owner-unsaved``: a durable key's heir acquires it and writes nothing, then every
+  node restarts; the key must come back above the heir's epoch (replication rule 7: the
+  write-back is saved under the new epoch before the key is held).
 """
 
 from __future__ import annotations
@@ -34,7 +37,7 @@ from typing import Any
 
 import simpy
 
-from casty import ActorSystem, Askable, Context, actor
+from casty import ActorSystem, Askable, Context, MemoryStore, actor
 from casty.cluster.config import Cluster
 from casty.errors import Fenced
 
@@ -590,5 +593,53 @@ def write_back_before_reads(world: World) -> None:
                 break
         yield world.timeout(DECLARED_DEAD + 1.0)
         _ask(world, last, key, Read(), "second", tally5)
+
+    world.process(script(world))
+
+
+# ========================================================== durable acquisitions ======
+
+
+@actor(initial=0, durable="write", idle_after=60.0)
+async def kept_tally(ctx: Context[int, TallyMessage]) -> None:
+    """``tally``, durable: every confirmed write is saved to the cluster's store; it stays active a minute."""
+    await _tally(ctx)
+
+
+def _kept_tally_back(world: World) -> None:
+    """The probe's premise held (the key changed owner after its last save), and the count came back from the store."""
+    check = "kept_tally_back"
+    key = world.results.get("key")
+    rounds = [int(r.get("epoch_round")) for r in world.trace.of("epoch.acquired") if r.get("key") == key]
+    _expect(check, world.results.get("before") == [1, 2], f"the counts before: {world.results.get('before')}")
+    _expect(check, len(rounds) >= 3, f"the key was acquired {len(rounds)} time(s): it must change owner after its last save, then come back")
+    _expect(check, world.results.get("after") == 2, f"after every node restarted the key answered {world.results.get('after')!r}, not its stored 2")
+
+
+@scenario(
+    "durable-owner-unsaved",
+    "3 nodes, one store: a durable key's owner crashes after its last save, the heir takes the key and writes nothing; every node restarts: the key comes back above the heir's epoch",
+    until=timedelta(seconds=16),
+    checks=(_kept_tally_back, epochs_only_grow),
+)
+def durable_owner_unsaved(world: World) -> None:
+    database = MemoryStore()  # the cluster's one database, outside every node
+    for name in NODES:
+        world.add_node(name, cluster=CLUSTER, store=database, ask_timeout=2.0, write_timeout=1.0)
+
+    def script(world: World) -> Generator[simpy.Event, Any, None]:
+        yield world.timeout(CONVERGED)
+        key = world.results["key"] = _key_owned_by(world, "n1", "du", kept_tally)
+        _adds(world, "n1", key, 2, "before", kept_tally)  # acquired at round 1; both counts saved under it
+        yield world.timeout(1.0)
+        world.crash("n1")  # the heir resumes the @active key under a newer epoch; nothing saves it
+        yield world.timeout(DECLARED_DEAD + 2.0)
+        for name in NODES[1:]:
+            world.crash(name)
+        yield world.timeout(1.0)
+        for name in NODES:
+            world.restart(name)
+        yield world.timeout(5.0)
+        _ask(world, "n3", key, Read(), "after", kept_tally)
 
     world.process(script(world))
