@@ -194,11 +194,12 @@ def test_schedule_keeps_firing_after_its_owner_crashes(world: World) -> None:
     epochs_only_grow(world)
 
 
-def test_a_partitioned_old_owner_is_fenced(world: World) -> None:
-    """An owner cut off while a new one takes its key over is fenced once the partition heals: its next write is refused (WriteFailed fenced) and its activation ends as lost."""
+def test_a_partitioned_old_owner_steps_down_before_a_new_one_takes_its_key(world: World) -> None:
+    """An owner cut off while a new one takes its key over ends its run (lost) when it loses its quorum, before the new owner acquires the key: after the heal no write of its stale epoch is refused (none is made), and epochs only grow."""
     key = next(k for k in (f"f{i}" for i in range(200)) if owner(world, "n1", ticker, k) == "n3")
     assert ask_from(world, "n1", ticker, key, Arm(0.2)) == 0
     world.run(until=world.now + 0.5)
+    cut_at = world.now
     world.partition(["n3"], ["n1", "n2"])
     world.run(until=world.now + DECLARED_DEAD)
     successor = owner(world, "n1", ticker, key)
@@ -207,8 +208,11 @@ def test_a_partitioned_old_owner_is_fenced(world: World) -> None:
     assert isinstance(count, int) and count >= 2
     world.heal()
     world.run(until=world.now + 1.0)
-    assert world.trace.of("write.failed", node="n3", actor=ticker.name, key=key, reason="fenced")
-    assert [r.get("reason") for r in world.trace.of("activation.ended", node="n3", actor=ticker.name, key=key)][-1:] == ["lost"]
+    ended = world.trace.of("activation.ended", node="n3", actor=ticker.name, key=key)
+    assert [r.get("reason") for r in ended] == ["lost"]
+    taken = [r for r in world.trace.of("epoch.acquired", actor=ticker.name, key=key) if r.t > cut_at]
+    assert taken[0].node == successor and ended[0].t < taken[0].t
+    assert world.trace.of("write.failed", actor=ticker.name, key=key, reason="fenced") == []
     epochs_only_grow(world)
 
 

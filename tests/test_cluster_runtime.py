@@ -66,21 +66,60 @@ def test_a_scheduled_key_moves_back_by_itself(world: World) -> None:
     assert ask_from(world, "n1", ticker, key, Get()) >= 10
 
 
-def test_a_cut_off_owner_answers_a_read_from_memory_until_its_next_write_is_fenced(world: World) -> None:
-    """Reads are not linearizable: an owner cut off in a minority, which lost the key without writing, answers Get stale after the heal; its next write is fenced and the retry reads the replicas' count."""
+def test_a_cut_off_owner_steps_down_with_its_quorum_and_reads_the_replicas_count_after_the_heal(world: World) -> None:
+    """An owner cut off in a minority ends its run (lost) when it loses its quorum, before the majority moves the key; after the heal its Get acquires the key again and reads the majority's count, not its stale memory."""
     from sim.scenarios.cluster import Get as CounterGet
     from sim.scenarios.cluster import Incr, Settle, cl_counter
 
     key = next(k for k in (f"r{i}" for i in range(200)) if owner(world, "n1", cl_counter, k) == "n3")
     assert [ask_from(world, "n3", cl_counter, key, Incr()) for _ in range(2)] == [1, 2]
+    cut_at = world.now
     world.partition(["n3"], ["n1", "n2"])
     world.run(until=world.now + DECLARED_DEAD)
+    ended = [(r.node, r.get("reason")) for r in world.trace.of("activation.ended", key=key) if r.t > cut_at]
+    assert ended == [("n3", "lost")]
+    stepped_down_at = next(r.t for r in world.trace.of("activation.ended", key=key) if r.t > cut_at)
     assert [ask_from(world, "n1", cl_counter, key, Incr()) for _ in range(3)] == [3, 4, 5]  # the majority moved on
+    acquired = [r for r in world.trace.of("epoch.acquired", key=key) if r.t > cut_at]
+    assert acquired and stepped_down_at < acquired[0].t  # n3 stepped down before a newer epoch existed
     world.heal()
     world.run(until=world.now + 1.0)
     assert owner(world, "n1", cl_counter, key) == "n3"  # back on the ring's first replica
-    assert ask_from(world, "n1", cl_counter, key, CounterGet()) == 2  # n3's memory: stale
-    settled = ask_from(world, "n1", cl_counter, key, Settle())
-    if not isinstance(settled, int):  # the stale owner's write was fenced: it ended, the next one acquires
-        settled = ask_from(world, "n1", cl_counter, key, Settle())
-    assert settled == 5
+    assert ask_from(world, "n1", cl_counter, key, CounterGet()) == 5  # a new run on n3, from the replicas
+    assert ask_from(world, "n1", cl_counter, key, Settle()) == 5
+
+
+def _cut_off_then_written(world: World, cut: str) -> tuple[str, float]:
+    """A counter owned by n3 counts to 2 there; ``cut`` ("partition" or "pause") takes n3 away for 12 s while
+    n1 counts on to 5 under a newer epoch; then every fault heals. The key, and when the faults healed."""
+    from sim.scenarios.cluster import Incr, cl_counter
+
+    key = next(k for k in (f"q{i}" for i in range(200)) if owner(world, "n1", cl_counter, k) == "n3")
+    assert [ask_from(world, "n3", cl_counter, key, Incr()) for _ in range(2)] == [1, 2]
+    if cut == "partition":
+        world.partition(["n3"], ["n1", "n2"])
+    else:
+        world.pause("n3")
+    world.run(until=world.now + DECLARED_DEAD)
+    assert [ask_from(world, "n1", cl_counter, key, Incr()) for _ in range(3)] == [3, 4, 5]  # a newer epoch, elsewhere
+    world.run(until=world.now + 12.0 - DECLARED_DEAD - 1.5)
+    if cut == "partition":
+        world.heal()
+    else:
+        world.resume("n3")
+    return key, world.now
+
+
+@pytest.mark.parametrize("after", [2.0, 8.0])
+@pytest.mark.parametrize("cut", ["partition", "pause"])
+def test_the_first_write_after_a_long_cut_off_owner_is_back_is_answered_with_the_confirmed_count(world: World, cut: str, after: float) -> None:
+    """n3, cut off alone (partitioned, or paused past the failure detector) for 12 s while n1 counts on under a newer epoch, ends its stale run when it steps down (quorum lost, or told it was declared dead): 2-8 s after the heal the first Incr, routed to n3 again, answers 6, not Unavailable."""
+    from sim.scenarios.cluster import Incr, cl_counter
+
+    key, healed_at = _cut_off_then_written(world, cut)
+    world.run(until=healed_at + after)
+    assert owner(world, "n1", cl_counter, key) == "n3"  # back on the ring's first replica
+    assert ask_from(world, "n1", cl_counter, key, Incr()) == 6
+    assert ask_from(world, "n3", cl_counter, key, Incr()) == 7
+    lost = [r for r in world.trace.of("write.failed", key=key) if r.get("reason") == "fenced"]
+    assert lost == []  # no write of the stale epoch reached a replica that had promised the newer one

@@ -168,9 +168,8 @@ def test_finding_durable_epochs_only_grow_across_restarts_with_disks() -> None:
     assert _failed("swarm", 130) == []
 
 
-@pytest.mark.xfail(strict=True, reason="liveness (near #6): an owner cut off 12 s keeps its stale activation after the heal; the first client write 8.5 s later is fenced and the client gets Unavailable instead of the new epoch's answer (operations_live)")
 def test_finding_the_first_operation_after_a_heal_is_answered() -> None:
-    """Seed 49, its own plan (n1 partitioned alone 12 s, pauses past the detector, fast clocks): every liveness operation is answered."""
+    """Seed 49, its own plan (n1 partitioned alone 12 s, pauses past the detector, fast clocks): every liveness operation is answered (n1 steps down when it loses its quorum)."""
     assert _failed("swarm", 49) == []
 
 

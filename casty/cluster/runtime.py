@@ -109,20 +109,26 @@ class ClusterNode:
         self._nudges: dict[int, Entity] = {}  # resume requests in flight: request -> key
         self._nudged: dict[Entity, tuple[int, float]] = {}  # key -> its request in flight, and when it is given up
         self._built = False
+        born = system.clock.now_us()  # this life's first incarnation: grows with every life of the node
+        self._incarnation = born  # the latest incarnation of this node the membership reported (a refutation raises it)
+        self._quorum = False  # whether this node had a quorum at the last membership report (the step-down rule)
 
         def observer(event: Event) -> None:
             reported(event)
             if isinstance(event, MemberChanged):
                 if self._built:
                     self._ring_check()  # at once: no write may be confirmed on a moved replica set after this
+                    self._standing(event)
                 self._membership_changed()
             elif isinstance(event, ViewLearned):
+                if self._built:
+                    self._quorum = self.membership.has_quorum()
                 self._membership_changed()  # a first quorum: open the replica, resume the keys this node owns
 
         self.dispatcher: Final = Dispatcher.of(transport, CLUSTER_WIRE, observer=system._observer)
         self.membership: Final = MembershipService(
             system.node,
-            system.clock.now_us(),  # grows with every life of the node
+            born,
             config.seeds,
             config.membership(),
             transport,
@@ -334,6 +340,46 @@ class ClusterNode:
                 activation.stop("handoff", "the key's replicas moved")
                 system._forget(activation)
                 self.orphaned(activation.entity)
+
+    def _standing(self, event: MemberChanged) -> None:
+        """The step-down rule: a node that may have been superseded while cut off ends every run it holds.
+
+        Two facts tell a node that another may have taken its keys under a newer epoch while
+        it could not hear or be heard: it lost its quorum (it owns nothing from now on: the
+        minority side steps down at ``suspect_after``), or it refuted a claim that it was
+        suspect or dead (others stopped hearing it: a long pause, a one-way cut). Its runs
+        still hold their old epochs, and nothing else ends them: after the heal the ring names
+        this node owner again, and the first write of each stale run would be fenced, failing
+        a message the key's current epoch would have answered.
+        """
+        node = self.system.node
+        quorum = self.membership.has_quorum()
+        if event.node == node and event.status == "alive" and event.incarnation > self._incarnation:
+            self._incarnation = event.incarnation
+            self._step_down(f"{node} was suspected or declared dead (refuted at incarnation {event.incarnation})")
+        elif self._quorum and not quorum:
+            alive, members = self.membership.core.quorum_counts()
+            self._step_down(f"{node} lost its quorum ({alive} of {members} members alive)")
+        self._quorum = quorum
+
+    def _step_down(self, why: str) -> None:
+        """End every activation here as ``lost``: its epoch may have been superseded (see ``_standing``).
+
+        No write (``@active`` stays), as when a newer epoch fences a run: each key becomes an
+        orphan (the resume rule runs a scheduled key again on its owner once this node names
+        one), its current and queued asks fail with ``Unavailable`` (at most once: the body
+        may have begun one), and the next message for it starts a new activation, which
+        acquires the key with a fresh prepare round instead of failing. An activation still
+        acquiring is spared: the promises it waits for are given now, so if it wins them no
+        newer epoch exists (and if it does not, it fails and is tried again as usual).
+        """
+        system = self.system
+        for activation in list(system._activations.values()):
+            if activation.pages is None:
+                continue  # still acquiring
+            activation.stop("lost", f"the run may be superseded: {why}")
+            system._forget(activation)
+            self.orphaned(activation.entity)
 
     def _sweep(self) -> None:
         """Open or re-sync the replica, then activate every key it holds with ``@active`` that this node now owns and does not run.
