@@ -23,6 +23,7 @@ from sim.faults import (
     ForgedRef,
     Heal,
     Loss,
+    OnAcquire,
     Partition,
     Pause,
     Reorder,
@@ -51,6 +52,7 @@ ONE_OF_EACH: tuple[Fault, ...] = (
     Reorder(at=8.0, p=0.3, delay=0.05, duration=1.0),
     ForgedHeartbeat(at=9.0, node="n1", fakes=("ghost1",)),
     ForgedRef(at=9.5, node="n2", actor="m:counter", key="c0", message="m:Incr"),
+    OnAcquire(at=10.0, actor="m:counter", key="c0", action="cut-crash", delay=0.01, duration=0.25, down=0.2, window=3.0),
 )
 
 
@@ -93,7 +95,8 @@ def test_a_plan_prints_as_one_sorted_line() -> None:
         "crash(n1)@1.00 restart(n1,wipe)@2.50 pause(n2,4.25s)@3.00 resume(n2)@3.50 partition(n1->n2+n3,1.50s)@4.00 "
         "flap(n3|n1+n2,every 0.50s,2.00s)@4.50 heal()@5.00 clock_step(n3,-300s)@6.00 clock_drift(n2,-2500ppm)@6.50 "
         "loss(0.25,n1,2.00s)@7.00 duplicate(0.1,+0.20s)@7.50 reorder(0.3,+0.05s,1.00s)@8.00 "
-        "forged_heartbeat(mallory->n1,ghost1)@9.00 forged_ref(mallory->n2,counter[c0],ref=forged_nowhere)@9.50"
+        "forged_heartbeat(mallory->n1,ghost1)@9.00 forged_ref(mallory->n2,counter[c0],ref=forged_nowhere)@9.50 "
+        "on_acquire(counter[c0],cut-crash,+0.01s,0.25s,down 0.20s)@10.00"
     )
     assert str(FaultPlan.of(Crash(at=3.215, node="n2"), Crash(at=3.215, node="n1"))) == "crash(n2)@3.215 crash(n1)@3.215"
     assert str(FaultPlan()) == "(no faults)"
@@ -335,3 +338,107 @@ def test_a_bad_mix_is_refused() -> None:
         FaultMix(kinds=("meteor",))
     with pytest.raises(ValueError, match="FaultMix.rate must be > 0"):
         FaultMix(kinds=("crash",), rate=0.0)
+
+
+# ======================================================================= OnAcquire ======
+
+
+def _acquiring_world(plan: FaultPlan, first_touch: float = 2.5) -> World:
+    """3 cluster nodes, ``plan`` applied, one increment of cl_counter[k] from n1 at ``first_touch`` s, run to 6 s."""
+    from sim.scenarios.cluster import Incr, cl_counter
+
+    made = World(5)
+    cluster = Cluster(seeds=["n1"], heartbeat=0.2, suspect_after=1, dead_after=1)
+    for name in ("n1", "n2", "n3"):
+        made.add_node(name, cluster=cluster, ask_timeout=2.0, write_timeout=1.0)
+    plan.apply(made)
+
+    def touch(world: World) -> Iterator[object]:
+        yield world.timeout(first_touch)
+
+        async def client(system: object) -> None:
+            try:
+                await system.ref(cl_counter, "k").ask(Incr())  # type: ignore[attr-defined]
+            except Exception:  # noqa: BLE001 - the hit may cut the answer off: only the faults' rows matter here
+                pass
+
+        world.spawn("n1", client)
+
+    made.process(touch(made))  # type: ignore[arg-type]
+    made.run(until=6.0)
+    return made
+
+
+@pytest.mark.parametrize(
+    ("action", "kinds"),
+    [
+        ("pause", [("fault.pause", 0.01), ("fault.resume", 0.51)]),
+        ("crash", [("fault.crash", 0.01), ("fault.restart", 0.31)]),
+        ("cut-crash", [("fault.partition", 0.01), ("fault.reconnect", 0.51), ("fault.crash", 0.51), ("fault.restart", 0.81)]),
+    ],
+)
+def test_on_acquire_hits_the_node_that_acquired_the_key(action: str, kinds: list[tuple[str, float]]) -> None:
+    """OnAcquire watches the trace: delay s after the key's first epoch.acquired, its node is paused, crashed or cut then crashed."""
+    from sim.scenarios.cluster import cl_counter
+
+    fault = OnAcquire(at=1.0, actor=cl_counter.name, key="k", action=action, delay=0.01, duration=0.5, down=0.3)
+    made = _acquiring_world(FaultPlan.of(fault))
+    acquired = made.trace.of("epoch.acquired", key="k")[0]
+    hits = [(r.kind, round((r.t_ns - acquired.t_ns) / 1e9, 6)) for r in made.trace.of("fault.*") if r.node == acquired.node]
+    assert hits == kinds
+    assert [r.get("text") for r in made.trace.of("note") if "hits" in str(r.get("text"))] == [f"{fault} hits {acquired.node}"]
+    made.close()
+
+
+def test_on_acquire_with_no_acquisition_in_its_window_is_noted_and_skipped() -> None:
+    """An OnAcquire whose key is not acquired within its window is a note row and nothing else."""
+    made = _acquiring_world(FaultPlan.of(OnAcquire(at=0.5, actor="m:counter", key="never", window=1.0)))
+    assert made.trace.of("fault.*") == []
+    assert [r.get("text") for r in made.trace.of("note") if "skipped" in str(r.get("text"))] == [
+        "planned on_acquire(counter[never],pause,1.00s)@0.50 skipped: no acquisition of never within 1.00s"
+    ]
+    made.close()
+
+
+def test_a_bad_on_acquire_is_refused_naming_what_was_wrong() -> None:
+    """An unknown action, an empty key or a non-positive window is a ValueError naming the field."""
+    with pytest.raises(ValueError, match="on_acquire.action must be one of pause, crash, cut-crash, got 'explode'"):
+        OnAcquire(at=1.0, actor="m:a", key="k", action="explode")
+    with pytest.raises(ValueError, match="on_acquire.actor and on_acquire.key must not be empty"):
+        OnAcquire(at=1.0, actor="m:a", key="")
+    with pytest.raises(ValueError, match="on_acquire.window must be > 0"):
+        OnAcquire(at=1.0, actor="m:a", key="k", window=0.0)
+
+
+def test_on_acquire_prints_and_ends_as_its_action_holds_the_node() -> None:
+    """str shows the key, action, delay and times; end is at + window + delay + what the action holds."""
+    cut = OnAcquire(at=2.0, actor="m:counter", key="c0", action="cut-crash", delay=0.01, duration=0.25, down=0.5, window=3.0)
+    crash = OnAcquire(at=2.0, actor="m:counter", key="c0", action="crash", down=0.5, window=3.0)
+    assert str(cut) == "on_acquire(counter[c0],cut-crash,+0.01s,0.25s,down 0.50s)@2.00"
+    assert str(crash) == "on_acquire(counter[c0],crash,down 0.50s)@2.00"
+    assert (cut.end, crash.end) == (2.0 + 3.0 + 0.01 + 0.25 + 0.5, 5.5)
+    assert FaultPlan.of(crash).to_json() == '{"faults":[{"kind":"on_acquire","at":2.0,"actor":"m:counter","key":"c0","action":"crash","down":0.5,"window":3.0}]}'
+
+
+def test_aimed_faults_come_on_their_own_stream_after_the_rest() -> None:
+    """With aims and an aim stream, the mix and plan are the ones drawn without them plus OnAcquire faults on the aimed keys,
+    each over by the end of the window; over 100 seeds every action is drawn and a quarter-ish of the mixes aim at nothing."""
+    aims = [("m:counter", "c0"), ("m:log", "e0")]
+    actions: set[str] = set()
+    unaimed = 0
+    for seed in range(100):
+        plain_rng = random.Random(seed)
+        plain_mix = FaultMix.draw(plain_rng, len(NODES))
+        plain = generate(plain_mix, plain_rng, NODES, 30.0, start=3.0, seed_nodes=("n1", "n2"))
+        rng, aim = random.Random(seed), random.Random(1000 + seed)
+        mix = FaultMix.draw(rng, len(NODES), aim_rng=aim)
+        plan = generate(mix, rng, NODES, 30.0, start=3.0, seed_nodes=("n1", "n2"), aims=aims, aim_rng=aim)
+        assert mix.kinds == plain_mix.kinds and mix.rate == plain_mix.rate
+        hit = [f for f in plan.faults if isinstance(f, OnAcquire)]
+        assert tuple(f for f in plan.faults if not isinstance(f, OnAcquire)) == plain.faults
+        assert all((f.actor, f.key) in aims and f.at >= 3.0 and f.end <= 33.0 for f in hit), seed
+        assert FaultPlan.from_json(plan.to_json()) == plan
+        actions |= {f.action for f in hit}
+        unaimed += mix.aimed == 0.0
+    assert actions == {"pause", "crash", "cut-crash"}
+    assert 10 <= unaimed <= 40
