@@ -458,7 +458,7 @@ class Membership:
                 sends.append(Send(src, self._heartbeat_for(src, answer=True)))
             sends.extend(Send(node, self._heartbeat_for(node)) for node in probes if node not in targets)
         elif isinstance(frame, Leaving):
-            if frame.node != src or not self._present(src) and self.status(src) != "left":
+            if frame.node != src or (not self._present(src) and self.status(src) != "left"):
                 return []  # only a member leaves (a stranger's Leaving would mint a record it never earned)
             self._merge((src, frame.incarnation, "left", frame.seq), now, events, direct=True)
         else:
