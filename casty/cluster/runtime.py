@@ -354,7 +354,9 @@ class ClusterNode:
         """
         node = self.system.node
         quorum = self.membership.has_quorum()
-        if event.node == node and event.status == "alive" and event.incarnation > self._incarnation:
+        if not self.system.running:
+            pass  # stopping (an orderly leave reports this node left: no quorum): the system ends its runs itself
+        elif event.node == node and event.status == "alive" and event.incarnation > self._incarnation:
             self._incarnation = event.incarnation
             self._step_down(f"{node} was suspected or declared dead (refuted at incarnation {event.incarnation})")
         elif self._quorum and not quorum:
