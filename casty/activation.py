@@ -1259,14 +1259,14 @@ class Activation:
     ) -> Schedule[Any]:
         if not isinstance(name, str) or not name:
             raise ValueError(f"a schedule name must be a non-empty string, got {name!r}")
+        if not name.isascii() and not _utf8(name):  # before anything is armed: the @schedules page could not hold it
+            raise SchemaError(f"a schedule name must be valid unicode (it is stored as UTF-8), got {name!r}")
         delay_us = to_micros(delay, "delay")
         if delay_us < 0:
             raise ValueError(f"schedule {name!r}: delay must not be negative, got {delay}")
         every_us: int | None = None
         if interval is not None:
             every_us = to_micros(interval, "interval")
-        if not name.isascii() and not _utf8(name):  # before anything is armed: the @schedules page could not hold it
-            raise SchemaError(f"a schedule name must be valid unicode (it is stored as UTF-8), got {name!r}")
             if every_us <= 0:
                 raise ValueError(f"schedule {name!r}: interval must be positive, got {interval}")
         schema = self.behavior.schema

@@ -501,6 +501,7 @@ def test_replaced_run_cannot_schedule() -> None:
 
     run_virtual(main)
 
+
 # --- times past the last datetime --------------------------------------------------
 
 LAST = "9999-12-31T23:59:59.999999+00:00"
