@@ -160,9 +160,11 @@ class Outlive(Askable[int]):
 _BACKGROUND: set[asyncio.Task[None]] = set()  # keeps the late writes referenced until they end
 
 
-@actor(initial=())
+@actor(initial=(), idle_after=0.5)
 async def sw_log(ctx: Context[tuple[int, ...], Note | Look | Erase | Outlive]) -> None:
-    """A log of note ids that can be deleted, and whose failed runs leave a late write behind them."""
+    """A log of note ids that can be deleted, and whose failed runs leave a late write behind them. Released after
+    0.5 s idle, so the next operation acquires it again and reads its replicas (a delete a replica missed is then
+    weighed against that replica's older pages)."""
     async for msg in ctx.inbox:
         if isinstance(msg, Note):
             msg.reply_to.tell(await ctx.state.update(lambda ops: (*ops, msg.op)))
