@@ -35,8 +35,9 @@ delivered once across the cluster however many nodes registered it (see
 ``casty.cluster.claims``): the tick's TTL is the cron's period at that tick clamped to
 [1 min, 24 h]; a tick already older than its TTL is skipped without a claim; otherwise the
 node asks the tick's claim key, whose owner answers first-writer-wins once the winner is
-confirmed by a quorum. The winner tells (``node_schedule.claim_won`` then ``fired``), the
-others record ``claim_lost`` naming it; a claim that cannot be made (no owner reachable,
+confirmed by a quorum. The winner tells (``node_schedule.claim_won`` then ``fired``; if its
+clock stepped back during the claim's round trip, the tell waits until the wall clock reaches
+the tick again: never early), the others record ``claim_lost`` naming it; a claim that cannot be made (no owner reachable,
 a timeout, refused as expired by the claim's owner) is ``claim_skipped`` with its reason,
 and that node does not tell. The trigger does not wait for the claim: the next tick is
 armed at once. A claim won before a cancel is still told (the tick was committed to); a
@@ -476,7 +477,28 @@ class NodeScheduler:
             system._emit_event(ev.NodeScheduleClaimLost, *entry.names(), tick, now, key, answer)
         else:
             system._emit_event(ev.NodeScheduleClaimWon, *entry.names(), tick, now, key, ttl)
+            if now < tick:
+                now = await self._wall_reaches(tick)  # the clock stepped back during the round trip: never tell early
             self._tell(entry, tick, now, next_us)
+
+    async def _wall_reaches(self, due_us: int) -> int:
+        """Wait until the node's wall clock reads ``due_us`` or later; return its reading then.
+
+        A wall-clock timer (re-armed if the clock steps again while it waits), re-checked when it
+        goes off: the timer fires on loop time, which a stepped clock no longer matches.
+        """
+        system = self._system
+        loop = system.loop
+        now = system.clock.now_us()
+        while now < due_us:
+            woken: asyncio.Future[None] = loop.create_future()
+            timer = system.timers.call_at_wall(loop.time() + (due_us - now) / 1_000_000, due_us, _wake, woken)
+            try:
+                await woken
+            finally:
+                timer.cancel()
+            now = system.clock.now_us()
+        return now
 
     @staticmethod
     def _following(entry: _Entry, tick: int, now: int) -> tuple[int | None, int]:
@@ -497,3 +519,9 @@ class NodeScheduler:
                 break
             following = cron.next_after(following)
         return (to_us(following) if following is not None else None), skipped
+
+
+def _wake(woken: asyncio.Future[None]) -> None:
+    """The timer of ``NodeScheduler._wall_reaches``: wake its waiter (unless it was cancelled meanwhile)."""
+    if not woken.done():
+        woken.set_result(None)

@@ -907,6 +907,31 @@ def test_stopping_the_scheduler_drops_its_claims_in_flight(recorder: Recorder) -
     assert recorder.of(NodeScheduleFired) == [] and recorder.of(NodeScheduleClaimWon) == []
 
 
+def test_cluster_cron_claim_won_after_the_clock_steps_back_waits_for_its_tick(recorder: Recorder) -> None:
+    """The clock steps back 0.5 s while a tick's claim is in flight (0.1 s): the won tick is told at wall == its tick (0.4 s later), never early."""
+
+    async def main(clock: LoopClock) -> None:
+        async with ActorSystem(clock=clock, observer=recorder) as system:
+
+            async def stepping_claim(ref: EntityRef[Any], message: Any) -> Any:
+                await asyncio.sleep(0.1)
+                clock.step(timedelta(seconds=-0.5))  # a fast clock corrected while the claim's round trip runs
+                return system.node
+
+            system.ask = stepping_claim  # type: ignore[method-assign]
+            scheduler = started(system, cluster_mode=True)
+            await scheduler.schedule_cron(Tick("c"), system.ref(target, "stepped"), "0 * * * * ?", reference="r")
+            await asyncio.sleep(61)
+
+    run_virtual(main)
+    tick = START_US + MINUTE
+    (won,) = recorder.of(NodeScheduleClaimWon)
+    assert (won.tick_us, won.now_us) == (tick, tick - 400_000)  # the answer came at wall 00:59.6
+    (fired,) = recorder.of(NodeScheduleFired)
+    assert (fired.tick_us, fired.now_us) == (tick, tick)
+    assert handled_at("stepped") == [tick]
+
+
 # --- times past the last datetime ----------------------------------------------------------
 
 LAST = "9999-12-31T23:59:59.999999+00:00"
