@@ -190,10 +190,14 @@ def test_finding_the_first_operation_after_a_heal_is_answered() -> None:
     assert _failed("swarm", 49) == []
 
 
-@pytest.mark.xfail(strict=True, reason="never early (near #7): the heal steps n2's fast clock back ~1.4 s at t=33; n2's cron timer, armed on the fast clock, tells tick 34.000 at wall 33.730, 0.27 s early (node_schedules_keep_time)")
 def test_finding_a_node_cron_is_never_early_after_the_heal_steps_its_clock_back() -> None:
-    """Seed 48, its own plan (n2 drifting +1466 ppm and stepped +1.395 s, corrected at the heal): no cron tick is told early."""
+    """Seed 48, its own plan (n2 fast, corrected back ~1.4 s at the heal while its claim of tick 34.000 is in flight): no cron tick is told early (the won tick waits for the wall clock)."""
     assert not [f for f in _failed("swarm", 48) if f.startswith("node_schedules_keep_time")]
+
+
+def test_finding_a_node_cron_claim_won_across_a_clock_step_back_is_not_told_early() -> None:
+    """Seed 79, its own plan: n6 wins tick 34.000's claim at wall 33.087 after its clock stepped back; it is told no earlier than wall 34.000."""
+    assert not [f for f in _failed("swarm", 79) if f.startswith("node_schedules_keep_time")]
 
 
 def test_a_forged_heartbeat_alone_is_survived_by_a_five_node_cluster() -> None:
