@@ -10,13 +10,24 @@ Per seed (all drawn from the seed's own streams, so a seed is one exact run):
   replays a given plan instead;
 * the load: client increments of three in-memory counters and one durable one (the answer is
   the confirmed count), two keys with a 1 s persisted schedule, and a node cron on every node
-  (re-registered by each node when it restarts, as a node's boot code would).
+  (re-registered by each node when it restarts, as a node's boot code would);
+* a second load stream (its own random stream, so the first one's choices stay as they were):
+  increments of a five-replica counter (room for a write on two replicas of five), reads
+  (``Get``, answered from the owner's memory; half of them asked on the node its view names
+  owner) of every counter, and operations on two logs (``sw_log``: notes, looks, deletes, and
+  now and then a run that fails leaving a late write behind); every node also holds a node
+  schedule with an interval (``BEAT``, every 2 s) beside the cron;
+* aimed faults: ``OnAcquire`` faults (``FaultMix.aimed``, on a stream of their own) that pause,
+  crash, or cut off and crash the node that acquires one of ``AIMS`` right after it does.
 
 At ``HEAL_AT`` every fault ends (``sim.faults.heal_all``: links whole, loss off, paused nodes
 resumed, crashed ones restarted with their disks, clocks corrected). After ``SETTLE`` s the
 liveness phase asks what a healed cluster owes: every client operation completes within
 ``OP_BOUND``, every scheduled key that is owed fires in every ``FIRE_GAP`` window, every cron
-tick is told exactly once.
+tick is told exactly once, every node's beat fires in every ``FIRE_GAP`` window and on time.
+Under the faults: an owed read is never taken back, a deleted log never comes back and a
+failed run's late write never lands (``deleted_stays_deleted``), node schedules are never
+early and catch up without a burst (``node_schedules_keep_time``).
 
 What is owed, decided from the trace (``sim.checks.memory_losses``, ``outages``,
 ``kept_memory``): a write confirmed at time c is owed at time t iff a majority of its key's
