@@ -166,7 +166,7 @@ MUTANTS: tuple[Mutant, ...] = (
             "        if not filling:\n",
             "        if not filling:\n",
         ),
-        ("stale-owner-fenced", "ownership-repeat", "rolling-restart-3"),
+        ("newer-promise-fences", "stale-owner-fenced", "ownership-repeat", "rolling-restart-3"),
     ),
     Mutant(
         "r4-confirm-on-one-ack",
@@ -193,7 +193,7 @@ MUTANTS: tuple[Mutant, ...] = (
             "            if frame.promised > self.epoch:\n                return self._lose(frame.promised)\n",
             "            if frame.promised > self.epoch:\n                pass\n",
         ),
-        ("stale-owner-fenced", "ownership-repeat", "rolling-restart-3"),
+        ("newer-promise-fences", "stale-owner-fenced", "ownership-repeat", "rolling-restart-3"),
     ),
     Mutant(
         "r6-tombstone-unordered",
