@@ -223,6 +223,9 @@ def _forgotten_at(trace: Trace, members: list[str], durable: bool, of: tuple[str
     confirmed the latest version (only an owner saves a durable key, and only what it
     confirmed). A restarted node holds nothing until the next write. When the holders fall
     below a majority, the key is forgotten: a new era starts, held by the members up then.
+    Such an era may itself start below a majority (too few up), and its state too is then
+    forgotten once a majority of the members is up without holding it (restarted empty): a
+    quorum can meet no holder, so another era starts at that restart.
     """
     if not members:
         return []
@@ -259,6 +262,12 @@ def _forgotten_at(trace: Trace, members: list[str], durable: bool, of: tuple[str
                 holders = set(up)
         else:
             up.add(node)
+            if len(up - holders) >= majority:
+                # Back empty beside nodes that hold nothing either: a read quorum can now meet no
+                # holder (seed 9: the round-2 promise n2 acked as it crashed was held by n1 alone,
+                # paused; n2 and n3 came back empty and acquired round 1 between them).
+                edges.append(t)
+                holders = set(up)
     return edges
 
 

@@ -6,7 +6,7 @@ import pytest
 
 from sim import scenarios
 from sim.__main__ import main as cli
-from sim.checks import kept_memory, memory_eras, memory_losses, outages
+from sim.checks import epochs_only_grow, kept_memory, memory_eras, memory_losses, outages
 from sim.faults import ClockStep, Crash, FaultPlan, ForgedHeartbeat, Pause, Restart
 from sim.checks import CheckFailed
 from sim.scenarios.cluster import Get
@@ -35,9 +35,9 @@ def _failed(name: str, seed: int, plan: FaultPlan | None = None) -> list[str]:
     return sorted({f.check for f in result.failures})
 
 
-@pytest.mark.parametrize("seed", [0, 3, 4])
+@pytest.mark.parametrize("seed", [0, 3, 4, 9])
 def test_swarm_seeds_hold(seed: int) -> None:
-    """These seeds' own plans hold every swarm check: safety under the faults, then liveness once healed."""
+    """These seeds' own plans hold every swarm check: safety under the faults, then liveness once healed (9: the era a restart starts)."""
     assert _failed("swarm", seed) == []
 
 
@@ -159,6 +159,49 @@ def test_memory_eras_split_a_key_where_a_majority_of_its_replicas_forgot_it() ->
     era = memory_eras(world)
     assert [era("a", "k", t) for t in (500_000_000, 2_000_000_000, 3_000_000_000, 3_000_000_001)] == [0, 0, 0, 1]
     assert era("a", "other", 9_000_000_000) == 0
+
+
+def _acquired(t: float, node: str, epoch_round: int, version: int, found: int) -> tuple[float, str, str, dict[str, object]]:
+    fields: dict[str, object] = {"actor": "a", "key": "k", "epoch_round": epoch_round, "epoch_node": f"{node}#1", "version": version, "found": found}
+    return (t, node, "epoch.acquired", fields)
+
+
+def _seed_9_world(*, n3_back: bool) -> World:
+    """Seed 9's pinged[swarm] in small: n3 down at 2 s; n2 acks n1's round-2 acquisition and crashes (3 s); n1 pauses
+    holding it; n2 (4 s) and, if ``n3_back``, n3 (5 s) come back empty; n2 then acquires round 1 afresh (6 s)."""
+    world = World(0)
+    rows = [
+        _acquired(1.0, "n1", 1, 1, 0),
+        (2.0, "n3", "fault.crash", {"unsynced_lost": 0}),
+        (3.0, "n2", "fault.crash", {"unsynced_lost": 0}),
+        _acquired(3.001, "n1", 2, 9, 8),
+        (3.001, "n1", "fault.pause", {}),
+        (4.0, "n2", "fault.restart", {}),
+        *([(5.0, "n3", "fault.restart", {})] if n3_back else []),
+        _acquired(6.0, "n2", 1, 1, 0),
+    ]
+    for t, node, kind, fields in rows:
+        world.trace.add(round(t * 1e9), node, None, kind, fields)
+    world.results["replicas"] = {"a/k": ["n1", "n2", "n3"]}
+    return world
+
+
+def test_memory_eras_split_where_empty_restarted_replicas_could_form_a_quorum() -> None:
+    """Seed 9's false alarm: the round-2 promise made as n2 crashed is held by n1 alone; once n2 and n3 are back
+    empty (a quorum meeting no holder, 5 s) a new era starts, and n2's round 1 at 6 s is not compared with it."""
+    world = _seed_9_world(n3_back=True)
+    era = memory_eras(world)
+    assert [era("a", "k", round(t * 1e9)) for t in (1.0, 3.001, 4.5, 5.0, 5.001, 6.0)] == [0, 1, 1, 1, 2, 2]
+    epochs_only_grow(world)
+
+
+def test_one_empty_replica_back_beside_the_holder_starts_no_era() -> None:
+    """With only n2 back (n3 still down), every quorum of n1 n2 n3 meets the holder n1: round 1 after round 2 fails."""
+    world = _seed_9_world(n3_back=False)
+    era = memory_eras(world)
+    assert [era("a", "k", round(t * 1e9)) for t in (3.001, 6.0)] == [1, 1]
+    with pytest.raises(CheckFailed, match=r"epoch \(1, 'n2#1'\) acquired on n2 at t=6.000s is not greater than \(2, 'n1#1'\)"):
+        epochs_only_grow(world)
 
 
 # ========================================================================== findings ======
