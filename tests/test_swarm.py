@@ -170,7 +170,7 @@ def _seed_9_world(*, n3_back: bool) -> World:
     """Seed 9's pinged[swarm] in small: n3 down at 2 s; n2 acks n1's round-2 acquisition and crashes (3 s); n1 pauses
     holding it; n2 (4 s) and, if ``n3_back``, n3 (5 s) come back empty; n2 then acquires round 1 afresh (6 s)."""
     world = World(0)
-    rows = [
+    rows: list[tuple[float, str, str, dict[str, object]]] = [
         _acquired(1.0, "n1", 1, 1, 0),
         (2.0, "n3", "fault.crash", {"unsynced_lost": 0}),
         (3.0, "n2", "fault.crash", {"unsynced_lost": 0}),
