@@ -766,14 +766,14 @@ def test_duplicate_and_stale_frames_do_not_count_twice_at_an_owner() -> None:
     assert owner.receive("r1", ack, 0.4) == []
     assert owner.receive("r1", ack, 0.5) == []
     assert [type(e) for e in reports(owner.receive("r2", stores["r2"].on_write(write_back), 0.6))] == [Acquired]
-    assert owner.receive("r3", stores["r3"].on_write(write_back), 0.7) == []
+    assert owner.receive("r3", stores["r3"].on_write(write_back), 0.7) == [CancelTimer("resend")]  # caught up: no catch-up
     version, outs = owner.write(1.0, {"s": b"1"})
     frame = sends(outs)[0].frame
     assert isinstance(frame, Write)
     for name in ("r1", "r2"):
         owner.receive(name, stores[name].on_write(frame), 1.1)
     assert owner.receive("r2", Ack(ENTITY, owner.epoch, version), 1.2) == []  # no second Confirmed
-    assert owner.receive("r3", stores["r3"].on_write(frame), 1.2) == []
+    assert owner.receive("r3", stores["r3"].on_write(frame), 1.2) == [CancelTimer("resend")]  # caught up: no Confirmed, no catch-up
 
 
 @pytest.mark.parametrize("seed", range(5))
@@ -1239,12 +1239,73 @@ def test_the_resend_timer_waits_for_the_oldest_pending_write_to_age() -> None:
     assert sorted(s.to for s in sends(outs)) == list(REPLICAS) and SetTimer("resend", 11.4) in outs
 
 
-def test_the_resend_timer_is_cancelled_once_nothing_is_pending() -> None:
-    """A write confirmed before its resend time leaves no resend timer behind."""
+def test_the_resend_timer_is_cancelled_once_nothing_is_pending_and_every_replica_acked() -> None:
+    """A write confirmed before its resend time keeps the resend timer only until the third replica acks it too."""
     owner = KeyOwner(ENTITY, "r1", write_timeout=5.0, resend_every=0.5)
     stores = {name: ReplicaStore() for name in REPLICAS}
     pump(owner, stores, owner.acquire(0.0, REPLICAS))
     v1, outs = owner.write(10.0, {"s": b"1"})
     ack = Ack(ENTITY, owner.epoch, v1)
-    assert CancelTimer("resend") in owner.receive("r1", ack, 10.01) + owner.receive("r2", ack, 10.01)
+    assert reports(owner.receive("r1", ack, 10.01) + owner.receive("r2", ack, 10.01)) == [
+        Confirmed(ENTITY, owner.epoch, v1, ("r1", "r2"))
+    ]
+    assert owner.receive("r3", ack, 10.02) == [CancelTimer("resend")]
     assert owner.timer("resend", 10.5) == []
+
+
+# ============================================= missed promises, caught up =====
+
+
+def _pump_except(owner: KeyOwner, stores: Mapping[str, ReplicaStore], outs: Iterable[Output], cut: str, now: float) -> list[Any]:
+    """``pump``, with every frame to replica ``cut`` lost (it is partitioned away)."""
+    queue: deque[Output] = deque(outs)
+    got: list[Any] = []
+    while queue:
+        out = queue.popleft()
+        if isinstance(out, Send) and out.to != cut:
+            for reply in stores[out.to].receive("owner", wire(out.frame)):
+                assert isinstance(reply, Send)
+                queue.extend(owner.receive(out.to, wire(reply.frame), now))
+        elif isinstance(out, Report):
+            got.append(out.event)
+    return got
+
+
+def test_an_idle_owner_learns_of_a_promise_it_missed_before_its_next_write() -> None:
+    """Seed 189's shape: won without r3, which promised a newer epoch of a failed acquisition; after the heal the resend, not a client write, meets the Nack: Lost with nothing Fenced."""
+    missed = Epoch(9, "z")  # an acquisition that got r3's promise and no quorum
+    stores = {"r1": ReplicaStore(), "r2": ReplicaStore(), "r3": holding(missed, ZERO_STAMP, {})}
+    owner = KeyOwner(ENTITY, "r1", write_timeout=5.0, resend_every=0.5)
+    outs = owner.acquire(0.0, REPLICAS, after=Epoch(8, "z"), persist=True)
+    epoch = Epoch(9, "r1")  # the same round: r1 and r2 never saw round 9
+    assert _pump_except(owner, stores, outs, "r3", 0.0) == [Persisting(ENTITY, epoch, 1, {})]
+    assert [type(e) for e in _pump_except(owner, stores, owner.persisted(epoch), "r3", 0.1)] == [Acquired]
+    version, outs = owner.write(0.2, {"s": b"1"})
+    assert _pump_except(owner, stores, outs, "r3", 0.2) == [Confirmed(ENTITY, epoch, version, ("r1", "r2"))]
+    # The partition heals; no client write comes. The resend goes on for the replica that never acked:
+    outs = owner.timer("resend", 0.7)
+    assert [(s.to, s.frame) for s in sends(outs)] == [("r3", Write(ENTITY, epoch, version, {"s": b"1"}))]
+    assert pump(owner, stores, outs, 0.7) == [Lost(ENTITY, epoch, missed)]
+    assert owner.phase == "lost" and owner._pending == {}
+
+
+def test_the_catch_up_resend_backs_off_and_stops_once_every_replica_acked() -> None:
+    """With nothing pending, a lagging replica is sent the newest write at 0.5, 1, 2, 4 then every 8 s; its ack ends the resends; a new write re-arms at once."""
+    stores = {name: ReplicaStore() for name in REPLICAS}
+    owner = KeyOwner(ENTITY, "r1", write_timeout=5.0, resend_every=0.5)
+    assert [type(e) for e in _pump_except(owner, stores, owner.acquire(0.0, REPLICAS), "r3", 0.0)] == [Acquired]
+    version, outs = owner.write(1.0, {"s": b"1"})
+    assert [type(e) for e in _pump_except(owner, stores, outs, "r3", 1.0)] == [Confirmed]
+    fired = []
+    at = 1.5
+    for _ in range(6):
+        outs = owner.timer("resend", at)
+        assert [s.to for s in sends(outs)] == ["r3"]
+        (armed,) = [o for o in outs if isinstance(o, SetTimer)]
+        fired.append(armed.at - at)
+        at = armed.at
+    assert fired == [1.0, 2.0, 4.0, 8.0, 8.0, 8.0]
+    _v2, outs = owner.write(at - 3.0, {"s": b"2"})  # a write re-arms the resend for its own turn
+    assert SetTimer("resend", at - 2.5) in outs
+    outs = pump(owner, stores, outs, at - 3.0)  # r3 is back: it acks the write
+    assert owner.timer("resend", at - 2.5) == [] and owner.timer("resend", at) == []

@@ -243,9 +243,8 @@ def test_finding_a_node_cron_claim_won_across_a_clock_step_back_is_not_told_earl
     assert not [f for f in _failed("swarm", 79) if f.startswith("node_schedules_keep_time")]
 
 
-@pytest.mark.xfail(strict=True, reason="liveness: n2 acquires d0 at (9, n2) just after its 6.3 s pause (32.48 s) while a replica holds a promise of (9, n4) from n4's acquisition that failed at 31.59 s (no quorum); n2's first write after the heal (41.0 s) fails 'owner epoch lost to (9, n4#...)' and the client gets Unavailable (operations_live). An acquisition that won its read quorum below a promise it met (probably its own replica's, the Prepare queued during the pause) is not the step-down rule's case: n2 stepped down at its resume and acquired afresh")
 def test_finding_an_owner_below_its_own_replicas_promise_is_fenced_after_the_heal() -> None:
-    """Seed 189, its own plan (7 nodes, n2 paused 6.3 s, n1+n4 cut off): every liveness operation is answered."""
+    """Seed 189 (n2 won d0 at (9, n2) without n4's replica, which promised (9, n4)): the catch-up resend fences n2 at 33.98 s, before a client write; every operation is answered."""
     assert _failed("swarm", 189) == []
 
 

@@ -34,6 +34,11 @@ The rules (epoch = (round, node), stamp = (epoch, version), both compared as tup
    reported ``Fenced``, then ``Lost``; later writes are ``Fenced`` at once, without frames.
    ``Fenced`` and ``WriteTimedOut`` mean *not confirmed*, not *not applied*: such a write
    may still surface at the next owner (the driver raises ``Unavailable`` for both).
+   An owner can win its quorums without a replica that had promised a newer epoch (to an
+   acquisition that then failed; the owner could not have seen that round). So that the
+   Nack ends the owner *before* a client's write meets it, a held owner keeps sending its
+   newest write to replicas that have not acked it, even with nothing pending (backing off
+   up to ``16 * resend_every``), until every replica acked it.
 6. **Delete.** A tombstone is a write of the empty page set: its stamp still orders it,
    so an older replica's pages never come back. A key is *deleted* when it holds no pages
    under a non-zero stamp; ``Acquired.deleted`` says the newest state found was one.
@@ -560,7 +565,8 @@ class KeyOwner:
     stragglers are harmless. Timers: ``"acquire"``, ``"resend"`` and ``"write"``; a timer
     call that comes before its deadline or after its work finished does nothing. The write
     timer stays armed when the writes it watches are confirmed (see ``WRITE_TIMER``); the
-    resend timer is cancelled once nothing is pending.
+    resend timer is cancelled once nothing is pending and every replica acked the newest
+    write (a lagging replica is caught up, see rule 5).
     """
 
     __slots__ = (
@@ -568,7 +574,7 @@ class KeyOwner:
         "phase", "epoch", "version", "pages", "replicas", "level", "newer",
         "_read_quorum", "_write_quorum", "_round_seen", "_deadline", "_updates",
         "_promises", "_blank", "_floor", "_found", "_found_deleted", "_acked", "_pending", "_resend_at",
-        "_write_timer_at", "_persist",
+        "_write_timer_at", "_persist", "_idle_resends",
     )
 
     def __init__(
@@ -611,6 +617,7 @@ class KeyOwner:
         self._resend_at: float | None = None
         self._write_timer_at: float | None = None  # when the write timer is armed to fire, if it is
         self._persist = False  # this acquisition holds the key only once the driver saved it (rule 7)
+        self._idle_resends = 0  # catch-up resends since the last write (their interval doubles)
 
     # ------------------------------------------------------------ acquiring ----
 
@@ -657,6 +664,7 @@ class KeyOwner:
         self._acked = {}
         self._found = ZERO_STAMP
         self._found_deleted = False
+        self._idle_resends = 0
         self._deadline = now + self.acquire_timeout
         out: list[Output] = [Send(replica, Prepare(self.entity, self.epoch)) for replica in chosen]
         out.append(SetTimer(ACQUIRE_TIMER, self._deadline))
@@ -676,7 +684,8 @@ class KeyOwner:
     def _hold(self) -> list[Output]:
         self.phase = "held"
         out: list[Output] = [CancelTimer(ACQUIRE_TIMER)]
-        self._disarm_resend(out)
+        if not self._lagging():
+            self._disarm_resend(out)  # else it stays armed: a lagging replica is caught up (rule 5)
         out.append(Report(Acquired(
             self.entity, self.epoch, self.version, dict(self.pages), self._found, self._found_deleted
         )))
@@ -717,8 +726,10 @@ class KeyOwner:
         if self._write_timer_at is None:
             self._write_timer_at = deadline
             out.append(SetTimer(WRITE_TIMER, deadline))
-        if self._resend_at is None and self.resend_every is not None:  # _arm_resend, inline
-            self._resend_at = now + self.resend_every
+        self._idle_resends = 0
+        resend_every = self.resend_every
+        if resend_every is not None and (self._resend_at is None or self._resend_at > now + resend_every):
+            self._resend_at = now + resend_every  # _arm_resend, inline; or sooner than a catch-up resend
             out.append(SetTimer(RESEND_TIMER, self._resend_at))
         return version, out
 
@@ -819,11 +830,14 @@ class KeyOwner:
             if not self._persist:
                 return self._hold()
             self.phase = "persisting"  # rule 7: held once the store has it; the acquire timer stays armed
-            self._disarm_resend(out)
+            if not self._lagging():
+                self._disarm_resend(out)  # else it stays armed: a lagging replica is caught up (rule 5)
             out.append(Report(Persisting(self.entity, self.epoch, self.version, dict(self.pages))))
             return out
         pending = self._pending
         if not pending:
+            if self._resend_at is not None and not self._lagging():
+                self._disarm_resend(out)  # the last lagging replica caught up
             return out
         oldest = next(iter(pending))
         if frame.version < oldest:
@@ -840,9 +854,18 @@ class KeyOwner:
                 break  # fewer replicas hold a later version: nothing after this one is confirmed either
             del pending[version]
             out.append(Report(Confirmed(self.entity, self.epoch, version, holders)))
-        if not pending:
+        if not pending and not self._lagging():
             self._disarm_resend(out)  # cheaper to cancel than to fire for nothing; the write timer stays (WRITE_TIMER)
         return out
+
+    def _lagging(self) -> bool:
+        """Whether some replica has not acked the newest version (the write-back or the last write)."""
+        acked = self._acked
+        version = self.version
+        for replica in self.replicas:
+            if acked.get(replica, 0) < version:
+                return True
+        return False
 
     def _holders(self, version: int) -> tuple[str, ...] | None:
         """The replicas holding ``version`` or later under this epoch, if they make a write quorum."""
@@ -938,10 +961,20 @@ class KeyOwner:
             newest = self.version
             frame = Write(self.entity, self.epoch, newest, dict(self.pages))
             out.extend(Send(replica, frame) for replica in self.replicas if self._acked.get(replica, 0) < newest)
-        elif self.phase == "writing_back":
+        elif self.phase in ("writing_back", "persisting", "held") and self.resend_every is not None:
+            # The write-back, or (nothing pending) a catch-up of a lagging replica: a newer
+            # promise it holds must end this owner before a client's write meets it (rule 5).
             newest = self.version
+            lagging = [replica for replica in self.replicas if self._acked.get(replica, 0) < newest]
+            if not lagging:
+                return out
             frame = Write(self.entity, self.epoch, newest, dict(self.pages))
-            out.extend(Send(replica, frame) for replica in self.replicas if self._acked.get(replica, 0) < newest)
+            out.extend(Send(replica, frame) for replica in lagging)
+            if self.phase != "writing_back":
+                self._idle_resends += 1
+                self._resend_at = now + self.resend_every * 2 ** min(self._idle_resends, 4)
+                out.append(SetTimer(RESEND_TIMER, self._resend_at))
+                return out
         else:
             return out
         self._arm_resend(now, out)
