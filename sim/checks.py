@@ -223,9 +223,10 @@ def _forgotten_at(trace: Trace, members: list[str], durable: bool, of: tuple[str
     confirmed the latest version (only an owner saves a durable key, and only what it
     confirmed). A restarted node holds nothing until the next write. When the holders fall
     below a majority, the key is forgotten: a new era starts, held by the members up then.
-    Such an era may itself start below a majority (too few up), and its state too is then
-    forgotten once a majority of the members is up without holding it (restarted empty): a
-    quorum can meet no holder, so another era starts at that restart.
+    A restarted node's sync round (``handoff.ended``) that had a holder among its peers pulled
+    that holder's copy: it holds again. One that ended with none of them opened the node empty:
+    once such nodes are a majority, a read quorum can meet no holder (seed 9: the holder was
+    paused and off their ring), so the key is forgotten there too and a new era starts.
     """
     if not members:
         return []
@@ -242,9 +243,15 @@ def _forgotten_at(trace: Trace, members: list[str], durable: bool, of: tuple[str
     for row in trace.of("fault.crash", "fault.restart"):
         if row.node in members:
             events.append((row.t_ns, 0, row.kind, row.node, 0))
+    rounds: dict[int, frozenset[str]] = {}  # event index -> the peers of a member's sync round that ended
+    for row in trace.of("handoff.ended"):
+        if row.node in members:
+            rounds[len(events)] = frozenset(str(peer) for peer in row.get("peers") or ())
+            events.append((row.t_ns, 2, row.kind, row.node, len(events)))
     events.sort()
     up = set(members)
     holders = set(members)
+    opened_empty: set[str] = set()  # up, not holders, and a sync round of theirs ended without a holder
     latest = 0
     mine: dict[str, int] = {}
     edges: list[int] = []
@@ -253,21 +260,28 @@ def _forgotten_at(trace: Trace, members: list[str], durable: bool, of: tuple[str
             latest = max(latest, version)
             mine[node] = max(mine.get(node, 0), version)
             holders = set(up)
+            opened_empty.clear()
         elif kind == "fault.crash":
             up.discard(node)
+            opened_empty.discard(node)
             if not ((node, t) in kept_crashes and mine.get(node, -1) >= latest):
                 holders.discard(node)
             if len(holders) < majority:
                 edges.append(t)
                 holders = set(up)
-        else:
+                opened_empty.clear()
+        elif kind == "fault.restart":
             up.add(node)
-            if len(up - holders) >= majority:
-                # Back empty beside nodes that hold nothing either: a read quorum can now meet no
-                # holder (seed 9: the round-2 promise n2 acked as it crashed was held by n1 alone,
-                # paused; n2 and n3 came back empty and acquired round 1 between them).
-                edges.append(t)
-                holders = set(up)
+        elif node in up and node not in holders:
+            if rounds[version] & holders:
+                holders.add(node)
+                opened_empty.discard(node)
+            else:
+                opened_empty.add(node)
+                if len(opened_empty) >= majority:
+                    edges.append(t)
+                    holders = set(up)
+                    opened_empty.clear()
     return edges
 
 

@@ -166,9 +166,10 @@ def _acquired(t: float, node: str, epoch_round: int, version: int, found: int) -
     return (t, node, "epoch.acquired", fields)
 
 
-def _seed_9_world(*, n3_back: bool) -> World:
+def _seed_9_world(n3_peers: list[str] | None) -> World:
     """Seed 9's pinged[swarm] in small: n3 down at 2 s; n2 acks n1's round-2 acquisition and crashes (3 s); n1 pauses
-    holding it; n2 (4 s) and, if ``n3_back``, n3 (5 s) come back empty; n2 then acquires round 1 afresh (6 s)."""
+    holding it; n2 comes back (4 s), and n3 too (5 s) unless ``n3_peers`` is None; their sync rounds end (5.1 s: n2's
+    with n3, 5.2 s: n3's with ``n3_peers``); n2 then acquires round 1 afresh (6 s)."""
     world = World(0)
     rows: list[tuple[float, str, str, dict[str, object]]] = [
         _acquired(1.0, "n1", 1, 1, 0),
@@ -177,27 +178,33 @@ def _seed_9_world(*, n3_back: bool) -> World:
         _acquired(3.001, "n1", 2, 9, 8),
         (3.001, "n1", "fault.pause", {}),
         (4.0, "n2", "fault.restart", {}),
-        *([(5.0, "n3", "fault.restart", {})] if n3_back else []),
-        _acquired(6.0, "n2", 1, 1, 0),
     ]
+    if n3_peers is not None:
+        rows += [
+            (5.0, "n3", "fault.restart", {}),
+            (5.1, "n2", "handoff.ended", {"round": 1, "peers": ["n3"], "synced": [], "keys": 1}),
+            (5.2, "n3", "handoff.ended", {"round": 1, "peers": n3_peers, "synced": [], "keys": 1}),
+        ]
+    rows.append(_acquired(6.0, "n2", 1, 1, 0))
     for t, node, kind, fields in rows:
         world.trace.add(round(t * 1e9), node, None, kind, fields)
     world.results["replicas"] = {"a/k": ["n1", "n2", "n3"]}
     return world
 
 
-def test_memory_eras_split_where_empty_restarted_replicas_could_form_a_quorum() -> None:
-    """Seed 9's false alarm: the round-2 promise made as n2 crashed is held by n1 alone; once n2 and n3 are back
-    empty (a quorum meeting no holder, 5 s) a new era starts, and n2's round 1 at 6 s is not compared with it."""
-    world = _seed_9_world(n3_back=True)
+def test_memory_eras_split_where_empty_restarted_replicas_opened_as_a_quorum() -> None:
+    """Seed 9's false alarm: the round-2 promise n2 acked as it crashed is held by n1 alone; once n2 and n3 both opened
+    empty (sync rounds without n1, 5.2 s) a quorum meets no holder: a new era, and n2's round 1 at 6 s is not compared."""
+    world = _seed_9_world(["n2"])
     era = memory_eras(world)
-    assert [era("a", "k", round(t * 1e9)) for t in (1.0, 3.001, 4.5, 5.0, 5.001, 6.0)] == [0, 1, 1, 1, 2, 2]
+    assert [era("a", "k", round(t * 1e9)) for t in (1.0, 3.001, 5.0, 5.1, 5.2, 5.201, 6.0)] == [0, 1, 1, 1, 1, 2, 2]
     epochs_only_grow(world)
 
 
-def test_one_empty_replica_back_beside_the_holder_starts_no_era() -> None:
-    """With only n2 back (n3 still down), every quorum of n1 n2 n3 meets the holder n1: round 1 after round 2 fails."""
-    world = _seed_9_world(n3_back=False)
+@pytest.mark.parametrize("n3_peers", [None, ["n1", "n2"]], ids=["n3-still-down", "n3-pulled-from-the-holder"])
+def test_no_era_while_a_quorum_still_meets_the_holder(n3_peers: list[str] | None) -> None:
+    """With n3 down, or n3's sync round pulling n1's copy, every quorum meets a holder: round 1 after round 2 fails."""
+    world = _seed_9_world(n3_peers)
     era = memory_eras(world)
     assert [era("a", "k", round(t * 1e9)) for t in (3.001, 6.0)] == [1, 1]
     with pytest.raises(CheckFailed, match=r"epoch \(1, 'n2#1'\) acquired on n2 at t=6.000s is not greater than \(2, 'n1#1'\)"):
