@@ -35,7 +35,7 @@ from .cluster.replication import (
 )
 from .cluster.replication import Fenced as EpochFenced
 from .context import EMPTY, Context, Inbox
-from .errors import ActorFailed, CastyError, Fenced, MailboxFull, NotStarted, SchemaError, Unavailable
+from .errors import ActorFailed, CastyError, Fenced, MailboxFull, MessageTooLarge, NotStarted, SchemaError, Unavailable
 from .ports import NO_EPOCH, StoredEpoch
 from .ref import EntityRef, ReplyRef
 from .schedules import LAST_US, ArmedSchedule, Schedule, checked_due, decode_schedules, encode_armed, to_micros
@@ -622,7 +622,7 @@ class Activation:
         slot, shown = self._replicated_slot(lease, operation, fence)
         epoch = slot.owner.epoch  # the write's epoch, for the store (the slot may be gone once it is confirmed)
         future: asyncio.Future[tuple[int, dict[str, bytes]]] = self._loop.create_future()
-        slot.stage(updates, future)
+        self._stage(slot, updates, future, shown, operation)
         try:
             version, pages = await future
         except Fenced:
@@ -647,6 +647,14 @@ class Activation:
             raise Unavailable(f"{self.type.name}[{self.key!r}]: {operation}: the key's owner epoch is not held")
         return slot, shown
 
+    def _stage(self, slot: OwnerSlot, updates: Mapping[str, bytes | None], waiter: object, shown: int, operation: str) -> None:
+        """``slot.stage``, reporting a write too large for a frame (``MessageTooLarge``, raised: nothing was staged)."""
+        try:
+            slot.stage(updates, waiter)
+        except MessageTooLarge:
+            self.system._emit_event(ev.WriteFailed, self.type.name, self.key, shown, operation, "too_large")
+            raise
+
     def _stage_quietly(self, updates: Mapping[str, bytes | None], operation: str) -> None:
         """The key's own write from a timer callback, in a cluster, with no store: staged, reported when settled, no task.
 
@@ -660,7 +668,10 @@ class Activation:
                 slot, _shown = self._replicated_slot(None, operation, True)
             except Unavailable:
                 return  # reported as WriteFailed
-        slot.stage(updates, _Staged(self, self.lease, operation, tuple(updates)))
+        try:
+            self._stage(slot, updates, _Staged(self, self.lease, operation, tuple(updates)), self.lease, operation)
+        except MessageTooLarge:
+            pass  # reported as WriteFailed; a timer callback has nobody to raise it to
 
     async def _store_replicated(
         self, pages: Mapping[str, bytes], version: int, epoch: Epoch, lease: int | None, operation: str
@@ -701,7 +712,7 @@ class Activation:
         if self._replica is not None:
             try:
                 await self._write_replicated(lease, updates, "deactivate", fence=False)
-            except Unavailable:
+            except (Unavailable, MessageTooLarge):  # too large: pages acquired over the limit can never be written
                 pass  # @active stays on the replicas: the key is resumed by its next owner, which idles it again
             finally:
                 self._close_replica()
@@ -1076,7 +1087,7 @@ class Activation:
     async def _commit_quietly(self, updates: Mapping[str, bytes | None], operation: str) -> None:
         try:
             await self._commit(None, updates, operation)
-        except Unavailable:
+        except (Unavailable, MessageTooLarge):
             pass  # reported as WriteFailed; the next owner of the key repeats what was not confirmed
 
     async def _write_through(
@@ -1196,7 +1207,11 @@ class Activation:
             if self._closed or lease != self.lease or slot.owner.phase not in ("held", "lost"):
                 slot, _shown = self._replicated_slot(lease, "state.set", True)  # raises, and reports why
             future: asyncio.Future[None] = self._loop.create_future()
-            slot.stage({STATE_PAGE: data}, _Staged(self, lease, "state.set", _STATE_PAGES, future, value))
+            try:  # _stage, inline: once per state write
+                slot.stage({STATE_PAGE: data}, _Staged(self, lease, "state.set", _STATE_PAGES, future, value))
+            except MessageTooLarge:
+                self.system._emit_event(ev.WriteFailed, self.type.name, self.key, lease, "state.set", "too_large")
+                raise
             return future
         return self.write_state(lease, value, data)
 

@@ -367,3 +367,45 @@ def test_with_a_disk_per_node_the_key_comes_back_from_the_disk_of_its_last_owner
     world.run(until=world.now + 1.0)
     assert task.result() == 4
     world.close()
+
+
+@dataclass(frozen=True)
+class PutBytes(Askable[str]):
+    size: int
+
+
+@actor(initial=b"", durable="write")
+async def stored_blob(ctx: Context[bytes, PutBytes]) -> None:
+    """Sets the state to ``size`` bytes, saved to the store; answers "ok", or the error's class name."""
+    async for msg in ctx.inbox:
+        try:
+            await ctx.state.set(b"x" * msg.size)
+        except Exception as exc:
+            msg.reply_to.tell(type(exc).__name__)
+        else:
+            msg.reply_to.tell("ok")
+
+
+def test_a_durable_write_over_the_frame_limit_is_refused_before_replicas_and_store() -> None:
+    """A durable="write" key's 5 MiB state: MessageTooLarge at the write, reported too_large; the store keeps the last confirmed (small) state."""
+    world = World(3)
+    database = MemoryStore()
+    for name in NODES:
+        world.add_node(name, cluster=CLUSTER, store=database, ask_timeout=2.0, write_timeout=1.0)
+    world.run(until=2.0)
+    answers: list[str] = []
+
+    async def put(system: ActorSystem, size: int) -> None:
+        answers.append(await system.ref(stored_blob, "b").ask(PutBytes(size)))
+
+    world.spawn("n1", lambda system: put(system, 10))
+    world.run(until=world.now + 0.5)
+    start = world.now
+    world.spawn("n1", lambda system: put(system, 5 * 1024 * 1024))
+    world.run(until=start + 0.05)
+    assert answers == ["ok", "MessageTooLarge"]
+    assert [(r.get("operation"), r.get("reason")) for r in world.trace.of("write.failed", key="b")] == [("state.set", "too_large")]
+    loaded = asyncio.run(database.load(stored_blob.name, "b"))
+    assert loaded is not None
+    assert world.system("n1").codec.decode_pages(loaded[1])[STATE_PAGE] == world.system("n1").codec.encode_typed(b"x" * 10, bytes, "state")
+    world.close()

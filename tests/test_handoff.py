@@ -21,6 +21,7 @@ from casty.cluster.handoff import (
     SyncRequest,
 )
 from casty.cluster.replication import Epoch, Snapshot, Stamp
+from casty.cluster.limits import MAX_FRAME
 from casty.cluster.routing import CLUSTER_WIRE
 from casty.cluster.sansio import CancelTimer, Output, Report, Send, SetTimer
 
@@ -146,6 +147,27 @@ def test_an_answer_is_split_into_numbered_parts_of_part_size_keys() -> None:
     parts = answer(peer, "a", 7, store)
     assert [(p.round, p.dump, p.part, p.parts) for p in parts] == [(7, 1, 0, 3), (7, 1, 1, 3), (7, 1, 2, 3)]
     assert [s for p in parts for s in p.snapshots] == store
+
+
+def test_an_answer_is_also_split_by_bytes_so_that_every_part_fits_a_frame() -> None:
+    """Ten keys of 1 MiB each (far fewer than part_size) go as ten parts of one key each, every part's frame under MAX_FRAME, in order."""
+    epoch = Epoch(1, "w")
+    store = [Snapshot(("tests:blob", f"k{i}"), epoch, Stamp(epoch, 1), {"state": bytes(1 << 20)}) for i in range(10)]
+    parts = answer(Handoff("b"), "a", 1, store)
+    assert [(p.part, p.parts, len(p.snapshots)) for p in parts] == [(i, 10, 1) for i in range(10)]
+    assert [s for p in parts for s in p.snapshots] == store
+    assert max(len(CLUSTER_WIRE.encode("r", p)) for p in parts) < MAX_FRAME
+
+
+def test_small_keys_share_a_part_up_to_part_bytes() -> None:
+    """With part_bytes 110, keys of 51 bytes of pages (PAGE_OVERHEAD included) go two to a part; a key over part_bytes goes alone."""
+    epoch = Epoch(1, "w")
+    small = [Snapshot(("t", f"k{i}"), epoch, Stamp(epoch, 1), {"state": bytes(30)}) for i in range(4)]
+    big = Snapshot(("t", "big"), epoch, Stamp(epoch, 1), {"state": bytes(500)})
+    parts = answer(Handoff("b", part_bytes=110), "a", 1, [small[0], small[1], big, small[2], small[3]])
+    assert [[s.entity[1] for s in p.snapshots] for p in parts] == [["k0", "k1"], ["big"], ["k2", "k3"]]
+    with pytest.raises(ValueError, match="part_bytes"):
+        Handoff("a", part_bytes=0)
 
 
 def test_an_empty_store_answers_with_one_empty_part() -> None:

@@ -7,12 +7,15 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 import pytest
+from conftest import LoopClock, run_virtual
 
 from casty import ActorSystem, Askable, Context, actor
 from casty.cluster.config import Cluster
 from casty.cluster.driver import REPLICATION_CHANNEL
+from casty.cluster.limits import KEY_MARGIN, MAX_FRAME
 from casty.cluster.replicas import BATCH_BYTES, Acks, Batch, ReplicationService, Writes
 from casty.cluster.replication import Ack, Epoch, Prepare, Write
+from casty.errors import MessageTooLarge
 from sim.network import Latency, LinkModel
 from sim.world import World
 
@@ -148,3 +151,112 @@ def test_a_write_lost_on_its_way_is_resent_and_confirmed(world: World) -> None:
     assert answers == [1, 2]
     confirmed = [row for row in world.trace.of("write.confirmed", key="b") if row.t > sent_at]
     assert len(confirmed) == 1 and 0.5 <= confirmed[0].t - sent_at < 0.6  # the resend, not the write timeout
+
+
+@dataclass(frozen=True)
+class Put(Askable[int]):
+    size: int
+
+
+@dataclass(frozen=True)
+class Size(Askable[int]):
+    pass
+
+
+@actor(initial=b"")
+async def blob(ctx: Context[bytes, Put | Size]) -> None:
+    """Put sets the state to ``size`` bytes and answers the size, or -1 if the write was too large; Size answers the state's length."""
+    async for msg in ctx.inbox:
+        if isinstance(msg, Put):
+            try:
+                await ctx.state.set(b"x" * msg.size)
+            except MessageTooLarge:
+                msg.reply_to.tell(-1)
+            else:
+                msg.reply_to.tell(len(ctx.state.value))
+        else:
+            msg.reply_to.tell(len(ctx.state.value))
+
+
+def same_owner_keys(world: World, count: int) -> list[str]:
+    """``count`` keys of ``blob`` owned by n1 (their writes to a replica leave in one turn, one frame per destination)."""
+    placement = world.system("n1").placement
+    return [k for k in (f"k{i}" for i in range(400)) if placement(blob, k).owner == "n1"][:count]
+
+
+def test_a_state_write_over_the_frame_limit_fails_at_once_and_nothing_else(world: World) -> None:
+    """A 5 MiB state in a 3-node cluster: MessageTooLarge at the write (not Unavailable after write_timeout), reported too_large; the key keeps its state and serves; a small key written in the same turn is confirmed."""
+    big, small = same_owner_keys(world, 2)
+    answers: dict[str, int] = {}
+
+    async def put(system: ActorSystem, key: str, size: int) -> None:
+        answers[key] = await system.ref(blob, key).ask(Put(size))
+
+    for key in (big, small):
+        world.spawn("n1", lambda system, key=key: put(system, key, 10))
+    world.run(until=world.now + 0.5)
+    assert answers == {big: 10, small: 10}
+    start = world.now
+    world.spawn("n1", lambda system: put(system, big, 5 * 1024 * 1024))
+    world.spawn("n1", lambda system: put(system, small, 20))
+    world.run(until=start + 0.05)  # well before write_timeout
+    assert answers == {big: -1, small: 20}
+    [failed] = [row for row in world.trace.of("write.failed", key=big) if row.t >= start]
+    assert failed.get("reason") == "too_large" and failed.t == start
+    assert not [row for row in world.trace.of("net.dropped") if row.t >= start]
+    sizes: list[int] = []
+
+    async def size(system: ActorSystem) -> None:
+        sizes.append(await system.ref(blob, big).ask(Size()))
+
+    world.spawn("n2", size)
+    world.run(until=world.now + 0.5)
+    assert sizes == [10]  # the confirmed state, unchanged
+    world.spawn("n1", lambda system: put(system, big, 30))
+    world.run(until=world.now + 0.5)
+    assert answers == {big: 30, small: 20}
+    replicas = world.system("n1").placement(blob, big).replicas
+    held = [service(world, node).store.pages((blob.name, big)).get("state", b"") for node in replicas]
+    assert sum(len(page) < 100 for page in held) == 3 and sum(len(page) == 32 for page in held) >= 2  # msgpack: 2 header bytes
+
+
+def test_a_large_write_beside_small_ones_leaves_alone_under_the_limit(world: World) -> None:
+    """A 3 MiB state (under the frame limit) and small writes of other keys in one turn: every frame stays under MAX_FRAME and all are confirmed."""
+    big, *smalls = same_owner_keys(world, 4)
+    answers: dict[str, int] = {}
+
+    async def put(system: ActorSystem, key: str, size: int) -> None:
+        answers[key] = await system.ref(blob, key).ask(Put(size))
+
+    world.spawn("n1", lambda system: put(system, big, 3 * 1024 * 1024))
+    for key in smalls:
+        world.spawn("n1", lambda system, key=key: put(system, key, 10))
+    world.run(until=world.now + 0.5)
+    assert answers == {big: 3 * 1024 * 1024, **{key: 10 for key in smalls}}
+    assert world.trace.of("net.dropped") == []
+
+
+def test_on_a_single_node_a_state_over_the_frame_limit_is_written() -> None:
+    """The frame limit is a cluster's only: on one node a 5 MiB state is set and read back whole."""
+
+    async def main(clock: LoopClock) -> tuple[int, int]:
+        async with ActorSystem(clock=clock) as system:
+            ref = system.ref(blob, "one")
+            return await ref.ask(Put(5 * 1024 * 1024)), await ref.ask(Size())
+
+    assert run_virtual(main) == (5 * 1024 * 1024, 5 * 1024 * 1024)
+
+
+def test_a_state_just_under_the_key_limit_is_replicated_whole(world: World) -> None:
+    """A state as large as the check lets through (MAX_FRAME - KEY_MARGIN - 200 bytes) is confirmed, and no frame of it is dropped as too large."""
+    [key] = same_owner_keys(world, 1)
+    size = MAX_FRAME - KEY_MARGIN - 200
+    answers: list[int] = []
+
+    async def put(system: ActorSystem) -> None:
+        answers.append(await system.ref(blob, key).ask(Put(size)))
+
+    world.spawn("n1", put)
+    world.run(until=world.now + 0.5)
+    assert answers == [size]
+    assert world.trace.of("net.dropped") == []

@@ -11,7 +11,9 @@ fetches those copies.
 How: a *sync round* starts when the node opens its replica (after its start-up grace) and
 again at every change of the ring. The node sends ``SyncRequest(round)`` to every other
 node on the ring; each answers with ``SyncDump`` frames: everything its replica store holds
-(promise, stamp and pages per key), in parts of at most ``part_size`` keys, each part
+(promise, stamp and pages per key), in parts of at most ``part_size`` keys and, past its
+first key, ``part_bytes`` of pages (so that a part fits a transport frame: a key's pages
+alone always do, see ``casty.cluster.limits.KEY_MARGIN``), each part
 saying how many parts there are and whether the sender's own last round is complete
 (``synced``). Every part is imported as it arrives (``Imported``: a merge where the newest
 stamp and the greatest promise win, so importing is always safe, early or late, twice or
@@ -35,6 +37,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Final
 
+from .limits import pages_size
 from .replication import Snapshot
 from .sansio import CancelTimer, Output, Report, Send, SetTimer
 
@@ -48,6 +51,9 @@ __all__ = [
     "Handoff",
     "SYNC_TIMER",
 ]
+
+PART_BYTES: Final = 1 << 20
+"""The most bytes of pages one ``SyncDump`` part carries past its first key (well under a transport's frame limit)."""
 
 SYNC_TIMER: Final = "sync"
 """The core's one timer: send the current round's request again to peers that have not answered."""
@@ -124,16 +130,21 @@ class RoundEnded:
 class Handoff:
     """The sync rounds of one node: asks its peers for their stores, answers theirs."""
 
-    __slots__ = ("node", "resend_every", "part_size", "round", "_first_round", "peers", "_dumps", "_parts", "_answers", "_resend_armed", "_ended")
+    __slots__ = ("node", "resend_every", "part_size", "part_bytes", "round", "_first_round", "peers", "_dumps", "_parts", "_answers", "_resend_armed", "_ended")
 
-    def __init__(self, node: str, *, resend_every: float = 1.0, part_size: int = 128, first_round: int = 0) -> None:
+    def __init__(
+        self, node: str, *, resend_every: float = 1.0, part_size: int = 128, part_bytes: int = PART_BYTES, first_round: int = 0
+    ) -> None:
         if not resend_every > 0:
             raise ValueError(f"resend_every must be positive, got {resend_every}")
         if part_size < 1:
             raise ValueError(f"part_size must be at least 1, got {part_size}")
+        if part_bytes < 1:
+            raise ValueError(f"part_bytes must be at least 1, got {part_bytes}")
         self.node: Final = node
         self.resend_every = resend_every
         self.part_size = part_size
+        self.part_bytes = part_bytes
         self._first_round = first_round
         self.round = first_round  # a life-unique base (the driver passes the incarnation): no answer to a past life counts
         self.peers: tuple[str, ...] = ()
@@ -202,15 +213,32 @@ class Handoff:
     # ---------------------------------------------------------------- internals ----
 
     def _answer(self, src: str, frame: SyncRequest, snapshots: list[Snapshot], knows_you: bool) -> list[Output]:
-        size = self.part_size
-        parts = max(1, -(-len(snapshots) // size))
+        chunks = self._split(snapshots)
+        parts = len(chunks)
         synced = self.round > self._first_round and self.complete
         self._dumps += 1
         dump = self._dumps
-        return [
-            Send(src, SyncDump(frame.round, dump, part, parts, synced, tuple(snapshots[part * size:(part + 1) * size]), knows_you))
-            for part in range(parts)
-        ]
+        return [Send(src, SyncDump(frame.round, dump, part, parts, synced, chunk, knows_you)) for part, chunk in enumerate(chunks)]
+
+    def _split(self, snapshots: list[Snapshot]) -> list[tuple[Snapshot, ...]]:
+        """``snapshots`` in order, cut into parts of at most ``part_size`` keys and ``part_bytes`` of pages (one key at least).
+
+        By count alone, 128 keys of a few hundred KiB each made one part of tens of MiB,
+        which every transport drops (it is over the frame limit): the asker never had an
+        answer, and its replica never became ready.
+        """
+        chunks: list[tuple[Snapshot, ...]] = []
+        chunk: list[Snapshot] = []
+        size = 0
+        for snapshot in snapshots:
+            weight = pages_size(snapshot.pages)
+            if chunk and (len(chunk) >= self.part_size or size + weight > self.part_bytes):
+                chunks.append(tuple(chunk))
+                chunk, size = [], 0
+            chunk.append(snapshot)
+            size += weight
+        chunks.append(tuple(chunk))
+        return chunks
 
     def _take(self, src: str, frame: SyncDump) -> list[Output]:
         out: list[Output] = []

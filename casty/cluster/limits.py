@@ -9,14 +9,33 @@ leaving its ask to time out.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Final
 
 from ..errors import MessageTooLarge
 
-__all__ = ["MAX_FRAME", "frame_limit", "check_frame"]
+__all__ = ["MAX_FRAME", "PAGE_OVERHEAD", "KEY_MARGIN", "frame_limit", "check_frame", "pages_size"]
 
 MAX_FRAME: Final = 4 * 1024 * 1024
 """The largest frame payload a transport carries by default, in bytes (4 MiB)."""
+
+
+PAGE_OVERHEAD: Final = 16
+"""Bytes a page costs in a frame besides its name and data, at most (msgpack's string and binary headers, 5 each)."""
+
+KEY_MARGIN: Final = 16 * 1024
+"""Room left in a frame for what carries one key's pages besides them: the envelope, the entity, epochs, stamp, counters.
+
+A key's pages (``pages_size``) must fit in ``frame_limit - KEY_MARGIN - the entity's own
+bytes``, so that every frame that carries them whole (the owner's ``Write``, a replica's
+``Promise``, a handoff ``Snapshot``) fits a frame; a replicated write that would pass it is
+refused at the sender (``OwnerSlot.stage``).
+"""
+
+
+def pages_size(pages: Mapping[str, bytes | None]) -> int:
+    """What ``pages`` weigh in a frame, at most: names, data and ``PAGE_OVERHEAD`` each (None pages weigh nothing)."""
+    return sum(len(name) + len(data) + PAGE_OVERHEAD for name, data in pages.items() if data is not None)
 
 
 def frame_limit(transport: object) -> int:

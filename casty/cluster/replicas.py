@@ -58,9 +58,11 @@ from typing import Any, Final
 
 import msgspec
 
+from ..errors import MessageTooLarge
 from ..ports import Transport
 from ..timers import TimerHeap
 from .driver import REPLICATION_CHANNEL, Dispatcher
+from .limits import KEY_MARGIN, PAGE_OVERHEAD, frame_limit, pages_size
 from .handoff import SYNC_TIMER, Handoff, Imported, RoundEnded, RoundStarted, SyncDump, SyncRequest
 from .replication import RESEND_TIMER, ZERO_EPOCH, Ack, Acquired, Entity, Epoch, KeyOwner, Lost, Nack, Persisting, Prepare, Promise, ReplicaStore, Snapshot, Write
 from .sansio import CancelTimer, Output, Report, Send, SetTimer
@@ -136,9 +138,18 @@ class OwnerSlot:
     gets its own outcome: every waiter of the group is settled with the group's version and
     pages, or with its error. Nothing is confirmed sooner or more than before: a write
     waits for the quorum of a version that contains it.
+
+    **The frame limit.** Every write carries the key's whole page set, so a key whose pages
+    outgrow a frame could never be replicated: its ``Write`` frames would be dropped in
+    transit and the write fail only at its write timeout. ``stage`` refuses such a write at
+    once (``MessageTooLarge``, nothing staged), keeping a running size of the pages so that
+    the check costs a few lengths per write (``page_limit``; see ``casty.cluster.limits``).
     """
 
-    __slots__ = ("service", "owner", "on_report", "_timers", "closed", "acquiring", "writes", "_staged", "_staged_waiters")
+    __slots__ = (
+        "service", "owner", "on_report", "_timers", "closed", "acquiring", "writes", "_staged", "_staged_waiters",
+        "page_limit", "_bytes",
+    )
 
     def __init__(self, service: ReplicationService, owner: KeyOwner, on_report: Callable[[Any], None]) -> None:
         self.service = service
@@ -152,13 +163,36 @@ class OwnerSlot:
         self.writes: dict[int, tuple[list[Any], dict[str, bytes]]] = {}
         self._staged: dict[str, bytes | None] | None = None  # this turn's updates, merged, not yet written
         self._staged_waiters: list[Any] = []
+        entity = owner.entity
+        self.page_limit: Final = service.page_limit - len(entity[0].encode()) - len(entity[1].encode())
+        self._bytes = -1  # pages_size of the owner's pages with the staged updates applied (-1: not known yet)
 
     def now(self) -> float:
         return self.service.loop.time()
 
     def stage(self, updates: Mapping[str, bytes | None], waiter: object) -> None:
-        """Add a write to this turn's group (see the class docstring); ``waiter`` is what the activation settles with its outcome."""
+        """Add a write to this turn's group (see the class docstring); ``waiter`` is what the activation settles with its outcome.
+
+        ``MessageTooLarge`` (and nothing staged) if the key's pages after it would not fit a frame.
+        """
         staged = self._staged
+        pages = self.owner.pages
+        size = self._bytes
+        if size < 0:
+            size = pages_size(pages)
+        for name, data in updates.items():
+            old = staged[name] if staged is not None and name in staged else pages.get(name)
+            if old is not None:
+                size -= len(name) + len(old) + PAGE_OVERHEAD
+            if data is not None:
+                size += len(name) + len(data) + PAGE_OVERHEAD
+        if size > self.page_limit:
+            entity = self.owner.entity
+            raise MessageTooLarge(
+                f"{entity[0]}[{entity[1]!r}]: its pages would be {size} bytes after this write, over the "
+                f"{self.page_limit} bytes a replicated write of the key can carry in one frame"
+            )
+        self._bytes = size
         if staged is None:
             self._staged = dict(updates)
             self._staged_waiters = [waiter]
@@ -179,6 +213,8 @@ class OwnerSlot:
         self._staged = None
         self._staged_waiters = []
         version, outputs = self.owner.write(now, updates)
+        if self.owner.phase != "held":
+            self._bytes = -1  # fenced: its pages did not change
         self.writes[version] = (waiters, self.owner.pages)  # this write's whole page set (each write builds a new dict)
         self.perform(outputs)
 
@@ -188,6 +224,7 @@ class OwnerSlot:
         waiters.extend(self._staged_waiters)
         self.writes = {}
         self._staged = None
+        self._bytes = -1
         self._staged_waiters = []
         return waiters
 
@@ -294,6 +331,7 @@ class ReplicationService:
         self._newer: dict[Entity, Epoch] = {}  # per key, the newest epoch a lost owner here learned of
         self._closed = False
         self.sent = 0
+        self.page_limit: Final = frame_limit(transport) - KEY_MARGIN  # what one key's pages may weigh (OwnerSlot.stage)
         dispatcher.register(REPLICATION_CHANNEL, self._receive)
 
     def open(self, entity: Entity, on_report: Callable[[Any], None], *, write_timeout: float) -> OwnerSlot:
@@ -500,7 +538,8 @@ class ReplicationService:
         node's own replica go to its ``_receive`` as objects, in the same runs (the same code as
         a remote one; frames are never changed once sent). A crash before the
         flush loses the batch, as it would lose frames still in a socket buffer. Batches stay
-        under ``BATCH_BYTES``, well below a transport's frame limit.
+        under ``BATCH_BYTES``, well below a transport's frame limit; a frame bigger than that
+        (one key's large pages) leaves alone, and ``OwnerSlot.stage`` keeps it under the limit.
         """
         staged, self._staged = self._staged, []
         now = self.loop.time()
