@@ -34,6 +34,7 @@ from casty.cluster.membership import (
     Membership,
     MembershipConfig,
     ViewLearned,
+    Doubted,
 )
 from casty.cluster.placement import Placement, Ring
 from casty.cluster.sansio import CancelTimer, Output, Report, Send, SetTimer
@@ -68,6 +69,7 @@ class Net:
         self.groups: list[frozenset[str]] | None = None
         self.reports: list[tuple[float, str, MemberChanged]] = []
         self.learned: list[tuple[float, str, ViewLearned]] = []
+        self.doubts: list[tuple[float, str, Doubted]] = []
         self.timer_names: set[str] = set()
         self.frames = 0
         self._heap: list[tuple[float, int, str, str, Any]] = []
@@ -115,6 +117,8 @@ class Net:
             if isinstance(out, Report):
                 if isinstance(out.event, ViewLearned):
                     self.learned.append((self.now, node, out.event))
+                elif isinstance(out.event, Doubted):
+                    self.doubts.append((self.now, node, out.event))
                 else:
                     self.reports.append((self.now, node, out.event))
             elif isinstance(out, Send):
@@ -925,3 +929,44 @@ def test_a_member_the_majority_of_informants_names_is_taken_into_the_view_on_lea
     assert [o.event for o in out if isinstance(o, Report)] == [MemberChanged("n2", 0, "suspect"), ViewLearned(4, 6)]
     assert core.ring_nodes() == ("n1", "n2", "n3", "n4", "n5") and core.status("n6") is None
     assert core.quorum_counts() == (4, 5) and core.has_quorum()
+
+
+# --- doubt: when a node learns that others may have stopped hearing it -----------------------
+
+
+def test_a_heartbeat_due_far_too_late_reports_a_frozen_node() -> None:
+    """A heartbeat timer that fires more than suspect_after after its due reports Doubted (frozen); one on time does not."""
+    core = Membership("n1", 1, ["n1"], MembershipConfig(heartbeat=1.0, suspect_after=5.0, dead_after=5.0, listen=0))
+    core.start(0.0)
+    on_time = [o.event for o in core.timer(HEARTBEAT_TIMER, 1.0) if isinstance(o, Report) and isinstance(o.event, Doubted)]
+    assert on_time == []
+    late = [o.event for o in core.timer(HEARTBEAT_TIMER, 8.5) if isinstance(o, Report) and isinstance(o.event, Doubted)]
+    assert late == [Doubted("frozen: the heartbeat came due 6.500 s late")]
+
+
+def test_the_majority_side_of_a_healed_partition_does_not_doubt_itself() -> None:
+    """After a partition long enough for both sides to declare the other dead, only the cut-off node doubts nothing
+    either: the verdicts each side hears come from members it held dead, so refuting them is no doubt."""
+    net = cluster(3)
+    net.run(10.5)
+    net.partition({"n1", "n2"}, {"n3"})
+    net.run(25.0)
+    assert net.view("n1")["n3"][1] == "dead" and net.view("n3")["n1"][1] == "dead"
+    net.heal()
+    net.run(35.0)
+    assert net.view("n1")["n3"][1] == "alive" and net.view("n3")["n1"][1] == "alive"
+    assert net.doubts == []
+
+
+def test_a_claim_of_death_from_a_member_heard_fine_is_a_doubt() -> None:
+    """A member this node holds alive says it is dead (a one-way cut: they stopped hearing it): Doubted names that member."""
+    net = cluster(3)
+    net.run(10.5)
+    core = net.cores["n1"]
+    me = core.incarnation
+    n2 = next(m for m in core.members() if m.node == "n2")
+    frame = Heartbeat("n2", n2.incarnation, 999, (("n1", me, "dead", 1),), heard=(me, 1))
+    out = core.receive("n2", frame, 10.6)
+    doubts = [o.event for o in out if isinstance(o, Report) and isinstance(o.event, Doubted)]
+    assert doubts == [Doubted("n2, heard fine until now, held it dead")]
+    assert core.incarnation == me + 1

@@ -114,6 +114,17 @@ How it works, and why:
   too) counts in (4) but is not on the restarted node's ring until it is heard.)
   The nodes taken in on learning are the other exception to "proves a round trip": they
   were vouched for by a majority of members that did prove theirs.
+- **Doubt.** A node reports ``Doubted`` when it learns that others may have stopped hearing
+  it while it thought itself fine, which is when its keys may have moved under a newer epoch
+  without its quorum ever failing in its own view: (1) its heartbeat timer comes due more
+  than ``suspect_after`` late (it was frozen: a long GC, a stopped VM, a paused process), or
+  (2) it refutes a suspect, dead or removed claim about itself that came from a member it
+  held alive until that frame (a one-way cut: they stopped hearing it, it did not stop
+  hearing them). A claim from a member it held suspect or dead is not a doubt: that member
+  was cut off from it too, and its verdict is as stale as the rest of its view; otherwise
+  every heal of a partition would make the majority side doubt itself because of the
+  minority's old verdicts (and a cut-off minority loses its quorum, which already ends its
+  runs). The driver ends its runs (``casty.cluster.runtime``, the step-down rule).
 - **Timers.** Two, whatever the cluster size: "heartbeat" (periodic) and "check" (armed at
   the earliest pending deadline; firing early is harmless, it re-arms).
 - **Determinism.** Members are always visited in node-id order; several status changes
@@ -142,6 +153,7 @@ __all__ = [
     "Leaving",
     "FRAMES",
     "ViewLearned",
+    "Doubted",
     "Membership",
     "HEARTBEAT_TIMER",
     "CHECK_TIMER",
@@ -217,6 +229,19 @@ class ViewLearned(Event):
     kind: ClassVar[str] = "member.learned"
     alive: int
     members: int
+
+
+@dataclass(frozen=True, slots=True)
+class Doubted(Event):
+    """This node has reason to think others stopped hearing it while it thought itself fine (see "Doubt").
+
+    ``reason`` says which: its own heartbeat came due far too late (the node was frozen), or a
+    member it heard fine until this frame claimed it suspect, dead or removed. Keys it runs
+    may have moved to another owner under a newer epoch meanwhile: the driver steps down.
+    """
+
+    kind: ClassVar[str] = "member.doubted"
+    reason: str
 
 
 # --- frames ------------------------------------------------------------------------------
@@ -302,6 +327,8 @@ class Membership:
         self._listening = True  # the listen window has not been seen to end yet (the "check" timer waits for it)
         self._told: dict[str, dict[str, DigestEntry]] = {}  # until learned: per member heard, the present nodes its last digest named
         self._rumours: dict[str, float] = {}  # nodes named in digests but never heard directly -> when the rumour expires
+        self._doubts: list[Doubted] = []  # reported at the end of the input that found them
+        self._heartbeat_due: float | None = None  # when the heartbeat timer was armed for (a late one: frozen)
         self._candidates: dict[str, float] = {}  # new lives heard directly, round trip not proven yet -> when forgotten
         # Per node, the (incarnation, seq) of the last heartbeat received from it, and until when it is kept
         # for a node that is not a member: what our heartbeats echo as ``Heartbeat.heard``.
@@ -390,7 +417,8 @@ class Membership:
         if learned is not None:  # a listen window of zero, no other seed: a founder at once
             out.append(Report(learned))
         out.extend(sends)
-        out.append(SetTimer(HEARTBEAT_TIMER, now + self.config.heartbeat))
+        self._heartbeat_due = now + self.config.heartbeat
+        out.append(SetTimer(HEARTBEAT_TIMER, self._heartbeat_due))
         out.extend(self._arm_check())
         return out
 
@@ -404,6 +432,9 @@ class Membership:
         sends: list[Send] = []
         timers: list[Output] = []
         if name == HEARTBEAT_TIMER:
+            late = now - self._heartbeat_due if self._heartbeat_due is not None else 0.0
+            if late > self.config.suspect_after:
+                self._doubts.append(Doubted(f"frozen: the heartbeat came due {late:.3f} s late"))
             self._records[self.node].seq += 1
             for node in [n for n, until in self._rumours.items() if until <= now]:
                 del self._rumours[node]  # nobody named it for suspect_after + dead_after: forget it
@@ -412,7 +443,8 @@ class Membership:
             for node in [n for n, (_, _, until) in self._heard.items() if until <= now and not self._present(n)]:
                 del self._heard[node]
             sends = self._broadcast()
-            timers.append(SetTimer(HEARTBEAT_TIMER, now + self.config.heartbeat))
+            self._heartbeat_due = now + self.config.heartbeat
+            timers.append(SetTimer(HEARTBEAT_TIMER, self._heartbeat_due))
         else:
             self._check_at = None
             self._check(now, events)
@@ -443,8 +475,9 @@ class Membership:
             self._saw_previous_life(frame.previous)
             self._merge((src, frame.incarnation, "alive", frame.seq), now, events, direct=True)
             probes: list[str] = []
+            heard_fine = before is not None and before.status == "alive"  # until this frame
             for entry in frame.digest:
-                self._merge(entry, now, events, probes=probes)
+                self._merge(entry, now, events, probes=probes, claimant=src if heard_fine else None)
             if not self._learned:
                 self._told[src] = {e[0]: e for e in frame.digest if e[2] in _PRESENT and e[0] != self.node}
             self._joined = True
@@ -491,6 +524,9 @@ class Membership:
         out: list[Output] = [Report(e) for e in sorted(events, key=lambda e: e.node)]
         if learned is not None:
             out.append(Report(learned))
+        if self._doubts:
+            out.extend(Report(d) for d in self._doubts)
+            self._doubts = []
         out.extend(sends)
         out.extend(timers)
         out.extend(self._arm_check())
@@ -512,6 +548,7 @@ class Membership:
         *,
         direct: bool = False,
         probes: list[str] | None = None,
+        claimant: str | None = None,
     ) -> None:
         """Fold one ``(node, incarnation, status, seq)`` claim into the view (the merge rule).
 
@@ -523,7 +560,7 @@ class Membership:
             return  # a status from a newer protocol version: not ours to guess
         status = cast(Status, raw_status)
         if node == self.node:
-            self._consider_claim(incarnation, status, seq, now, events)
+            self._consider_claim(incarnation, status, seq, now, events, claimant)
             return
         record = self._records.get(node)
         if record is None or (record.status == "removed" and incarnation > record.incarnation):
@@ -558,8 +595,12 @@ class Membership:
         if adopt:
             self._set(node, record, status, now, events)  # an adopted verdict rests on the judge's seq
 
-    def _consider_claim(self, incarnation: int, status: Status, seq: int, now: float, events: list[MemberChanged]) -> None:
-        """Someone says something about us: refute anything we did not say ourselves."""
+    def _consider_claim(
+        self, incarnation: int, status: Status, seq: int, now: float, events: list[MemberChanged], claimant: str | None = None
+    ) -> None:
+        """Someone says something about us: refute anything we did not say ourselves.
+
+        ``claimant``: the member that said it, when this node heard it fine until now (see "Doubt")."""
         if self._left:
             return
         me = self._records[self.node]
@@ -570,6 +611,8 @@ class Membership:
         me.incarnation = max(incarnation, me.incarnation) + 1
         me.since = now
         events.append(MemberChanged(self.node, me.incarnation, "alive"))
+        if claimant is not None and status in ("suspect", "dead", "removed"):
+            self._doubts.append(Doubted(f"{claimant}, heard fine until now, held it {status}"))
 
     def _saw_previous_life(self, incarnation: int | None) -> None:
         """``incarnation`` is ours but was not minted by this life (below its first one, or above its current one:

@@ -65,7 +65,7 @@ from ..observer import Event
 from ..ref import ReplyRef, reply_type
 from .config import Cluster
 from .driver import Dispatcher, MembershipService
-from .membership import MemberChanged, ViewLearned
+from .membership import Doubted, MemberChanged, ViewLearned
 from .placement import Placement as RingPlacement
 from .placement import Ring
 from .handoff import RoundEnded, RoundStarted
@@ -110,7 +110,6 @@ class ClusterNode:
         self._nudged: dict[Entity, tuple[int, float]] = {}  # key -> its request in flight, and when it is given up
         self._built = False
         born = system.clock.now_us()  # this life's first incarnation: grows with every life of the node
-        self._incarnation = born  # the latest incarnation of this node the membership reported (a refutation raises it)
         self._quorum = False  # whether this node had a quorum at the last membership report (the step-down rule)
 
         def observer(event: Event) -> None:
@@ -120,6 +119,9 @@ class ClusterNode:
                     self._ring_check()  # at once: no write may be confirmed on a moved replica set after this
                     self._standing(event)
                 self._membership_changed()
+            elif isinstance(event, Doubted):
+                if self._built and self.system.running:
+                    self._step_down(event.reason)
             elif isinstance(event, ViewLearned):
                 if self._built:
                     self._quorum = self.membership.has_quorum()
@@ -345,23 +347,22 @@ class ClusterNode:
         """The step-down rule: a node that may have been superseded while cut off ends every run it holds.
 
         Two facts tell a node that another may have taken its keys under a newer epoch while
-        it could not hear or be heard: it lost its quorum (it owns nothing from now on: the
-        minority side steps down at ``suspect_after``), or it refuted a claim that it was
-        suspect or dead (others stopped hearing it: a long pause, a one-way cut). Its runs
-        still hold their old epochs, and nothing else ends them: after the heal the ring names
-        this node owner again, and the first write of each stale run would be fenced, failing
-        a message the key's current epoch would have answered.
+        it could not hear or be heard: it lost its quorum (here: it owns nothing from now on;
+        the minority side steps down at ``suspect_after``), or the membership reports
+        ``Doubted`` (the observer above: it was frozen past ``suspect_after``, or a member it
+        heard fine claimed it suspect or dead: a one-way cut). Its runs still hold their old
+        epochs, and nothing else ends them: after the heal the ring names this node owner
+        again, and the first write of each stale run would be fenced, failing a message the
+        key's current epoch would have answered. A refutation of a stale verdict from a member
+        this node held dead (a partition's other side coming back) is not a doubt: the
+        majority side of a healed partition keeps its runs.
         """
-        node = self.system.node
         quorum = self.membership.has_quorum()
         if not self.system.running:
             pass  # stopping (an orderly leave reports this node left: no quorum): the system ends its runs itself
-        elif event.node == node and event.status == "alive" and event.incarnation > self._incarnation:
-            self._incarnation = event.incarnation
-            self._step_down(f"{node} was suspected or declared dead (refuted at incarnation {event.incarnation})")
         elif self._quorum and not quorum:
             alive, members = self.membership.core.quorum_counts()
-            self._step_down(f"{node} lost its quorum ({alive} of {members} members alive)")
+            self._step_down(f"{self.system.node} lost its quorum ({alive} of {members} members alive)")
         self._quorum = quorum
 
     def _step_down(self, why: str) -> None:
