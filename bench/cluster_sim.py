@@ -33,7 +33,7 @@ from sim.world import World
 
 NODES = ("n1", "n2", "n3")
 CLUSTER = Cluster(seeds=["n1"], heartbeat=1.0, suspect_after=5.0, dead_after=5.0)
-CONVERGED = 3.0  # seconds of simulated time for the three members to see each other
+CONVERGED = 4.0  # simulated seconds for the three members to learn the view (the listen window is 3 heartbeats)
 ARMED_BY = CONVERGED + 5.0  # 1000 first asks: an epoch round and a write-back each, over the network
 
 
