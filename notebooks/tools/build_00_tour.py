@@ -30,8 +30,7 @@ from sim import scenarios
 from sim.world import World
 from sim.viz import activation_timeline, catchup_chart
 
-scenarios._load()
-for name, s in scenarios.SCENARIOS.items():
+for name, s in scenarios.registered().items():
     print(f"{name:<26} {s.description}")
 """)
 

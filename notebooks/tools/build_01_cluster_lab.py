@@ -48,10 +48,9 @@ import time
 from sim import scenarios
 from sim.viz import ownership_chart, spacetime_diagram
 
-scenarios._load()
 LAB = ["stale-owner-fenced", "ownership-repeat", "ownership-miss", "all-replicas-lost"]
 for name in LAB:
-    print(f"{name:<20} {scenarios.SCENARIOS[name].description}")
+    print(f"{name:<20} {scenarios.registered()[name].description}")
 
 runs = {}
 started = time.perf_counter()

@@ -16,7 +16,7 @@ from ..faults import FaultPlan
 from ..trace import Trace
 from ..world import World
 
-__all__ = ["Scenario", "Run", "scenario", "SCENARIOS", "get", "run"]
+__all__ = ["Scenario", "Run", "scenario", "SCENARIOS", "get", "registered", "run"]
 
 
 @dataclass(frozen=True)
@@ -71,6 +71,12 @@ def scenario(
         return setup
 
     return register
+
+
+def registered() -> dict[str, Scenario]:
+    """Every scenario by name, the built-in ones loaded first, in the order ``python -m sim list`` shows them."""
+    _load()
+    return dict(SCENARIOS)
 
 
 def get(name: str) -> Scenario:
