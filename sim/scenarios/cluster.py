@@ -518,7 +518,7 @@ def _confirm(world: World, node: str, key: str, name: str) -> None:
         world.results.setdefault(f"confirmed:{key}", []).append(count)
         return count
 
-    world.spawn(node, client)
+    world.spawn(node, client, name=f"{node}:{name}")
 
 
 def _read_final(world: World, key: str) -> None:

@@ -28,7 +28,7 @@ from casty.cluster.config import Cluster
 from ..checks import epochs_only_grow, no_confirmed_write_lost, single_writer_per_epoch
 from ..world import World
 from . import scenario
-from .cluster import RANDOM_COUNTERS, RANDOM_NODES, Settle, Incr, cl_counter, confirmed_counts_kept
+from .cluster import RANDOM_COUNTERS, RANDOM_NODES, Settle, _confirm, cl_counter, confirmed_counts_kept
 
 CONVERGED = 2.0
 LOAD_END = 28.0  # client increments in [CONVERGED, LOAD_END)
@@ -66,7 +66,7 @@ def setup_double_restart(world: World, crash_at: float, down: float) -> None:
         i = 0
         while world.now < LOAD_END:
             yield world.timeout(load.uniform(0.05, 0.3))
-            _increment(world, load.choice(MAJORITY), load.choice(RANDOM_COUNTERS), i)
+            _confirm(world, load.choice(MAJORITY), load.choice(RANDOM_COUNTERS), f"incr:{i}")
             i += 1
         yield world.timeout(READ_AT - world.now)
         for key in RANDOM_COUNTERS:
@@ -74,18 +74,6 @@ def setup_double_restart(world: World, crash_at: float, down: float) -> None:
 
     world.process(faults(world))
     world.process(clients(world))
-
-
-def _increment(world: World, node: str, key: str, i: int) -> None:
-    async def client(system: ActorSystem) -> Any:
-        try:
-            count = await system.ref(cl_counter, key).ask(Incr())
-        except Exception as exc:
-            return type(exc).__name__
-        world.results.setdefault(f"confirmed:{key}", []).append(count)
-        return count
-
-    world.spawn(node, client, name=f"{node}:incr:{i}")
 
 
 def _read_final(world: World, key: str) -> None:
