@@ -14,6 +14,8 @@ from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, G
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Generic, NoReturn, TypeVar
 
+from .effects import effect_key, plain_details
+from .observer import Effect, log_effect
 from .ref import Askable, EntityRef, Ref
 from .schedules import Schedule
 from .timer import TimerHandle
@@ -303,6 +305,29 @@ class Context(Generic[S, M]):
     def merge(self, source: AsyncIterable[M]) -> None:
         """Deliver every item of ``source`` into this key's inbox, for as long as this run lasts."""
         self._activation.spawn_merge(self._lease, source)
+
+    # --- external effects ------------------------------------------------------------
+
+    def effect(self, key: str, /, **details: Any) -> None:
+        """Record that this body just did something outside the actor system: ``ctx.effect("charge:o17", amount=5)``.
+
+        ``key`` is the effect's identity, what must happen once (put in it what makes it
+        unique: the order, the day); ``details`` are plain JSON values (``SchemaError``
+        naming the field otherwise; nothing is recorded). Call it once the action has
+        happened. The record goes to the observer as an ``Effect`` event: in the simulator
+        a trace row (``sim.checks.exactly_once`` counts them), on a real node a JSON fact
+        and an INFO log record, even when the system's observer is off. It is recorded
+        whatever this run's lease: a replaced run that still acts is how a duplicate shows.
+        """
+        activation = self._activation
+        system = activation.system
+        name = effect_key(key)
+        event = Effect(activation.type.name, self.key, name, system.node, plain_details(name, details))
+        observer = system._observer
+        if observer is None:
+            log_effect(event)
+        else:
+            observer(event)
 
     def __repr__(self) -> str:
         return f"<Context {self._activation.type.name}[{self.key!r}] lease={self._lease}>"

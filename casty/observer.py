@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import MISSING, dataclass, fields
+from collections.abc import Mapping
 from typing import Any, ClassVar, Literal
 
 __all__ = [
@@ -41,8 +42,10 @@ __all__ = [
     "NodeScheduleClaimWon",
     "NodeScheduleClaimLost",
     "NodeScheduleClaimSkipped",
+    "Effect",
     "LoggingObserver",
     "event_fields",
+    "log_effect",
 ]
 
 
@@ -258,6 +261,25 @@ class MessageDropped(Event):
     reason: str
 
 
+@dataclass(frozen=True, slots=True)
+class Effect(Event):
+    """Actor code did something outside the actor system (``ctx.effect``): a report built, an email sent, a charge.
+
+    ``effect`` is the effect's own key (its identity: what must happen once, e.g.
+    ``"charge:order-17"``); ``details`` are plain JSON values (checked by ``ctx.effect``).
+    The runtime cannot make an external action happen exactly once; this event lets a
+    trace or a log count how often it did. The checks ``sim.checks.exactly_once`` and its
+    siblings read these rows.
+    """
+
+    kind: ClassVar[str] = "effect"
+    actor: str
+    key: str
+    effect: str
+    node: str
+    details: Mapping[str, Any]
+
+
 _FIELD_NAMES: dict[type, tuple[str, ...]] = {}
 
 
@@ -275,7 +297,11 @@ def event_fields(event: Event) -> dict[str, Any]:
 
 
 class LoggingObserver:
-    """The default observer: each event becomes a DEBUG record on the ``casty`` logger."""
+    """The default observer: each event becomes a DEBUG record on the ``casty`` logger, an ``Effect`` an INFO record.
+
+    Effects are rare and are facts about the outside world (a charge made), so they are
+    logged at INFO: a node run with default logging still shows them.
+    """
 
     def __init__(self, logger: logging.Logger | None = None) -> None:
         self._logger = logger or logging.getLogger("casty")
@@ -286,8 +312,21 @@ class LoggingObserver:
         return self._logger.isEnabledFor(logging.DEBUG)
 
     def __call__(self, event: Event) -> None:
-        if self._logger.isEnabledFor(logging.DEBUG):
+        if isinstance(event, Effect):
+            log_effect(event, self._logger)
+        elif self._logger.isEnabledFor(logging.DEBUG):
             self._logger.debug("%s %s", event.kind, event_fields(event))
+
+
+def log_effect(event: Effect, logger: logging.Logger | None = None) -> None:
+    """An effect as one INFO record (``effect charge:o1 by bank/acme on n1 {'amount': 5}``).
+
+    A system whose default observer is off (logging below DEBUG) still logs its effects
+    here, so the real world keeps the record the simulator keeps as a trace row.
+    """
+    (logger or logging.getLogger("casty")).info(
+        "effect %s by %s/%s on %s %s", event.effect, event.actor, event.key, event.node, dict(event.details)
+    )
 
 
 # --- node schedules (seed: grain scheduling) ---------------------------------------------

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from casty.cluster.placement import Ring
 
+from .effects import at_least_once as at_least_once, at_most_once as at_most_once, effects as effects, exactly_once as exactly_once  # the effects ledger's checks (sim/effects.py)
 from .trace import Row, Trace
 
 if TYPE_CHECKING:

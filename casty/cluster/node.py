@@ -297,6 +297,7 @@ FACTS: Final = frozenset(
         "write.failed",
         "message.dropped",
         "dead_letter",
+        "effect",  # ctx.effect: what actor code did outside the cluster (a charge, an email)
     }
 )
 """The runtime events a node emits as facts by default (``member.changed`` always is): enough to
