@@ -167,18 +167,35 @@ def _late_acquisitions(world: World) -> set[int]:
     row is recognised by proof, not by guess: an earlier row of the key has a greater epoch and
     found the late row's write-back version (so it read that write-back: the late acquisition came
     first), and the late row's node resumed from a pause in between. The ordering checks skip it.
+
+    The proof holds only inside one history: the earlier row must be of the same memory era
+    (``memory_eras``: a key that started over counts its versions from 0 again, so an old era's
+    ``found`` says nothing of a new era's write-back; seed 460), and the resume must be of the
+    late row's own life (no crash of its node between the resume and the row: a restarted
+    process was not paused in the middle of its previous life's acquisition).
     """
     rows = world.trace.rows
     index = {id(row): i for i, row in enumerate(rows)}
     resumes = world.trace.of("fault.resume")
+    crashes = world.trace.of("fault.crash")
+    era = memory_eras(world)
     late: set[int] = set()
-    for _entity, acquired in _by_entity(world.trace.of("epoch.acquired")).items():
+
+    def resumed_in_this_life(row: Row, since: int) -> bool:
+        return any(
+            r.node == row.node and since <= r.t_ns <= row.t_ns
+            and not any(c.node == row.node and r.t_ns <= c.t_ns <= row.t_ns for c in crashes)
+            for r in resumes
+        )
+
+    for (actor, key), acquired in _by_entity(world.trace.of("epoch.acquired")).items():
         for j, row in enumerate(acquired):
             for earlier in acquired[:j]:
                 if (
                     _epoch(earlier) > _epoch(row)
                     and int(earlier.get("found")) >= int(row.get("version"))
-                    and any(r.node == row.node and earlier.t_ns <= r.t_ns <= row.t_ns for r in resumes)
+                    and era(actor, key, earlier.t_ns) == era(actor, key, row.t_ns)
+                    and resumed_in_this_life(row, earlier.t_ns)
                 ):
                     late.add(index[id(row)])
                     break

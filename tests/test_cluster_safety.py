@@ -125,3 +125,84 @@ def test_a_whole_cluster_restarted_regains_quorum_and_serves() -> None:
     assert all(world.system(name)._cluster.membership.core.has_quorum() for name in names)  # type: ignore[union-attr]
     assert all(len(world.system(name)._cluster.membership.members()) == 5 for name in names)  # type: ignore[union-attr]
     assert ask_from(world, "n5", rep_counter, "w", Inc(), run_for=3.0) == 1
+
+
+def _trace_world(rows: list[tuple[float, str, str, dict[str, Any]]]) -> Any:
+    """A trace-only world of replicas n1, n2, n3 for key m:counter/c1, built from (t, node, kind, fields) rows."""
+    from types import SimpleNamespace
+
+    from sim.trace import Trace
+
+    trace = Trace()
+    entity = {"actor": "m:counter", "key": "c1"}
+    for t, node, kind, fields in rows:
+        keyed = kind in ("epoch.acquired", "write.confirmed")
+        trace.add(int(t * 1e9), node, None, kind, {**entity, **fields} if keyed else fields)
+    return SimpleNamespace(trace=trace, results={"replicas": {"m:counter/c1": ["n1", "n2", "n3"]}, "durable": []})
+
+
+def _acquired(round_: int, node: str, version: int) -> dict[str, Any]:
+    return {"epoch_round": round_, "epoch_node": node, "version": version, "found": version - 1}
+
+
+def _seed_460_shape(*, second_writer: bool) -> Any:
+    """Seed 460's sw_log[e1], reduced: n3 acquires round 5 around a pause; every replica then crashes (a new era), the
+    key starts over at round 1 on n2, n2 takes round 2, n3's next life takes round 3 and writes (or, second_writer,
+    confirms a version without acquiring: a real second writer)."""
+    rows: list[tuple[float, str, str, dict[str, Any]]] = [
+        (1.0, "n3", "epoch.acquired", _acquired(5, "n3#1", 11)),
+        (1.0, "n3", "fault.pause", {}),
+        (1.5, "n3", "fault.resume", {}),
+        (1.6, "n3", "write.confirmed", {"version": 12}),
+        (2.0, "n1", "fault.crash", {}),
+        (2.1, "n2", "fault.crash", {}),
+        (2.2, "n3", "fault.crash", {}),
+        (3.0, "n1", "fault.restart", {}),
+        (3.0, "n2", "fault.restart", {}),
+        (3.0, "n3", "fault.restart", {}),
+        (4.0, "n2", "epoch.acquired", _acquired(1, "n2#2", 1)),
+        (4.1, "n2", "write.confirmed", {"version": 2}),
+        (5.0, "n2", "epoch.acquired", _acquired(2, "n2#2", 3)),
+        (5.1, "n2", "write.confirmed", {"version": 4}),
+    ]
+    if not second_writer:
+        rows.append((6.0, "n3", "epoch.acquired", _acquired(3, "n3#2", 5)))
+    rows.append((6.1, "n3", "write.confirmed", {"version": 6}))
+    return _trace_world(rows)
+
+
+def test_a_resume_before_every_replica_forgot_the_key_proves_no_later_acquisition_late() -> None:
+    """Seed 460's shape: n3's acquisition of round 3 in the key's new era (after every replica crashed) is not taken
+    for a row recorded late because n3 resumed from a pause in the old era, where round 5 found version 10 >= 5: the
+    holder is n3 at round 3 and its version-6 write is its own; a version-6 write by n3 with no acquisition still fails.
+
+    Before the fix ``_late_acquisitions`` compared versions across eras (a new era starts at version 0 again), skipped
+    n3's round-3 row, and single_writer_per_epoch failed: "n3 confirmed version 6 ... while n2 held epoch (2, n2#2)"."""
+    from sim.checks import CheckFailed, _late_acquisitions
+
+    world = _seed_460_shape(second_writer=False)
+    assert _late_acquisitions(world) == set()
+    single_writer_per_epoch(world)
+    epochs_only_grow(world)
+    with pytest.raises(CheckFailed, match=r"n3 confirmed version 6 at t=6.100s while n2 held epoch \(2, n2#2\)"):
+        single_writer_per_epoch(_seed_460_shape(second_writer=True))
+
+
+def test_a_resume_of_a_previous_life_proves_no_acquisition_of_the_next_one_late() -> None:
+    """n1 resumes from a pause after n3 took round 6 (found 10), then crashes alone (n2 and n3 keep the key: one era);
+    its next life's acquisition of round 3 is a real step back of the epoch, not a row of the paused life recorded late:
+    epochs_only_grow fails. Before the fix the resume of the previous life made the row "late" and the check passed."""
+    from sim.checks import CheckFailed, _late_acquisitions
+
+    world = _trace_world([
+        (0.5, "n1", "fault.pause", {}),
+        (1.0, "n3", "epoch.acquired", _acquired(6, "n3#1", 11)),
+        (1.1, "n3", "write.confirmed", {"version": 12}),
+        (2.0, "n1", "fault.resume", {}),
+        (3.0, "n1", "fault.crash", {}),
+        (4.0, "n1", "fault.restart", {}),
+        (5.0, "n1", "epoch.acquired", _acquired(3, "n1#2", 4)),
+    ])
+    assert _late_acquisitions(world) == set()
+    with pytest.raises(CheckFailed, match=r"epoch \(3, 'n1#2'\) acquired on n1 at t=5.000s is not greater than \(6, 'n3#1'\)"):
+        epochs_only_grow(world)

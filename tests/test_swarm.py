@@ -353,11 +353,9 @@ def test_a_read_taken_back_fails_the_owed_increments_check() -> None:
 # replayed by `python -m sim run swarm --seed N --check`. Kept so that a fix turns them red here (strict).
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "open (sweep 0:2000): two writers in one key's history: sw_log[e1]: n3 confirmed version 8 at 44.13 s while n4 "
-    "held epoch (2, n4#...) since 30.95 s (single_writer_per_epoch); also failed before the Doubted step-down rule"))
-def test_finding_open_single_writer_seed_460() -> None:
-    """Seed 460, its own plan: no version confirmed by a node while another holds a newer epoch of the key."""
+def test_single_writer_seed_460_a_new_eras_acquisition_is_not_taken_for_a_late_one() -> None:
+    """Seed 460, its own plan, holds every check: n3's round-3 acquisition of sw_log[e1] after every replica crashed is
+    not skipped as recorded late because of a resume in the key's previous era (it failed single_writer_per_epoch)."""
     assert _failed("swarm", 460) == []
 
 
