@@ -1,0 +1,139 @@
+"""The cluster graph of one frame: members as discs, links as lines, the key's owner and replicas marked.
+
+Drawn with networkx on a fixed circle (nodes in the run's order, the first at the top), so the
+same node sits at the same place in every frame and a student's eye can follow it while the
+slider moves:
+
+* a disc per node, filled by its own status: green **up**, orange **paused**, light grey **down**;
+* a line per pair of nodes: thin grey when whole, red dashed and labelled ``cut`` when the
+  partition drops frames both ways, orange dashed with an arrow when only one direction is cut;
+* the key's **owner** has a thick black ring and ``OWNER`` under its name, a node still running
+  the key under a superseded epoch a dashed red ring and ``stale``; the key's replicas are named
+  ``replica``, the first of them ``replica 1`` (the owner when it is alive);
+* under a node, the verdicts the others hold about it (``n1, n2 say dead``): failure detection's
+  view, which differs from the node's own status during a cut or a pause.
+
+The title names the time, the key and the newest epoch; nothing here reads the trace (see
+``sim.viz.frames``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+
+import networkx as nx  # type: ignore[import-untyped]
+from matplotlib.artist import Artist
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+from matplotlib.patches import Patch
+
+from sim.viz.frames import Frame, short_actor
+from sim.viz.timeline import GREEN, GREY, INK, LIGHT_GREY, ORANGE, VERMILLION
+
+__all__ = ["cluster_graph", "STATUS_COLOURS"]
+
+STATUS_COLOURS = {"up": GREEN, "paused": ORANGE, "down": LIGHT_GREY}
+CUT_RED = "#B2182B"  # darker than the palette's vermillion, so a cut never reads as the paused orange
+_TEXT_ON = {"up": "white", "paused": INK, "down": INK}
+
+
+def _positions(nodes: list[str]) -> dict[str, tuple[float, float]]:
+    """On a circle, the first node at the top, the others clockwise (fixed: a node never moves between frames)."""
+    if len(nodes) == 1:
+        return {nodes[0]: (0.0, 0.0)}
+    return {node: (math.cos(math.pi / 2 - 2 * math.pi * i / len(nodes)), math.sin(math.pi / 2 - 2 * math.pi * i / len(nodes)))
+            for i, node in enumerate(nodes)}
+
+
+def _verdict_text(verdicts: Iterable[tuple[str, str]]) -> str:
+    by_status: dict[str, list[str]] = {}
+    for observer, seen in verdicts:
+        by_status.setdefault(seen, []).append(observer)
+    return "\n".join(f"{', '.join(who)} say{'s' if len(who) == 1 else ''} {seen}" for seen, who in sorted(by_status.items()))
+
+
+def cluster_graph(frame: Frame, ax: Axes | None = None, *, title: str | None = None, size: tuple[float, float] = (5.2, 4.6)) -> Figure:
+    """Draw one frame's cluster graph (see the module docstring); returns the figure it drew on."""
+    if ax is None:
+        fig = Figure(figsize=size, layout="constrained")
+        ax = fig.add_subplot()
+    else:
+        fig = ax.get_figure()  # type: ignore[assignment]
+    nodes = [m.node for m in frame.members]
+    pos = _positions(nodes)
+    cuts = set(frame.cuts)
+    graph = nx.Graph()
+    graph.add_nodes_from(nodes)
+    whole, both, oneway = [], [], []
+    for i, u in enumerate(nodes):
+        for v in nodes[i + 1:]:
+            graph.add_edge(u, v)
+            there, back = (u, v) in cuts, (v, u) in cuts
+            if there and back:
+                both.append((u, v))
+            elif there:
+                oneway.append((u, v))
+            elif back:
+                oneway.append((v, u))
+            else:
+                whole.append((u, v))
+    nx.draw_networkx_edges(graph, pos, edgelist=whole, ax=ax, edge_color=GREY, width=1.2)
+    nx.draw_networkx_edges(graph, pos, edgelist=both, ax=ax, edge_color=CUT_RED, width=2.2, style="dashed")
+    for u, v in both:
+        (x1, y1), (x2, y2) = pos[u], pos[v]
+        ax.text((x1 + x2) / 2, (y1 + y2) / 2, "cut", color=CUT_RED, ha="center", va="center", fontsize=10,
+                fontweight="bold", bbox={"boxstyle": "round,pad=0.15", "fc": "white", "ec": "none"}, zorder=4)
+    if oneway:
+        directed = nx.DiGraph(oneway)
+        nx.draw_networkx_edges(directed, pos, edgelist=oneway, ax=ax, edge_color=ORANGE, width=2.2, style="dashed",
+                               arrows=True, arrowstyle="-|>", arrowsize=16, node_size=2600)
+        for u, v in oneway:
+            (x1, y1), (x2, y2) = pos[u], pos[v]
+            ax.text((x1 + x2) / 2, (y1 + y2) / 2, f"{u}\u2192{v} cut", color=ORANGE, ha="center", va="center", fontsize=9,
+                    fontweight="bold", bbox={"boxstyle": "round,pad=0.15", "fc": "white", "ec": "none"}, zorder=4)
+    for member in frame.members:
+        ring, width, style = "#555555", 1.0, "solid"
+        if member.node == frame.owner:
+            ring, width = INK, 4.5
+        elif member.node in frame.stale:
+            ring, width, style = VERMILLION, 3.5, "dashed"
+        collection = nx.draw_networkx_nodes(graph, pos, nodelist=[member.node], ax=ax, node_size=2600,
+                                            node_color=STATUS_COLOURS[member.status], edgecolors=ring, linewidths=width)
+        collection.set_linestyle(style)
+        x, y = pos[member.node]
+        ax.text(x, y + 0.05, member.node, ha="center", va="center", fontsize=13, fontweight="bold", color=_TEXT_ON[member.status], zorder=5)
+        ax.text(x, y - 0.11, member.status if member.life == 1 else f"{member.status} \u00b7 life {member.life}",
+                ha="center", va="center", fontsize=8.5, color=_TEXT_ON[member.status], zorder=5)
+        role = []
+        if member.node == frame.owner:
+            role.append("OWNER")
+        elif member.node in frame.stale:
+            role.append("stale owner")
+        if member.node in frame.replicas:
+            index = frame.replicas.index(member.node) + 1
+            role.append(f"replica {index}")
+        lines = [" \u00b7 ".join(role)] if role else []
+        verdicts = _verdict_text(member.verdicts)
+        if verdicts:
+            lines.append(verdicts)
+        if lines:
+            ax.text(x, y - 0.30, "\n".join(lines), ha="center", va="top", fontsize=9, color=INK, zorder=5,
+                    linespacing=1.15, bbox={"boxstyle": "round,pad=0.2", "fc": "white", "ec": "none", "alpha": 0.9})
+    ax.set_xlim(-1.75, 1.75)
+    ax.set_ylim(-1.75, 1.45)
+    ax.set_aspect("equal")
+    ax.axis("off")
+    if title is None:
+        what = f"{short_actor(frame.actor)}[{frame.key}]" if frame.actor and frame.key else "no key with an owner"
+        epoch = frame.epoch or "none yet"
+        owner = frame.owner or "nobody"
+        title = f"t = {frame.t:.2f} s \u00b7 key {what}\nepoch {epoch} \u00b7 owner {owner}"
+    ax.set_title(title, fontsize=11, loc="left")
+    handles: list[Artist] = [Patch(facecolor=STATUS_COLOURS[s], edgecolor="#555555", label=s) for s in ("up", "paused", "down")]
+    handles += [Line2D([], [], marker="o", ls="", ms=11, mfc="white", mec=INK, mew=3, label="owner"),
+                Line2D([], [], color=CUT_RED, ls="--", lw=2, label="cut link")]
+    ax.legend(handles=handles, loc="lower center", ncol=5, fontsize=8, frameon=False, bbox_to_anchor=(0.5, -0.06),
+              handlelength=1.2, columnspacing=0.9)
+    return fig
