@@ -20,7 +20,7 @@ from typing import Any, Protocol
 
 from casty.observer import Event, event_fields
 
-__all__ = ["Mutable", "Row", "Trace"]
+__all__ = ["Mutable", "Row", "Trace", "plain"]
 
 
 class Mutable(Protocol):
@@ -49,15 +49,15 @@ class Row:
         return self.fields.get(name, default)
 
     def as_dict(self) -> dict[str, Any]:
-        return {"seq": self.seq, "t_ns": self.t_ns, "node": self.node, "wall_us": self.wall_us, "kind": self.kind, **_plain(self.fields)}
+        return {"seq": self.seq, "t_ns": self.t_ns, "node": self.node, "wall_us": self.wall_us, "kind": self.kind, **plain(self.fields)}
 
 
-def _plain(value: Any) -> Any:
+def plain(value: Any) -> Any:
     """Fields as JSON-ready values (tuples become lists, mappings keep their order)."""
     if isinstance(value, Mapping):
-        return {str(k): _plain(v) for k, v in value.items()}
+        return {str(k): plain(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
+        return [plain(v) for v in value]
     if value is None or isinstance(value, (bool, int, float, str)):
         return value
     return repr(value)
@@ -72,6 +72,7 @@ class Trace:
         self._keep = keep
         self._kept: dict[str, bool] = {}  # keep's answer per kind, asked once
         self.counts: dict[str, int] = {}  # every event seen, kept or not, by kind
+        self.torn: list[tuple[str, int]] = []  # (file, line) of last lines a kill cut short (from_jsonl)
 
     # --- recording -------------------------------------------------------------------
 
@@ -184,47 +185,37 @@ class Trace:
         return h.hexdigest()
 
     def to_jsonl(self, path: str | Path) -> None:
+        """One row per line: ``{"seq", "t_ns", "node", "wall_us", "kind", "fields": {...}}`` (``from_jsonl`` reads it back).
+
+        The fields stay apart from the row's own names, so a field called ``node`` (the
+        member of ``member.changed``) does not overwrite the recording node.
+        """
         with open(path, "w", encoding="utf-8") as out:
             for row in self.rows:
-                out.write(json.dumps(row.as_dict(), separators=(",", ":")) + "\n")
+                line = {"seq": row.seq, "t_ns": row.t_ns, "node": row.node, "wall_us": row.wall_us, "kind": row.kind,
+                        "fields": plain(row.fields)}
+                out.write(json.dumps(line, separators=(",", ":")) + "\n")
 
     @classmethod
-    def from_jsonl(cls, path: str | Path) -> Trace:
-        rows = []
-        with open(path, encoding="utf-8") as source:
-            for line in source:
-                data = json.loads(line)
-                seq, t_ns, node, wall_us, kind = (data.pop(k) for k in ("seq", "t_ns", "node", "wall_us", "kind"))
-                rows.append(Row(seq, t_ns, node, wall_us, kind, data))
-        return cls(rows)
+    def from_jsonl(cls, *paths: str | Path) -> Trace:
+        """One trace from JSON-lines files: a simulated run's (``to_jsonl``) or real nodes' (``python -m casty node --trace``).
+
+        See ``sim.tracefile`` for the two shapes, how several nodes' files are merged by time
+        and what a file that ends without ``stopped`` means. A bad line raises
+        ``TraceFileError`` naming the file and the line.
+        """
+        from sim.tracefile import load_rows  # the loader's module imports this one
+
+        torn: list[tuple[str, int]] = []
+        trace = cls(load_rows(paths, torn))
+        trace.torn = torn
+        return trace
 
     def to_perfetto(self, path: str | Path) -> None:
-        """Chrome/Perfetto trace-event JSON: one track per node, activations as spans, the rest as instants."""
-        nodes = self.nodes()
-        tid = {name: i + 1 for i, name in enumerate(nodes)}
-        events: list[dict[str, Any]] = [
-            {"ph": "M", "name": "process_name", "pid": 1, "args": {"name": "casty sim"}},
-        ]
-        for name in nodes:
-            events.append({"ph": "M", "name": "thread_name", "pid": 1, "tid": tid[name], "args": {"name": name}})
-        open_spans: dict[tuple[str, str, str], int] = {}
-        for row in self.rows:
-            ts = row.t_ns / 1000  # trace-event timestamps are µs
-            args = _plain(row.fields) | {"wall_us": row.wall_us}
-            if row.kind == "activation.started":
-                entity = (row.node, str(row.get("actor")), str(row.get("key")))
-                open_spans[entity] = open_spans.get(entity, 0) + 1
-                label = f"{str(row.get('actor')).split(':')[-1]}[{row.get('key')}]"
-                events.append({"ph": "B", "name": label, "cat": "activation", "pid": 1, "tid": tid[row.node], "ts": ts, "args": args})
-            elif row.kind == "activation.ended":
-                entity = (row.node, str(row.get("actor")), str(row.get("key")))
-                if open_spans.get(entity):
-                    open_spans[entity] -= 1
-                    events.append({"ph": "E", "pid": 1, "tid": tid[row.node], "ts": ts, "args": args})
-            else:
-                events.append({"ph": "i", "s": "t", "name": row.kind, "cat": row.kind.split(".")[0], "pid": 1, "tid": tid[row.node], "ts": ts, "args": args})
-        with open(path, "w", encoding="utf-8") as out:
-            json.dump({"traceEvents": events, "displayTimeUnit": "ms"}, out)
+        """Chrome/Perfetto trace-event JSON: a process per node, a track per key, flows for frames (see ``sim.perfetto``)."""
+        from sim.perfetto import write_perfetto  # the exporter's module imports this one
+
+        write_perfetto(self, path)
 
     def __repr__(self) -> str:
         return f"<Trace {len(self.rows)} rows, {len(self.nodes())} nodes, {self.end_ns / 1e9:g} s>"

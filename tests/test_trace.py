@@ -43,17 +43,18 @@ def test_digest_changes_with_any_field() -> None:
     assert a.digest() != b.digest()
 
 
-def test_perfetto_export_has_a_track_per_node_and_balanced_spans(tmp_path: Path) -> None:
-    """The Chrome trace-event JSON names one thread per node and opens/closes each activation span."""
+def test_perfetto_export_has_a_process_per_node_and_closed_spans(tmp_path: Path) -> None:
+    """The Chrome trace-event JSON names one process per node, a track per key, and closes the run the crash ended."""
     result = scenarios.run("durable-restart", seed=0)
     path = tmp_path / "run.json"
     result.trace.to_perfetto(path)
     events = json.loads(path.read_text())["traceEvents"]
-    threads = [e["args"]["name"] for e in events if e.get("name") == "thread_name"]
-    assert threads == ["n1"]
-    begins = sum(1 for e in events if e["ph"] == "B")
-    ends = sum(1 for e in events if e["ph"] == "E")
-    assert begins == 2 and ends == 1  # the first activation ends at the crash; the second is still running
+    assert [e["args"]["name"] for e in events if e.get("name") == "process_name"] == ["n1"]
+    assert [e["args"]["name"] for e in events if e.get("name") == "thread_name"] == ["node", "net", "durable_beater[ledger]"]
+    spans = [(e["name"], e["ts"], e["dur"], e["args"]["ended"]) for e in events if e["ph"] == "X"]
+    assert spans == [("durable_beater[ledger]", 900.0, 124999100.0, "crash"), ("down", 125000000.0, 300000000.0, "restart"),
+                     ("durable_beater[ledger]", 425001100.0, 235000800.0, "end of trace")]
+    assert not [e for e in events if e["ph"] in "BE"]
     assert all(e["ts"] >= 0 for e in events if "ts" in e)
 
 

@@ -23,7 +23,6 @@ of a key, from the new owner's first Prepare to its first confirmed write.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import Any
 
 from matplotlib.axes import Axes
@@ -32,6 +31,7 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import FancyArrowPatch
 from matplotlib.text import Annotation
 
+from sim.frames import FrameArrow, frame_arrows
 from sim.trace import Row, Trace
 from sim.viz.timeline import (
     BLUE,
@@ -74,55 +74,6 @@ FRAME_KINDS: dict[str, tuple[str, str, bool]] = {
     "WrongOwner": ("routing: Failed / WrongOwner", "#8A5A00", True),
 }
 _OTHER = ("other frames", GREY, False)
-
-
-@dataclass(frozen=True, slots=True)
-class FrameArrow:
-    """One frame: sent by ``src`` at ``sent_ns`` to ``dst``; ``arrived_ns`` None when it was dropped at the sender."""
-
-    src: str
-    dst: str
-    tag: str | None
-    sent_ns: int
-    arrived_ns: int | None
-    dropped: str | None  # the drop reason, or None when it was handed to the receiver
-
-
-def frame_arrows(trace: Trace, start_ns: int = 0, end_ns_: int | None = None) -> list[FrameArrow]:
-    """The frames sent within [start_ns, end_ns_], paired with their delivery (or drop) rows."""
-    stop = end_ns_ if end_ns_ is not None else end_ns(trace)
-    in_flight: dict[tuple[str, str, int], list[Row]] = {}  # (src, dst, arrival) -> sent rows
-    arrows: list[FrameArrow] = []
-    index: dict[int, int] = {}  # seq of the sent row -> its arrow
-    last_delivery: dict[tuple[str, str, int], int] = {}  # (src, dst, arrival) -> arrow, for "no receiver" rows
-    for row in trace.rows:
-        kind = row.kind
-        if kind == "net.sent":
-            if start_ns <= row.t_ns <= stop:
-                arrival = row.t_ns + int(row.get("delay_ns", 0) or 0)
-                in_flight.setdefault((row.node, str(row.get("dst")), arrival), []).append(row)
-        elif kind == "net.delivered" or (kind == "net.dropped" and row.get("src") is not None):
-            src = str(row.get("src"))
-            waiting = in_flight.get((src, row.node, row.t_ns))
-            if not waiting:
-                continue
-            sent = waiting.pop(0)
-            dropped = None if kind == "net.delivered" else str(row.get("reason", "dropped"))
-            arrows.append(FrameArrow(src, row.node, sent.get("frame"), sent.t_ns, row.t_ns, dropped))
-            index[sent.seq] = len(arrows) - 1
-            if kind == "net.delivered":
-                last_delivery[(src, row.node, row.t_ns)] = len(arrows) - 1
-        elif kind == "net.dropped" and start_ns <= row.t_ns <= stop:
-            reason = str(row.get("reason", "dropped"))
-            dst = str(row.get("dst"))
-            if reason == "no receiver":  # recorded by the sender right after the delivery row: the frame reached a dead node
-                i = last_delivery.pop((row.node, dst, row.t_ns), None)
-                if i is not None:
-                    a = arrows[i]
-                    arrows[i] = FrameArrow(a.src, a.dst, a.tag, a.sent_ns, a.arrived_ns, reason)
-                continue
-            arrows.append(FrameArrow(row.node, dst, row.get("frame"), row.t_ns, None, reason))
-    return sorted(arrows, key=lambda a: (a.sent_ns, a.src, a.dst))
 
 
 def default_window(trace: Trace) -> tuple[int, int]:
