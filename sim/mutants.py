@@ -132,7 +132,7 @@ MUTANTS: tuple[Mutant, ...] = (
             "        record.promised = frame.epoch\n",
             "        record.promised = frame.epoch\n",
         ),
-        ("replayed-prepare", "stale-owner-fenced", "ownership-repeat"),
+        ("crossing-prepares", "replayed-prepare", "stale-owner-fenced", "ownership-repeat"),
     ),
     Mutant(
         "r2-adopt-first-promise",
@@ -234,7 +234,7 @@ MUTANTS: tuple[Mutant, ...] = (
             "        if frame.blank:\n            # Not ready:",
             "        if False:\n            # Not ready:",
         ),
-        ("restart-stale-replica", "rolling-restart-3", "rolling-restart", "ownership-repeat"),
+        ("behind-replica-at-restart", "restart-stale-replica", "rolling-restart-3", "rolling-restart", "ownership-repeat"),
     ),
     Mutant(
         "ready-at-once",
@@ -244,7 +244,7 @@ MUTANTS: tuple[Mutant, ...] = (
             "        if all(answered(peer) for peer in others):\n",
             "        if True:\n",
         ),
-        ("restart-stale-replica", "rolling-restart-3", "rolling-restart", "ownership-repeat"),
+        ("behind-replica-at-restart", "restart-stale-replica", "rolling-restart-3", "rolling-restart", "ownership-repeat"),
     ),
     Mutant(
         "unready-accepts-any-write",
@@ -254,7 +254,7 @@ MUTANTS: tuple[Mutant, ...] = (
             "        if filling and self._blank_promises.get(entity) != epoch:\n            return None\n",
             "",
         ),
-        ("restart-under-stale-owner", "restart-stale-replica", "rolling-restart-3"),
+        ("held-back-write-at-restart", "restart-under-stale-owner", "restart-stale-replica", "rolling-restart-3"),
     ),
     Mutant(
         "no-rejoin-grace",

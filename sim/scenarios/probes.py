@@ -25,6 +25,24 @@ the instant where the rule matters:
 * ``durable-owner-unsaved``: a durable key's heir acquires it and writes nothing, then every
   node restarts; the key must come back above the heir's epoch (replication rule 7: the
   write-back is saved under the new epoch before the key is held).
+
+Two later rules of the runtime took the ground from under some of these: the step-down rule
+(an owner that lost its quorum or was ``Doubted`` ends its runs, so a stale owner no longer
+writes under its old epoch) and the catch-up resend (an idle owner resends its newest write
+to replicas that have not acked it, so a replica cut off for a moment is soon current
+again). ``replayed-prepare`` and ``restart-stale-replica`` then no longer showed rule 1 and
+blank promises, nor ``restart-under-stale-owner`` readiness. Their successors:
+
+* ``behind-replica-at-restart``: the owner crashes while a replica is cut off (no resend
+  reaches it), restarts empty and reads while the up-to-date replica is paused: a blank
+  promise must not make a quorum with the behind copy, nor may a replica be ready before
+  its sync round was answered.
+* ``held-back-write-at-restart``: the same, and a write of an old epoch, held back by the
+  network, reaches the restarted replica as it opens: not promised since it came back, it
+  must not make the replica count as filled.
+* ``crossing-prepares``: a higher Prepare reaches two replicas just before a new key's owner
+  prepares a lower epoch; the higher candidate's write-back comes late: the lower Prepare
+  must be refused (a promise never goes down).
 """
 
 from __future__ import annotations
@@ -361,6 +379,102 @@ def restart_stale_replica(world: World) -> None:
     world.process(script(world))
 
 
+def _restarted_owner_reads_current(world: World) -> None:
+    """The owner came back empty and read the count of every confirmed Add, not the behind replica's."""
+    check = "restarted_owner_reads_current"
+    counted = [*_ints(world.results.get("first")), *_ints(world.results.get("second"))]
+    _expect(check, counted == [1, 2, 3, 4, 5, 6], f"the counts before the crash: {world.results.get('first')} {world.results.get('second')}")
+    _expect(check, bool(world.trace.of("fault.pause")), "the up-to-date replica was never paused (the restarted node's replica never opened)")
+    after = world.results.get("after")
+    _expect(check, after == 6, f"the restarted owner read {after}, expected 6 (the last confirmed count)")
+
+
+@scenario(
+    "behind-replica-at-restart",
+    "3 nodes: the owner crashes while a replica is cut off (so nothing catches it up), restarts empty, and reads while the up-to-date replica is slow: it reads the current count",
+    until=timedelta(seconds=14),
+    checks=(_restarted_owner_reads_current, *CLUSTER_CHECKS),
+)
+def behind_replica_at_restart(world: World) -> None:
+    """Readiness, with the catch-up resend out of the way.
+
+    ``restart-stale-replica`` heals its cut before the owner crashes, and the owner's catch-up
+    resend (rule 5) brings the cut-off replica up to date in that gap: its restart then meets
+    no stale copy. Here the owner crashes while the cut is on, so the replica stays three
+    writes behind; the restarted (empty, not ready) owner asks while the one up-to-date
+    replica is paused for less than ``suspect_after``. A blank promise counted, or a replica
+    ready before its sync round was answered, makes a quorum of the empty copy and the
+    behind one: the read is 3, not 6.
+    """
+    _behind_at_restart(world, held_back_write=False)
+
+
+@scenario(
+    "held-back-write-at-restart",
+    "as behind-replica-at-restart, and a write of an old epoch held back by the network reaches the restarted owner as it opens: it must not count as caught up",
+    until=timedelta(seconds=14),
+    checks=(_restarted_owner_reads_current, *CLUSTER_CHECKS),
+)
+def held_back_write_at_restart(world: World) -> None:
+    """Readiness: a replica not ready takes only writes of an epoch it promised since it came back.
+
+    The restarted owner's replica, empty and not ready, receives a ``Write`` that the network
+    held back since before the key's first write: the write-back of an acquisition of round 1
+    by an older life of another node, which found nothing (pages ``{}``, version 1), below the
+    key's epochs. Taking it would count the replica as filled (ready) with that empty state,
+    and its promise would then make a read quorum with the replica three writes behind while
+    the up-to-date one is slow: the read is 3, not 6. Refused (no answer), the replica stays
+    blank until its sync round is answered.
+    """
+    _behind_at_restart(world, held_back_write=True)
+
+
+def _behind_at_restart(world: World, *, held_back_write: bool) -> None:
+    from casty.cluster.driver import REPLICATION_CHANNEL
+    from casty.cluster.replication import Epoch, Write
+    from casty.cluster.routing import CLUSTER_WIRE
+
+    _nodes(world)
+
+    def script(world: World) -> Generator[simpy.Event, Any, None]:
+        yield world.timeout(CONVERGED)
+        key = world.results["key"] = _key_owned_by(world, "n2", "behind")
+        owner, replicas = _placed(world, key)
+        assert owner == "n2" and len(replicas) == 3
+        current, behind = replicas[1], replicas[2]
+        _adds(world, current, key, 3, "first")
+        yield world.timeout(0.5)
+        world.partition([behind], [current, owner])  # shorter than suspect_after: nobody's view changes
+        yield world.timeout(0.05)
+        _adds(world, current, key, 3, "second")
+        yield world.timeout(0.4)
+        world.crash(owner)  # while the cut is on: no resend of the owner ever reaches the behind replica
+        yield world.timeout(0.1)
+        world.heal()
+        yield world.timeout(0.1)
+        world.restart(owner)
+        restarted = world.now
+        rows = world.trace.rows
+        scanned = len(rows)
+        while world.now < restarted + 6.0:  # the restarted replica opens after its rejoin grace
+            yield world.timeout(0.001)
+            opened = any(r.kind == "handoff.started" and r.node == owner for r in rows[scanned:])
+            scanned = len(rows)
+            if opened:
+                world.pause(current)  # its promise and its sync answer are late
+                if held_back_write:
+                    old = Write((tally.name, key), Epoch(1, "n1#0"), 1, {})  # below every epoch of the key (n1#0 < n2#...)
+                    world.network.inject("n1", owner, CLUSTER_WIRE.encode(REPLICATION_CHANNEL, old))
+                    world.results["held_back"] = world.env.now
+                    yield world.timeout(0.01)  # it arrives before the read's own Prepare (whose epoch is newer)
+                _ask(world, owner, key, Read(), "after")
+                yield world.timeout(0.8)  # shorter than suspect_after
+                world.resume(current)
+                break
+
+    world.process(script(world))
+
+
 # ============================================================= membership quorum ======
 
 FIVE = ("n1", "n2", "n3", "n4", "n5")
@@ -543,6 +657,70 @@ def newer_promise_fences(world: World) -> None:
     world.process(script(world))
 
 
+def _lower_prepare_refused(world: World) -> None:
+    """The owner's Prepare, below a promise the replicas had given, was refused; the late write-back of that promise's epoch took back no confirmed Add."""
+    check = "lower_prepare_refused"
+    crossed = world.results.get("crossed")
+    _expect(check, isinstance(crossed, list) and len(crossed) == 3, f"no higher Prepare crossed the owner's: {crossed!r}")
+    assert isinstance(crossed, list)
+    answers = [*_ints(world.results.get("before")), *_ints(world.results.get("after"))]
+    final = world.results.get("final")
+    _expect(check, sorted(answers) == list(range(1, len(answers) + 1)) and final == len(answers), f"final count {final!r} after the Adds {world.results.get('before')} {world.results.get('after')}")
+    key = str(world.results.get("key"))
+    higher = (int(crossed[1]), str(crossed[2]))
+    acquired = [(int(r.get("epoch_round")), str(r.get("epoch_node"))) for r in world.trace.of("epoch.acquired", key=key)]
+    # n3's own replica alone is no read quorum: any acquisition needs n1 or n2, which promised `higher`
+    _expect(check, bool(acquired) and acquired[0] > higher, f"the owner acquired {acquired[:1]}, not above the epoch {higher} the replicas had promised")
+
+
+@scenario(
+    "crossing-prepares",
+    "3 nodes: another candidate's Prepare of a higher epoch reaches two replicas just before a new key's owner prepares its first, lower one; that candidate's write-back comes 1 s late: the lower Prepare is refused and no count is taken back",
+    until=timedelta(seconds=8),
+    checks=(_lower_prepare_refused, *CLUSTER_CHECKS),
+)
+def crossing_prepares(world: World) -> None:
+    """Rule 1 of replication: a promise never goes down.
+
+    Two acquisitions of one key cross: a candidate (an older life of n1: epoch ``(2, n1#0)``)
+    prepares n1 and n2 first, and the key's owner n3, a few milliseconds later, prepares its
+    first epoch ``(1, n3#...)``, lower. That candidate found nothing on the two replicas, so its
+    write-back is ``{}`` at version 1; the network holds it back for a second. A replica that
+    promised the lower epoch after the higher one lets n3 acquire below ``(2, n1#0)`` and
+    confirm Adds there; the late write-back, of a higher epoch, then wins on both replicas and
+    the next owner finds the key empty. Refused, n3 acquires above the promise and the late
+    write-back is refused in turn. (The replayed stale Prepare of ``replayed-prepare`` no longer
+    shows rule 1: the stale owner has stepped down and writes nothing under its old epoch.)
+    """
+    from casty.cluster.driver import REPLICATION_CHANNEL
+    from casty.cluster.replication import Epoch, Prepare, Write
+    from casty.cluster.routing import CLUSTER_WIRE
+
+    _nodes(world)
+
+    def script(world: World) -> Generator[simpy.Event, Any, None]:
+        yield world.timeout(CONVERGED)
+        key = world.results["key"] = _key_owned_by(world, "n3", "cross")
+        owner, replicas = _placed(world, key)
+        assert owner == "n3" and len(replicas) == 3
+        higher = Epoch(2, "n1#0")
+        entity = (tally.name, key)
+        for replica in ("n1", "n2"):
+            world.network.inject("n1", replica, CLUSTER_WIRE.encode(REPLICATION_CHANNEL, Prepare(entity, higher)))
+        world.results["crossed"] = [world.env.now, higher.round, higher.node]
+        yield world.timeout(0.05)
+        _adds(world, owner, key, 3, "before")  # the key's first acquisition: round 1, below the promise
+        yield world.timeout(1.0)
+        for replica in ("n1", "n2"):  # the candidate's write-back: what it found (nothing), held back until now
+            world.network.inject("n1", replica, CLUSTER_WIRE.encode(REPLICATION_CHANNEL, Write(entity, higher, 1, {})))
+        yield world.timeout(0.5)
+        _adds(world, owner, key, 2, "after")
+        yield world.timeout(2.0)
+        _ask(world, "n1", key, Read(), "final")
+
+    world.process(script(world))
+
+
 def _old_owner_not_confirmed_by_an_empty_replica(world: World) -> None:
     """While the restarted replica was not ready, the old owner's writes got no ack from it: every confirmed Add counted once."""
     check = "old_owner_not_confirmed_by_an_empty_replica"
@@ -700,3 +878,4 @@ def durable_owner_unsaved(world: World) -> None:
         _ask(world, "n3", key, Read(), "after", kept_tally)
 
     world.process(script(world))
+
