@@ -543,3 +543,64 @@ def test_a_replication_frame_that_cannot_be_encoded_is_dropped_alone(world: Worl
     world.run(until=world.now + 0.5)
     assert got["write"] == "ok"
     assert ask(world, "n2", holder, key, Peek()) == 9
+
+
+# ================================================================ one life's replies (issue 10, swarm seed 1411)
+
+
+@dataclass(frozen=True)
+class Slow(Askable[str]):
+    """Answer ``tag`` after ``seconds``."""
+
+    seconds: float
+    tag: str
+
+
+@actor(initial=0)
+async def slow(ctx: Context[int, Slow]) -> None:
+    """Sleeps, then answers the ask's tag (several asks of one key wait side by side, one task each)."""
+    async for msg in ctx.inbox:
+        task = asyncio.get_running_loop().create_task(_answer_later(msg))
+        _LATER.add(task)
+        task.add_done_callback(_LATER.discard)
+
+
+_LATER: set[asyncio.Task[None]] = set()
+
+
+async def _answer_later(msg: Slow) -> None:
+    await asyncio.sleep(msg.seconds)
+    msg.reply_to.tell(msg.tag)
+
+
+def test_a_reply_to_an_ask_of_a_previous_life_never_answers_an_ask_of_the_next(world: World) -> None:
+    """A node restarted while its asks were in flight gets their late replies; none of them answers the new life's asks.
+
+    Swarm seed 1411: a Get of counter f0 on a restarted n3 returned 22, the count of another key
+    (c1) that n3's previous life had incremented: request ids restarted at 1 with each life,
+    and the late Reply of the old ask matched the new ask of the same number.
+    """
+    away = "n3"
+    old_keys = [k for k in (f"old{i}" for i in range(40)) if owner(world, slow, k) != away][:4]
+    new_key = next(k for k in (f"new{i}" for i in range(40)) if owner(world, slow, k) != away)
+    asked: list[Any] = []
+
+    async def old_life(system: ActorSystem) -> None:
+        for key in old_keys:  # the first asks of this life: request ids 1..4
+            system.loop.create_task(system.ref(slow, key).ask(Slow(3.0, f"old:{key}")))
+
+    world.spawn(away, old_life)
+    world.run(until=world.now + 0.2)
+    world.crash(away)
+    world.restart(away)
+    world.run(until=world.now + 1.5)  # the new life has learned the view; the old asks' bodies still sleep
+
+    async def new_life(system: ActorSystem) -> None:
+        try:
+            asked.append(await system.ref(slow, new_key).ask(Slow(1.8, "new")))
+        except Exception as exc:  # recorded, to be asserted on
+            asked.append(exc)
+
+    world.spawn(away, new_life)  # this life's first ask: request id 1 as well, before the fix
+    world.run(until=world.now + 2.5)  # the old replies arrive at 3.2 s, the new one at 3.5 s
+    assert asked == ["new"]

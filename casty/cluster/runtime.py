@@ -44,6 +44,13 @@ again), the key runs on its owner within ``RESUME_EVERY`` + one acquisition
 (``write_timeout``) + a resume request's round trip, and within another ``RESUME_EVERY`` +
 ``write_timeout`` for each attempt that fails (no quorum yet, replicas not ready).
 
+**The request rule.** A ``Reply`` (or ``Failed``) names only the asking node and the ask's
+number, and a restarted node is reached at the same name: the late answer to an ask of its
+previous life (the owner was slow, or answered after a retry) arrives at the new life. So a
+life numbers its asks from its first incarnation up (``REQUEST_BITS``), never from 1 again:
+such an answer finds no ask of this life and is dropped (swarm seed 1411: a Get of one
+counter returned the count of another key, an increment asked by the previous life).
+
 Placement: the ring is built over ``membership.ring_nodes()`` (members alive, suspect or
 dead; rebuilt only when that set changes); a key's replicas are the first ``replicas``
 distinct nodes clockwise, ``replicas`` being its actor type's ``@actor(replicas=)`` (looked
@@ -76,12 +83,19 @@ from .routing import CLUSTER_WIRE, Deliver, Failed, Reply, Router, clip
 if TYPE_CHECKING:
     from ..system import ActorSystem, Placement
 
-__all__ = ["ClusterNode", "RESUME_EVERY", "RESUME_ORIGIN"]
+__all__ = ["ClusterNode", "RESUME_EVERY", "RESUME_ORIGIN", "REQUEST_BITS"]
 
 RESUME_EVERY: Final = 1.0
 """Seconds between two looks at the node's orphans (keys left ``@active`` with no run: see the module docstring)."""
 RESUME_ORIGIN: Final = "@resume"
 """The origin of a ``Deliver`` that carries no message: "resume this key, you own it" (answered by an empty ``Reply``)."""
+REQUEST_BITS: Final = 10
+"""A life's request ids start at its first incarnation (wall µs at its birth) shifted by this many bits (the request rule).
+
+The lives of a node are born at distinct microseconds, so their ids never meet unless one
+life made more than 1024 asks per microsecond it lived; and a birth time below 2**53 µs
+(the year 2255) keeps every id inside the 64-bit integers a frame carries.
+"""
 
 
 def _ignore(_event: Event) -> None:
@@ -110,6 +124,10 @@ class ClusterNode:
         self._nudged: dict[Entity, tuple[int, float]] = {}  # key -> its request in flight, and when it is given up
         self._built = False
         born = system.clock.now_us()  # this life's first incarnation: grows with every life of the node
+        # Request ids of one life (the request rule): a Reply names only the node and the ask's
+        # number, and a restarted node is reached at the same name, so the late reply to an ask of
+        # its previous life must not find an ask of this one under that number.
+        system._request_seq = max(system._request_seq, born << REQUEST_BITS)
         self._quorum = False  # whether this node had a quorum at the last membership report (the step-down rule)
 
         def observer(event: Event) -> None:
