@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -123,3 +124,38 @@ def test_the_first_write_after_a_long_cut_off_owner_is_back_is_answered_with_the
     assert ask_from(world, "n3", cl_counter, key, Incr()) == 7
     lost = [r for r in world.trace.of("write.failed", key=key) if r.get("reason") == "fenced"]
     assert lost == []  # no write of the stale epoch reached a replica that had promised the newer one
+
+
+def test_a_holder_whose_own_replica_promises_a_newer_epoch_ends_its_run_and_the_key_is_acquired_again_before_the_next_ask(world: World) -> None:
+    """n3 holds a counter at 2; n2 starts an acquisition of it with a stale view and abandons it at once (its Prepares already left): n3's own replica promised the newer round, so n3 ends its run then (lost), resumes the key above that round within RESUME_EVERY + write_timeout, and the next Inc answers 3, not Unavailable."""
+    from casty.cluster.runtime import RESUME_EVERY
+
+    key = next(k for k in (f"s{i}" for i in range(200)) if owner(world, "n1", rep_counter, k) == "n3")
+    assert [ask_from(world, "n1", rep_counter, key, Inc()) for _ in range(2)] == [1, 2]
+    entity = (rep_counter.name, key)
+    held = world.system("n3")._activations[entity]._replica
+    assert held is not None and held.owner.phase == "held"
+    held_round = held.owner.epoch.round
+
+    async def stray(system: Any) -> None:
+        """What n2's sweep does when its view names it the owner for an instant (a resumed or healed node)."""
+        service = system._cluster.replication
+        slot = service.open(entity, lambda _event: None, write_timeout=1.0)
+        slot.perform(slot.owner.acquire(slot.now(), system._cluster.replicas_of(*entity, 3), after=service.round_hint(entity)))
+        slot.close()  # the next heartbeat names n3 again: the key moved, the acquisition is dropped
+
+    strayed_at = world.now
+    world.spawn("n2", stray)
+    world.run(until=strayed_at + 0.1)
+    n3 = world.system("n3")._cluster
+    assert n3 is not None
+    promised = n3.replication.store.promised(entity)
+    assert (promised.round, promised.node.split("#")[0]) == (held_round + 1, "n2")
+    ended = [(r.node, r.get("reason")) for r in world.trace.of("activation.ended", key=key) if r.t > strayed_at]
+    assert ended == [("n3", "lost")]  # as the prepare reached n3's replica, not at the next write
+    world.run(until=strayed_at + RESUME_EVERY + 1.0 + 0.1)
+    assert ask_from(world, "n1", rep_counter, key, Inc()) == 3
+    acquired = [(r.node, r.get("epoch_round")) for r in world.trace.of("epoch.acquired", key=key) if r.t > strayed_at]
+    assert acquired == [("n3", held_round + 2)]
+    assert next(r.t for r in world.trace.of("epoch.acquired", key=key) if r.t > strayed_at) <= strayed_at + RESUME_EVERY + 1.0
+    assert world.trace.of("write.failed", key=key) == []

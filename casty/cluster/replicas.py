@@ -631,11 +631,35 @@ class ReplicationService:
             for output in self.store.receive(src, frame):
                 if isinstance(output, Send):
                     self.send(output.to, output.frame)
+            if type(frame) is Prepare:
+                self._fence_older_owner(frame)
         elif isinstance(frame, Batch):
             for data in frame.frames:
                 self.dispatcher.handle(src, data)  # each one checked and routed as if it came alone
         elif isinstance(frame, SyncRequest | SyncDump):
             self._perform_handoff(self.handoff.receive(src, frame, self._export, self._knows))
+
+    def _fence_older_owner(self, prepare: Prepare) -> None:
+        """This node's replica just promised ``prepare.epoch``: an owner of the key here under an older epoch hears it now.
+
+        That owner is one of the key's replicas, so its next write would get this very
+        replica's ``Nack``: it is fenced already, and only does not know it. An acquisition
+        that another node gave up at once (a view that named it owner for an instant: a node
+        resumed from a pause, or healed from a partition, before it heard the key's owner
+        again) leaves such promises behind and tells nobody, so the holder would learn it at
+        its next write, failing the message (swarm seeds 294, 558, 1038, 1744). The owner is
+        handed that ``Nack`` at once instead: its run ends (``lost``) and the resume rule
+        acquires the key again above the promise (``round_hint``) before a message needs it.
+        Ending an owner early is always safe; nothing is refused that would have been confirmed.
+        """
+        entity = prepare.entity
+        slot = self._owners.get(entity)
+        if slot is None or slot.closed:
+            return
+        owner = slot.owner
+        if owner.phase in ("idle", "lost") or not prepare.epoch > owner.epoch or self.store.promised(entity) != prepare.epoch:
+            return  # no owner running, not older, or this replica refused the prepare (it promised newer still)
+        slot.perform(owner.receive(self.node, Nack(entity, owner.epoch, None, prepare.epoch), self.loop.time()))
 
     def write_locally(self, slot: OwnerSlot, write: Write) -> None:
         """An owner's write to this node's own replica: taken at once, and its answer given to the owner at once.
