@@ -125,3 +125,39 @@ def test_a_spent_budget_stops_the_search(tmp_path: Path) -> None:
     """With its deadline already past, a search reports no failure, no seed run, and that the budget ran out."""
     copy = copy_runtime(tmp_path / "tree")
     assert mutants._first_failure(copy, "ticker", [0, 1], 1, time.monotonic() - 1.0, sys.executable, lambda _v: True) == (None, 0, True)
+
+
+# The four mutants that escaped 200 seeds of their old probes once the step-down rule and the
+# catch-up resend made those probes' situations unreachable, each with the probe written for
+# it since and the first failure it gives (exact: the probes are deterministic scripts).
+RESTARTED_READ_3 = "restarted_owner_reads_current: the restarted owner read 3, expected 6 (the last confirmed count)"
+SINCE_STEP_DOWN = [
+    ("r1-promise-below", "crossing-prepares", "lower_prepare_refused: final count 1 after the Adds [1, 2, 3] ['Unavailable', 1]"),
+    ("blank-promise-counts", "behind-replica-at-restart", RESTARTED_READ_3),
+    ("ready-at-once", "behind-replica-at-restart", RESTARTED_READ_3),
+    ("unready-accepts-any-write", "held-back-write-at-restart", RESTARTED_READ_3),
+]
+
+
+@pytest.fixture(scope="module")
+def unpatched(tmp_path_factory: pytest.TempPathFactory) -> Baseline:
+    """One unpatched copy of the tree for the tests below (the baseline a failure is checked against)."""
+    return Baseline(copy_runtime(tmp_path_factory.mktemp("baseline") / "tree"), sys.executable)
+
+
+@pytest.mark.parametrize(("name", "probe", "failure"), SINCE_STEP_DOWN, ids=[row[0] for row in SINCE_STEP_DOWN])
+def test_a_mutant_the_step_down_rule_hid_is_caught_at_seed_0_of_its_new_probe(unpatched: Baseline, name: str, probe: str, failure: str) -> None:
+    """Each of the four is CAUGHT by its probe at seed 0 (which the unpatched copy passes), with the probe's own check first."""
+    mutant = next(m for m in MUTANTS if m.name == name)
+    assert mutant.targets[0] == probe  # tried first, so the table's run reaches it at once
+    outcome = hunt(mutant, baseline=unpatched, seeds=range(3), available=[probe], scenarios=[probe], source=unpatched.copy)
+    assert (outcome.status, outcome.scenario, outcome.seed, outcome.tried) == ("CAUGHT", probe, 0, {probe: 1})
+    assert outcome.detail == failure
+
+
+@pytest.mark.parametrize("probe", sorted({row[1] for row in SINCE_STEP_DOWN}))
+def test_the_new_probes_pass_more_seeds_on_the_unpatched_runtime(probe: str) -> None:
+    """Seeds 1 to 3 of each new probe pass every check on today's runtime (seed 0 is test_scenarios' and the hunt's baseline)."""
+    from sim import scenarios
+
+    assert [(seed, [str(f) for f in scenarios.run(probe, seed).failures]) for seed in (1, 2, 3)] == [(1, []), (2, []), (3, [])]
