@@ -5,7 +5,7 @@
                          [--remove-after S] [--leave-timeout S] [--ask-timeout S]
                          [--write-timeout S] [--facts KIND,...|all] [--secret-file PATH]
                          [--max-connections N] [--max-handshakes N] [--handshake-timeout S]
-                         [--idle-timeout S] [--max-buffered BYTES] [--log-level LEVEL]
+                         [--idle-timeout S] [--max-buffered BYTES] [--trace FILE] [--log-level LEVEL]
 
     python -m casty ask  --seeds HOST:PORT,... --type MODULE:TYPE --key KEY --message JSON [--timeout S]
     python -m casty tell --seeds HOST:PORT,... --type MODULE:TYPE --key KEY --message JSON
@@ -20,6 +20,10 @@ hosts the actor types of each ``--module`` and prints one JSON object per line o
 included), the runtime events chosen by ``--facts`` (``activation.started``,
 ``epoch.acquired``, ``schedule.fired``, ... with their fields and ``by``, the node that saw
 them), and ``{"event": "stopped", "node", "orderly"}`` at the end. Logs go to stderr.
+``--trace FILE`` also appends each of those facts to FILE as one JSON line stamped with the
+node's wall clock (``casty.factlog``); ``sim.trace.Trace.from_jsonl(*files)`` merges several
+nodes' files into one trace for the simulator's views. ``--facts net.sent,net.delivered``
+adds a fact per cluster frame (with its CRC-32, so the two ends pair up).
 SIGTERM or SIGINT make it leave in order (the others see it ``left``, not dead), then exit
 0. A bad argument exits 2 with a message naming the bad value; an address already in use
 or not local exits 1.
@@ -55,7 +59,9 @@ from .cluster.client import ClusterClient, RemoteError
 from .cluster.membership import MembershipConfig
 from .cluster.node import FACTS, SECRET_ENV, NodeConfig, NodeProcess, parse_address, read_secret
 from .cluster.tcp import Address, TcpLimits
+from .clock import SystemClock
 from .errors import CastyError, ConfigurationError
+from .factlog import FactLog
 
 PROG = "python -m casty"
 _DEFAULTS = MembershipConfig()
@@ -172,6 +178,9 @@ def build_parser() -> argparse.ArgumentParser:
                       help=f"a welcomed connection silent this long is closed (default {_LIMITS.idle_timeout:g})")
     node.add_argument("--max-buffered", type=int, default=_LIMITS.max_buffered, metavar="BYTES",
                       help=f"bytes of partial frames held across connections (default {_LIMITS.max_buffered})")
+    node.add_argument("--trace", metavar="FILE",
+                      help="also append every fact to FILE, one JSON line each with the node's wall time (for "
+                           "sim.trace.Trace.from_jsonl); kept across restarts with the same FILE")
     _secret_file(node)
     _log_level(node)
     for name, text in (
@@ -246,9 +255,27 @@ async def _client(args: argparse.Namespace) -> int:
     return 0
 
 
-async def _serve(config: NodeConfig) -> int:
-    """Run the node until SIGTERM or SIGINT, then leave in order; the exit status."""
+async def _serve(config: NodeConfig, trace: str | None = None) -> int:
+    """Run the node until SIGTERM or SIGINT, then leave in order; the exit status.
+
+    With ``trace``, every fact is also appended to that file (``FactLog``), stamped with the
+    clock the node runs on.
+    """
     loop = asyncio.get_running_loop()
+    clock = SystemClock()
+    emit = _emit
+    factlog: FactLog | None = None
+    if trace is not None:
+        try:
+            factlog = FactLog(trace, config.node, clock)
+        except OSError as exc:
+            print(f"{PROG} node: error: --trace: cannot open {trace!r} for appending: {exc.strerror or exc}", file=sys.stderr)
+            return 2
+        recorder = factlog
+
+        def emit(fact: dict[str, Any]) -> None:
+            _emit(fact)
+            recorder.record(fact)
     stop = asyncio.Event()
     log = logging.getLogger("casty.node")
 
@@ -265,7 +292,7 @@ async def _serve(config: NodeConfig) -> int:
         except (NotImplementedError, RuntimeError):  # no signal handlers on this platform's loop
             pass
     try:
-        node = NodeProcess(config, _emit)
+        node = NodeProcess(config, emit, clock=clock)
         try:
             await node.start()
         except ConfigurationError as exc:
@@ -281,6 +308,8 @@ async def _serve(config: NodeConfig) -> int:
     finally:
         for signum in installed:
             loop.remove_signal_handler(signum)
+        if factlog is not None:
+            factlog.close()
     return 0
 
 
@@ -328,7 +357,7 @@ def main(argv: list[str] | None = None) -> int:
         stream=sys.stderr, level=getattr(logging, args.log_level), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
     try:
-        return asyncio.run(_serve(config))
+        return asyncio.run(_serve(config, args.trace))
     except KeyboardInterrupt:  # a SIGINT before the handlers were installed
         return 130
 

@@ -15,7 +15,9 @@ their order (``heapq.merge``: a clock stepped back on one node does not reorder 
 rows); ties keep the order the files were given. ``seq`` is numbered afresh.
 
 A real node's facts are named as the node prints them; three of them are read in the
-simulator's words, so the same views draw both worlds: ``ready`` is ``node.started``;
+simulator's words, so the same views draw both worlds: ``ready`` is ``node.started``
+(its ``incarnation`` is the life's number in the file, 1, 2, ..., as in the simulator; the
+membership incarnation the node printed, a wall-clock number, is ``member_incarnation``);
 ``stopped`` is ``node.stopped`` (an orderly leave) or ``fault.crash`` (``orderly`` false);
 and a life that ends without ``stopped`` (the process was killed, ``kill -9``) gets a
 ``fault.crash`` row at its last line, with ``inferred`` saying so. If the same file then
@@ -139,23 +141,25 @@ def _real_rows(lines: list[_Line], origin_us: int) -> Iterator[tuple[int, str, i
     alive = False  # between a ready and its stopped
     crashed = False  # the life before ended in a crash (stated or inferred)
     last: tuple[int, str, int | None] | None = None  # (t_ns, node, wall_us) of the life's last row
-    incarnation: Any = None
+    life = 0
     for _, node, wall_us, kind, fields, _number in lines:
         assert wall_us is not None  # _check: a real row has its wall time
         t_ns = (wall_us - origin_us) * 1000
         if kind == "ready":
             if alive and last is not None:
-                yield (*last, "fault.crash", {"incarnation": incarnation, "inferred": "no stopped fact before the next ready"})
+                yield (*last, "fault.crash", {"incarnation": life, "inferred": "no stopped fact before the next ready"})
                 crashed = True
+            life += 1
             if crashed:
-                yield (t_ns, node, wall_us, "fault.restart", {"incarnation": fields.get("incarnation")})
-            alive, crashed, incarnation = True, False, fields.get("incarnation")
+                yield (t_ns, node, wall_us, "fault.restart", {"incarnation": life})
+            alive, crashed = True, False
             kind = "node.started"
+            fields = {**fields, "incarnation": life, "member_incarnation": fields.get("incarnation")}
         elif kind == "stopped":
             alive, crashed = False, not fields.get("orderly", True)
             kind = "fault.crash" if crashed else "node.stopped"
-            fields = {"incarnation": incarnation, **fields}
+            fields = {"incarnation": life, **fields}
         yield (t_ns, node, wall_us, kind, fields)
         last = (t_ns, node, wall_us)
     if alive and last is not None:
-        yield (*last, "fault.crash", {"incarnation": incarnation, "inferred": "the file ends without a stopped fact"})
+        yield (*last, "fault.crash", {"incarnation": life, "inferred": "the file ends without a stopped fact"})

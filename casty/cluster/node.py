@@ -71,6 +71,7 @@ from ..system import ActorSystem
 from .client import Gateway, is_client_frame
 from .config import Cluster
 from .driver import MembershipService
+from .frames import FRAME_FACTS, FrameReceived, FrameSent
 from .membership import MemberChanged, MembershipConfig
 from .limits import MAX_FRAME
 from .tcp import Address, TcpLimits, TcpTransport, secret_bytes
@@ -220,6 +221,8 @@ class AddressedTransport:
         self.unaddressable = 0
         self._handler: FrameHandler | None = None
         self._client_handler: FrameHandler | None = None
+        self.watch: Callable[[Event], None] | None = None
+        """Told a ``FrameSent``/``FrameReceived`` per cluster frame when set (the node's frame facts)."""
         tcp.set_handler(self._receive)
 
     def _receive(self, source: str, frame: bytes) -> None:
@@ -227,6 +230,8 @@ class AddressedTransport:
             if self._client_handler is not None:
                 self._client_handler(source, frame)
         elif self._handler is not None:
+            if self.watch is not None:
+                self.watch(FrameReceived.of(source, frame))
             self._handler(source, frame)
 
     @property
@@ -252,6 +257,8 @@ class AddressedTransport:
             self.tcp.add_peer(destination, address)
             self._known.add(destination)
         self.handed += 1
+        if self.watch is not None:
+            self.watch(FrameSent.of(destination, frame))
         self.tcp.send(destination, frame)
 
     def forget(self, node: str) -> None:
@@ -302,7 +309,8 @@ FACTS: Final = frozenset(
 )
 """The runtime events a node emits as facts by default (``member.changed`` always is): enough to
 tell which node runs a key under which owner epoch and where its schedules fire, without
-a line per confirmed write."""
+a line per confirmed write. ``net.sent``/``net.delivered`` (a fact per cluster frame,
+``casty.cluster.frames``) are only emitted when named (or with ``all_facts``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -448,6 +456,8 @@ class NodeProcess:
             tcp.add_peer(format_address(seed), seed)
         self.tcp = tcp
         transport = self.transport = AddressedTransport(tcp)
+        if cfg.all_facts or cfg.facts & FRAME_FACTS:
+            transport.watch = self._observe
         # The system reads its clock for the incarnation as it starts (see the module docstring).
         system = ActorSystem(
             node=self.node,
