@@ -57,8 +57,8 @@ def _verdict_text(verdicts: Iterable[tuple[str, str]]) -> str:
 def cluster_graph(frame: Frame, ax: Axes | None = None, *, title: str | None = None, size: tuple[float, float] = (5.2, 4.6)) -> Figure:
     """Draw one frame's cluster graph (see the module docstring); returns the figure it drew on."""
     if ax is None:
-        fig = Figure(figsize=size, layout="constrained")
-        ax = fig.add_subplot()
+        fig = Figure(figsize=size)  # a fixed layout: one frame per slider step, constrained layout cost most of it
+        ax = fig.add_axes((0.02, 0.04, 0.96, 0.84))
     else:
         fig = ax.get_figure()  # type: ignore[assignment]
     nodes = [m.node for m in frame.members]
@@ -122,7 +122,7 @@ def cluster_graph(frame: Frame, ax: Axes | None = None, *, title: str | None = N
             ax.text(x, y - 0.30, "\n".join(lines), ha="center", va="top", fontsize=9, color=INK, zorder=5,
                     linespacing=1.15, bbox={"boxstyle": "round,pad=0.2", "fc": "white", "ec": "none", "alpha": 0.9})
     ax.set_xlim(-1.75, 1.75)
-    ax.set_ylim(-1.75, 1.45)
+    ax.set_ylim(-1.6, 1.3)
     ax.set_aspect("equal")
     ax.axis("off")
     if title is None:
