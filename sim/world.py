@@ -37,6 +37,7 @@ from .disk import SimDisk
 from .gcpolicy import YOUNG_THRESHOLD, young_collections_every
 from .loop import VirtualLoop
 from .network import LinkModel, SimEndpoint, SimNetwork
+from .progress import run_until
 from .trace import Trace
 
 __all__ = ["World", "SimNode", "NodeSpec", "seconds_to_ns"]
@@ -191,15 +192,19 @@ class World:
     def process(self, generator: Generator[simpy.Event, Any, Any]) -> simpy.Process:
         return self.env.process(generator)
 
-    def run(self, until: float | timedelta | None = None) -> None:
-        """Run until the given true time (seconds from the start), or until nothing is scheduled."""
+    def run(self, until: float | timedelta | None = None, *, progress: bool = False) -> None:
+        """Run until the given true time (seconds from the start), or until nothing is scheduled.
+
+        ``progress=True`` (with ``until``): a bar of simulated seconds, where it can be seen
+        (``sim.progress``); the run and its trace are the same as without it.
+        """
         with young_collections_every(self.gc_young):
             if until is None:
                 self.env.run()
             else:
                 target = seconds_to_ns(until)
                 if target > self.env.now:
-                    self.env.run(until=target)
+                    run_until(self.env, target, progress=progress)
         self._raise_loop_errors()
 
     def _raise_loop_errors(self) -> None:

@@ -1,0 +1,192 @@
+"""Sweeps anywhere: a user's scenario found by module path in spawned and Dask workers, and reproduce lines that work.
+
+The scenario is ``test-billing`` of ``tests/sweep_app.py`` (charge before save, one seeded
+crash): some seeds charge a period twice. Every executor must give exactly the results of
+the in-process sweep, seed for seed (failures, digests, row counts).
+"""
+
+from __future__ import annotations
+
+import io
+import shlex
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
+from datetime import timedelta
+from multiprocessing import get_context
+from pathlib import Path
+
+import pytest
+
+from sim import scenarios
+from sim.__main__ import main as cli
+from sim.sweep import ScenarioRef, SeedResult, load, reference, run_seed, sweep
+from sim.world import World
+from tests import sweep_app
+from tests.sweep_app import billing
+
+ROOT = Path(__file__).resolve().parent.parent
+APP = ROOT / "tests" / "sweep_app.py"
+SEEDS = range(8)
+
+
+@pytest.fixture(scope="module")
+def here() -> list[SeedResult]:
+    """The in-process sweep of seeds 0..7: what every other executor must reproduce."""
+    return sweep(billing, SEEDS)
+
+
+@pytest.fixture(scope="module")
+def spawn_pool() -> Iterator[ProcessPoolExecutor]:
+    """Two workers started with `spawn` (macOS's and Windows' default): each begins with an empty scenario registry."""
+    with ProcessPoolExecutor(max_workers=2, mp_context=get_context("spawn")) as pool:
+        yield pool
+
+
+def test_the_in_process_sweep_has_failing_and_passing_seeds(here: list[SeedResult]) -> None:
+    """Seeds 3 and 5 crash between a charge and its save (charged twice); the six others pass: the sweep has something to show."""
+    assert [r.seed for r in here if not r.ok] == [3, 5]
+    assert here[3].failures == (
+        "exactly_once: charge:acme:2 happened 2 times (want exactly 1): n1 at 2.0009 s by biller[acme], n1 at 3.344061 s by biller[acme]",
+    )
+    assert all(r.error is None and r.rows > 0 for r in here)
+
+
+def test_a_user_scenario_is_referenced_by_its_module_and_file(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """From the repo root the reference is `tests.sweep_app:test-billing`; from elsewhere the file's absolute path; the same for every form."""
+    monkeypatch.chdir(ROOT)
+    expected = ScenarioRef("test-billing", "tests.sweep_app", str(APP), "tests.sweep_app:test-billing")
+    forms: list[str | scenarios.Scenario | Callable[[World], None]] = [billing, scenarios.get("test-billing"), "test-billing", "tests.sweep_app:test-billing", "tests.sweep_app:billing", "tests/sweep_app.py:billing"]
+    assert [reference(form) for form in forms] == [expected] * len(forms)
+    monkeypatch.chdir(tmp_path)
+    assert reference(billing).spec == f"{APP}:test-billing"
+    assert reference("ticker") == ScenarioRef("ticker", spec="ticker")
+
+
+def test_bad_references_are_clear_errors() -> None:
+    """An unknown name in a module, a missing file, a function that no scenario uses and a non-executor each say what was wrong."""
+    with pytest.raises(KeyError) as caught:
+        load("tests.sweep_app:nothing")
+    assert caught.value.args[0] == "module 'tests.sweep_app' registers no scenario 'nothing'; it registers: test-billing"
+    with pytest.raises(KeyError) as caught:
+        load("tests/no_such_file.py:x")
+    assert caught.value.args[0] == "no file 'tests/no_such_file.py'"
+    with pytest.raises(ModuleNotFoundError):
+        load("tests.no_such_module:x")
+    with pytest.raises(ValueError) as error:
+        reference(sweep_app._charged_once)  # a function, but not a scenario's setup
+    assert str(error.value) == "'_charged_once' is not a registered scenario's setup: decorate it with @sim.scenario"
+    with pytest.raises(TypeError) as wrong:
+        sweep(billing, SEEDS, executor=object())
+    assert str(wrong.value) == "executor must be a concurrent.futures.Executor or a distributed.Client, not object"
+
+
+def test_a_spawn_pool_finds_the_user_scenario_by_module_path(here: list[SeedResult], spawn_pool: ProcessPoolExecutor) -> None:
+    """ProcessPoolExecutor(mp_context=spawn): every seed's result equals the in-process one (workers import tests.sweep_app)."""
+    assert sweep(billing, SEEDS, executor=spawn_pool) == here
+
+
+def test_a_scenario_defined_inside_a_function_runs_here_and_is_a_clear_error_in_a_spawned_worker(spawn_pool: ProcessPoolExecutor) -> None:
+    """A setup defined in a test runs in process and in threads; a spawned worker reports that no import can register it."""
+    name = "test-only-local"
+
+    def setup(world: World) -> None:
+        world.add_node("n1")
+
+    scenarios.SCENARIOS[name] = scenarios.Scenario(name, "local", setup, timedelta(seconds=1))
+    try:
+        here = sweep(name, range(2))
+        with ThreadPoolExecutor(2) as threads:
+            assert sweep(name, range(2), executor=threads) == here
+        (far,) = sweep(name, range(1), executor=spawn_pool)
+    finally:
+        del scenarios.SCENARIOS[name]
+    assert [r.ok for r in here] == [True, True]
+    assert far.error == (
+        "KeyError: \"scenario 'test-only-local' is not known in this worker: its setup is defined inside a function (or it was "
+        'registered by hand), so no import registers it; define the setup at module level with @sim.scenario"'
+    )
+
+
+def test_the_printed_reproduce_line_works_when_pasted(here: list[SeedResult]) -> None:
+    """`python -m sim run tests.sweep_app:test-billing --seed 3 --check`, run as printed from the repo root: exit 1 with the same failure."""
+    failing = here[3]
+    assert failing.reproduce == "python -m sim run tests.sweep_app:test-billing --seed 3 --check"
+    for line in (failing.reproduce, f"python -m sim run {shlex.quote(str(APP))}:test-billing --seed 3 --check"):
+        argv = shlex.split(line)
+        done = subprocess.run([sys.executable, *argv[1:]], cwd=ROOT, capture_output=True, text=True, timeout=60)
+        assert done.returncode == 1, done.stderr
+        assert done.stderr.splitlines()[:2] == [f"CHECK FAILED {failing.failures[0]}", f"reproduce: {line}"]
+
+
+def test_cli_sweep_of_a_user_scenario_prints_each_violation_with_its_reproduce_line(capsys: pytest.CaptureFixture[str]) -> None:
+    """`python -m sim sweep tests.sweep_app:test-billing --seeds 2:6 --workers 1`: seeds 3 and 5 with their lines, then violations=2."""
+    assert cli(["sweep", "tests.sweep_app:test-billing", "--seeds", "2:6", "--workers", "1"]) == 1
+    out = capsys.readouterr().out.splitlines()
+    assert [line for line in out if line.startswith("  reproduce:")] == [
+        "  reproduce: python -m sim run tests.sweep_app:test-billing --seed 3 --check",
+        "  reproduce: python -m sim run tests.sweep_app:test-billing --seed 5 --check",
+    ]
+    assert out[-1] == "violations=2" and out[-2].startswith("scenario=tests.sweep_app:test-billing seeds=4 ok=2 in ")
+
+
+def test_cli_refuses_a_module_that_cannot_be_imported(capsys: pytest.CaptureFixture[str]) -> None:
+    """`run`/`sweep` with a module nobody can import exit 2 naming it."""
+    assert cli(["run", "no_such_pkg.mod:x"]) == 2
+    assert capsys.readouterr().err == "cannot import the scenario's module: No module named 'no_such_pkg'\n"
+    assert cli(["sweep", "tests.sweep_app:nothing", "--seeds", "0:2"]) == 2
+    assert capsys.readouterr().err == "module 'tests.sweep_app' registers no scenario 'nothing'; it registers: test-billing\n"
+
+
+def test_a_dask_local_cluster_gives_the_in_process_results(here: list[SeedResult], capsys: pytest.CaptureFixture[str]) -> None:
+    """LocalCluster(n_workers=2, processes=True): a Client, its executor and `--dask ADDRESS` each give the in-process results."""
+    distributed = pytest.importorskip("distributed")
+    with distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1, dashboard_address=None) as cluster:
+        with distributed.Client(cluster) as client:
+            assert sweep(billing, SEEDS, executor=client) == here
+            assert sweep(billing, range(2), executor=client.get_executor()) == here[:2]
+        assert cli(["sweep", "tests.sweep_app:test-billing", "--seeds", "0:8", "--dask", cluster.scheduler_address]) == 1
+    out = capsys.readouterr().out.splitlines()
+    assert out[-1] == "violations=2" and "  reproduce: python -m sim run tests.sweep_app:test-billing --seed 5 --check" in out
+
+
+class _Terminal(io.StringIO):
+    """A stream that says it is a terminal: where a progress bar is drawn."""
+
+    def isatty(self) -> bool:
+        return True
+
+
+def test_a_sweep_draws_a_bar_on_a_terminal_only_and_not_when_asked(monkeypatch: pytest.MonkeyPatch, here: list[SeedResult]) -> None:
+    """On a TTY the bar ends showing the scenario, 8/8 and violations=2; off a TTY or with progress=False nothing is written."""
+    pytest.importorskip("tqdm")
+    terminal = _Terminal()
+    monkeypatch.setattr(sys, "stderr", terminal)
+    assert sweep(billing, SEEDS) == here
+    last = terminal.getvalue().split("\r")[-1]  # the state the bar is left in
+    assert last.startswith("tests.sweep_app:test-billing: 100%|") and " 8/8 " in last and last.endswith(", violations=2]\n")
+    quiet = _Terminal()
+    monkeypatch.setattr(sys, "stderr", quiet)
+    assert sweep(billing, range(2), progress=False) == here[:2]
+    piped = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", piped)
+    assert sweep(billing, range(2)) == here[:2]
+    assert (quiet.getvalue(), piped.getvalue()) == ("", "")
+
+
+def test_a_run_with_a_bar_has_the_same_trace_as_one_without(monkeypatch: pytest.MonkeyPatch) -> None:
+    """world.run(until=10, progress=True) draws a bar of simulated seconds on a TTY and gives the digest of a run without it."""
+    pytest.importorskip("tqdm")
+    digests = []
+    terminal = _Terminal()
+    monkeypatch.setattr(sys, "stderr", terminal)
+    for progress in (False, True):
+        world = World(3)
+        billing(world)
+        world.run(until=10, progress=progress)
+        world.close()
+        digests.append(world.trace.digest())
+    assert digests[0] == digests[1] == run_seed("test-billing", 3).digest
+    drawn = terminal.getvalue()  # tqdm redraws at most every 0.1 s: a run this short shows its start, then clears the line
+    assert drawn.startswith("\rsimulating:   0%|") and "0.0/10.0 simulated s" in drawn
