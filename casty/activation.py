@@ -206,6 +206,23 @@ _STATE_PAGES = (STATE_PAGE,)  # the pages of a state write, as its WriteConfirme
 _SCHEDULES_PAGES = (SCHEDULES_PAGE,)
 _NIL = b"\xc0"  # None in msgpack
 
+ACQUIRE_TRIES = 3
+"""Prepare rounds one acquisition may take when replicas refuse it for a newer promise (see ``_AcquireLost``)."""
+
+
+class _AcquireLost(Unavailable):
+    """An acquisition's prepare met a newer promise (a ``Nack``, or a newer promise its own replica just gave).
+
+    The owner's round came from what this node knew: its replica's promise and the epochs
+    its lost owners saw (``round_hint``). A node cut off while another acquired the key knows
+    none of those rounds, so after the heal its first prepare is refused, though nobody holds
+    the key (the other released it) and no message has run (swarm seeds 181, 359, 917, 1874,
+    1942: the first ask after the heal failed). The refusal names the newer promise, so the
+    acquisition is tried again at once above it, up to ``ACQUIRE_TRIES`` rounds: a fresh epoch
+    by prepare/promise, as the next message's acquisition would mint. Two nodes whose views both
+    name them owner (during a fault) refuse each other at most that many times per acquisition.
+    """
+
 
 def _utf8(text: str) -> bool:
     try:
@@ -486,13 +503,19 @@ class Activation:
         service = cluster.replication
         slot = self._replica = service.open(self.entity, self._on_replication, write_timeout=self._write_timeout())
         replicas = cluster.replicas_of(self.type.name, self.key, self.type.replicas)
-        acquiring = slot.acquiring = self._loop.create_future()
-        slot.perform(slot.owner.acquire(
-            slot.now(), replicas, self.type.write, updates=write_back,
-            after=max(service.round_hint(self.entity), stored_stamp.epoch), floor=stored_version,
-            persist=self._store is not None,
-        ))
-        reported = await acquiring
+        for tried in range(1, ACQUIRE_TRIES + 1):
+            acquiring = slot.acquiring = self._loop.create_future()
+            slot.perform(slot.owner.acquire(
+                slot.now(), replicas, self.type.write, updates=write_back,
+                after=max(service.round_hint(self.entity), stored_stamp.epoch), floor=stored_version,
+                persist=self._store is not None,
+            ))
+            try:
+                reported = await acquiring
+                break
+            except _AcquireLost:
+                if tried == ACQUIRE_TRIES or slot.closed:
+                    raise  # round_hint now holds the newer epoch: the next acquisition starts above it
         acquired = reported if type(reported) is Acquired else await self._hold_once_saved(slot, reported)
         slot.acquiring = None
         records = system._records
@@ -573,8 +596,10 @@ class Activation:
                 _settle(entry[0], event.version, entry[1], error)
         elif isinstance(event, Lost | AcquireTimedOut):
             if acquiring is not None and not acquiring.done():
-                why = "lost to a newer owner epoch" if isinstance(event, Lost) else "no quorum of replicas answered in time"
-                acquiring.set_exception(Unavailable(f"{where}: not acquired: {why}"))
+                if isinstance(event, Lost):
+                    acquiring.set_exception(_AcquireLost(f"{where}: not acquired: lost to a newer owner epoch"))
+                else:
+                    acquiring.set_exception(Unavailable(f"{where}: not acquired: no quorum of replicas answered in time"))
             elif isinstance(event, Lost):
                 self._lose_ownership(event)
 

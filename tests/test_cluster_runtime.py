@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from casty import Context, actor
 from casty.cluster.config import Cluster
 from sim.network import Latency, LinkModel
 from sim.world import World
@@ -159,3 +160,34 @@ def test_a_holder_whose_own_replica_promises_a_newer_epoch_ends_its_run_and_the_
     assert acquired == [("n3", held_round + 2)]
     assert next(r.t for r in world.trace.of("epoch.acquired", key=key) if r.t > strayed_at) <= strayed_at + RESUME_EVERY + 1.0
     assert world.trace.of("write.failed", key=key) == []
+
+
+@actor(initial=0, idle_after=0.5)
+async def brief_counter(ctx: Context[int, Inc | Get]) -> None:
+    """rep_counter released after 0.5 s idle: every ask after a pause acquires the key again."""
+    async for msg in ctx.inbox:
+        if isinstance(msg, Inc):
+            await ctx.state.update(lambda n: n + 1)
+        msg.reply_to.tell(ctx.state.value)
+
+
+def test_an_owner_whose_replica_missed_newer_rounds_acquires_above_them_at_its_first_ask_after_the_heal(world: World) -> None:
+    """n3 owns a key released when idle; cut off, it misses two acquisitions by the interim owner (its replica's promise is two rounds behind); after the heal the first Inc routed to n3 meets the newer promise, tries again above it and answers 4, not Unavailable."""
+    key = next(k for k in (f"b{i}" for i in range(200)) if owner(world, "n1", brief_counter, k) == "n3")
+    assert ask_from(world, "n3", brief_counter, key, Inc(), run_for=1.0) == 1  # acquired on n3, then released (idle)
+    cut_at = world.now
+    world.partition(["n3"], ["n1", "n2"])
+    world.run(until=world.now + DECLARED_DEAD)
+    interim = owner(world, "n1", brief_counter, key)
+    assert interim in ("n1", "n2")
+    assert [ask_from(world, "n1", brief_counter, key, Inc(), run_for=1.0) for _ in range(2)] == [2, 3]  # two acquisitions
+    rounds = [r.get("epoch_round") for r in world.trace.of("epoch.acquired", key=key)]
+    assert rounds == [1, 2, 3]
+    world.heal()
+    world.run(until=world.now + 2.0)
+    assert owner(world, "n1", brief_counter, key) == "n3"
+    assert world.system("n3")._cluster is not None
+    assert world.system("n3")._cluster.replication.round_hint((brief_counter.name, key)).round == 1  # n3 never heard rounds 2, 3
+    assert ask_from(world, "n1", brief_counter, key, Inc(), run_for=1.0) == 4
+    after = [(r.node, r.get("epoch_round")) for r in world.trace.of("epoch.acquired", key=key) if r.t > cut_at + DECLARED_DEAD + 2.0]
+    assert after == [("n3", 4)]
