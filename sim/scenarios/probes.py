@@ -465,6 +465,7 @@ def _behind_at_restart(world: World, *, held_back_write: bool) -> None:
                 if held_back_write:
                     old = Write((tally.name, key), Epoch(1, "n1#0"), 1, {})  # below every epoch of the key (n1#0 < n2#...)
                     world.network.inject("n1", owner, CLUSTER_WIRE.encode(REPLICATION_CHANNEL, old))
+                    world.note(owner, "a Write of epoch (1, n1#0), version 1, held back by the network, is on its way")
                     world.results["held_back"] = world.env.now
                     yield world.timeout(0.01)  # it arrives before the read's own Prepare (whose epoch is newer)
                 _ask(world, owner, key, Read(), "after")
@@ -707,12 +708,14 @@ def crossing_prepares(world: World) -> None:
         entity = (tally.name, key)
         for replica in ("n1", "n2"):
             world.network.inject("n1", replica, CLUSTER_WIRE.encode(REPLICATION_CHANNEL, Prepare(entity, higher)))
+            world.note(replica, "a Prepare of epoch (2, n1#0) is on its way")
         world.results["crossed"] = [world.env.now, higher.round, higher.node]
         yield world.timeout(0.05)
         _adds(world, owner, key, 3, "before")  # the key's first acquisition: round 1, below the promise
         yield world.timeout(1.0)
         for replica in ("n1", "n2"):  # the candidate's write-back: what it found (nothing), held back until now
             world.network.inject("n1", replica, CLUSTER_WIRE.encode(REPLICATION_CHANNEL, Write(entity, higher, 1, {})))
+            world.note(replica, "the write-back of epoch (2, n1#0), held back by the network, is on its way")
         yield world.timeout(0.5)
         _adds(world, owner, key, 2, "after")
         yield world.timeout(2.0)
