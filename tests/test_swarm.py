@@ -367,9 +367,8 @@ def test_finding_open_count_confirmed_twice_seed_1186() -> None:
     assert _failed("swarm", 1186) == []
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "open (sweep 0:2000): liveness: a Look of e1 from n3 at 41.1 s, 8 s after every fault healed, fails Unavailable "
-    "(operations_live); passed before the Doubted step-down rule, which no longer ends the majority's runs at a heal"))
-def test_finding_open_operation_unavailable_after_the_heal_seed_181() -> None:
-    """Seed 181, its own plan: every operation of the liveness phase is answered."""
+def test_operations_live_seed_181_an_acquisition_refused_for_a_round_it_never_saw_is_tried_again_above_it() -> None:
+    """Seed 181, its own plan, holds every check: n3, cut off while n5 acquired sw_log[e1] at (16, n5), prepares
+    (16, n3) from its own replica's promise after the heal; refused, it prepares again above the promise and the Look
+    at 41.1 s is answered (it failed Unavailable: operations_live)."""
     assert _failed("swarm", 181) == []
