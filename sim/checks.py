@@ -544,27 +544,42 @@ def owed_writes_found(world: World) -> None:
     was up at c and kept its memory over (c, a] (``kept_memory``, ``memory_losses``, ``outages``). The replica sets come
     from ``replica_set`` (recorded, or the converged ring's) and the durable types from
     ``world.results["durable"]`` (actor names); a key with no replica set is not checked. Rows recorded late by a paused node (``_late_acquisitions``) are skipped.
+
+    The acks come before the row: at c, within a round trip, unless the owner was paused. A
+    paused owner's loop holds the acks that arrived meanwhile and confirms the write when it
+    resumes, so a write confirmed by a node that resumed since its acquisition of the key may
+    have been acked as early as that acquisition (its writes come after it): the memory it is
+    owed from is then kept from the acquisition on, not from c (swarm seed 227: n3 acquired,
+    wrote and froze at 23.99 s; its two replicas acked and then crashed, and the row came at
+    its resume, 31.15 s).
     """
     durable = set(world.results.get("durable", ()))
     late = _late_acquisitions(world)
     down = outages(world.trace)
+    resumed: dict[str, list[int]] = defaultdict(list)
+    for resume in world.trace.of("fault.resume"):
+        resumed[resume.node].append(resume.t_ns)
     index = {id(row): i for i, row in enumerate(world.trace.rows)}
     for (actor, key), rows in _by_entity(world.trace.of("epoch.acquired", "write.confirmed")).items():
         members = replica_set(world, actor, key)
         if not members:
             continue
         is_durable = actor in durable
-        confirmed: list[Row] = []
+        confirmed: list[tuple[Row, int]] = []  # (row, the earliest its acks may have come)
+        acquired_at: dict[str, int] = {}  # node -> its latest acquisition of the key
         for row in rows:
             if row.kind == "write.confirmed":
-                confirmed.append(row)
+                since = acquired_at.get(row.node, row.t_ns)
+                paused = any(since < t <= row.t_ns for t in resumed.get(row.node, ()))
+                confirmed.append((row, since if paused else row.t_ns))
                 continue
+            acquired_at[row.node] = row.t_ns
             if index[id(row)] in late:
                 continue
             owed = [
                 c
-                for c in confirmed
-                if kept_memory(members, memory_losses(world.trace, durable=is_durable, of=(actor, key), version=int(c.get("version")) if is_durable else 0), c.t_ns, row.t_ns, down)
+                for c, since in confirmed
+                if kept_memory(members, memory_losses(world.trace, durable=is_durable, of=(actor, key), version=int(c.get("version")) if is_durable else 0), since, row.t_ns, down)
             ]
             top = max(owed, key=lambda c: int(c.get("version")), default=None)
             if top is not None and int(row.get("found")) < int(top.get("version")):

@@ -127,3 +127,44 @@ def test_the_check_fails_on_a_real_trace_once_the_explaining_rows_are_removed() 
     world.trace = Trace(r for r in run.trace.rows if r.kind != "epoch.acquired" and not r.kind.startswith("fault."))
     with pytest.raises(CheckFailed, match=f"due {repeat.due_us} delivered again"):
         repeats_and_misses_explained(world)
+
+
+# ============================================================ owed writes, a paused owner (swarm seed 227) =====
+
+from sim.checks import owed_writes_found  # noqa: E402
+
+
+def _paused_owner(n1_crashes: bool) -> World:
+    """n3 acquires a/k at 1 s and freezes; n2 crashes at 2 s (back at 5 s), n1 at 6 s (back at 9 s) if asked;
+    n3 resumes at 8 s and confirms version 2 then (its acks waited for it); n3 acquires again at 10 s finding 0."""
+    trace = Trace()
+
+    def row(t: float, node: str, kind: str, **fields: object) -> None:
+        trace.add(round(t * 1e9), node, None, kind, fields)
+
+    row(1.0, "n3", "epoch.acquired", actor="a", key="k", epoch_round=1, epoch_node="n3", version=1, found=0)
+    row(1.0, "n3", "fault.pause")
+    row(2.0, "n2", "fault.crash", unsynced_lost=0)
+    row(5.0, "n2", "fault.restart")
+    if n1_crashes:
+        row(6.0, "n1", "fault.crash", unsynced_lost=0)
+    row(8.0, "n3", "fault.resume", paused_ns=7_000_000_000)
+    row(8.0, "n3", "write.confirmed", actor="a", key="k", lease=1, version=2, pages=("state",))
+    if n1_crashes:
+        row(9.0, "n1", "fault.restart")
+    row(10.0, "n3", "epoch.acquired", actor="a", key="k", epoch_round=2, epoch_node="n3", version=1, found=0)
+    world = World(0)
+    world.trace = trace
+    world.results["replicas"] = {"a/k": ["n1", "n2", "n3"]}
+    return world
+
+
+def test_a_write_a_paused_owner_confirms_at_its_resume_is_owed_from_its_acquisition_on() -> None:
+    """Seed 227: the acks of version 2 came before n2's and n1's crashes, the row only at n3's resume: nothing is owed."""
+    owed_writes_found(_paused_owner(n1_crashes=True))
+
+
+def test_a_paused_owners_write_is_still_owed_while_a_majority_kept_it() -> None:
+    """The same run with n1 never crashing: n1 and n3 hold version 2 since the acquisition, so finding 0 fails."""
+    with pytest.raises(CheckFailed, match=r"\[k\]: n3 acquired the key at t=10.000s from version 0, but version 2 confirmed on n3 at t=8.000s is owed"):
+        owed_writes_found(_paused_owner(n1_crashes=False))
