@@ -171,8 +171,8 @@ def test_a_real_system_whose_observer_is_off_logs_each_effect_at_info(caplog: py
     ]
 
 
-def test_a_node_process_prints_each_effect_as_a_json_fact() -> None:
-    """`python -m casty node --module tests.effects_app`: an ask that charges prints {"event": "effect", ...} on stdout by default."""
+def test_a_node_process_prints_each_effect_as_a_json_fact_and_its_trace_file_is_checked_like_a_simulated_run(tmp_path: Path) -> None:
+    """`python -m casty node --module tests.effects_app --trace F`: each charge is an `effect` fact; at_most_once on F names the repeat."""
     import asyncio
     import json
     import subprocess
@@ -180,27 +180,41 @@ def test_a_node_process_prints_each_effect_as_a_json_fact() -> None:
 
     from tests.nodes import ROOT, child_env, free_ports, reap, run, spawn, until
 
-    async def body() -> None:
+    trace_file = tmp_path / "node.jsonl"
+
+    async def ask(node: str, order: str) -> str:
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "casty", "ask", "--seeds", node, "--type", "tests.effects_app:payer", "--key", "acme",
+            "--message", json.dumps(["Pay", {"order": order, "amount": 700}]),
+            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT, env=child_env(),
+        )
+        out, err = await proc.communicate()
+        assert proc.returncode == 0, err.decode()
+        return str(json.loads(out)["value"])
+
+    async def body() -> str:
         (port,) = free_ports(1)
-        node = await spawn(port, [], "--heartbeat", "0.2", "--module", "tests.effects_app")
+        node = await spawn(port, [], "--heartbeat", "0.2", "--module", "tests.effects_app", "--trace", str(trace_file))
         try:
             await until(lambda: node.fact("ready") is not None, "ready", [node], 8.0)
-            proc = await asyncio.create_subprocess_exec(
-                sys.executable, "-m", "casty", "ask", "--seeds", node.name, "--type", "tests.effects_app:payer", "--key", "acme",
-                "--message", '["Pay", {"order": "o3", "amount": 700}]',
-                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT, env=child_env(),
-            )
-            out, err = await proc.communicate()
-            assert (proc.returncode, json.loads(out)["value"]) == (0, "charge:o3"), err.decode()
-            await until(lambda: node.fact("effect") is not None, "effect", [node], 5.0)
-            assert node.fact("effect") == {
+            assert [await ask(node.name, "o3"), await ask(node.name, "o3")] == ["charge:o3", "charge:o3"]
+            await until(lambda: len(node.of("effect")) == 2, "two effect facts", [node], 5.0)
+            assert node.of("effect")[0] == {
                 "event": "effect", "actor": "tests.effects_app:payer", "key": "acme", "effect": "charge:o3", "node": node.name,
                 "details": {"amount": 700, "currency": "EUR"}, "by": node.name,
             }
         finally:
             await reap([node])
+        return node.name
 
-    run(body, 15.0)
+    name = run(body, 20.0)
+    real = Trace.from_jsonl(trace_file)
+    at_least_once(real, "charge:o3")
+    with pytest.raises(CheckFailed) as caught:
+        at_most_once(real, "charge")
+    message = str(caught.value)
+    assert message.startswith(f"at_most_once: charge:o3 happened 2 times (want at most 1): {name} at ")
+    assert message.count(f"{name} at ") == 2 and message.endswith(" s by payer[acme]")
 
 
 # ================================================================ what the checks count ======
