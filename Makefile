@@ -13,7 +13,7 @@ TEST_ENV  := JUPYTER_CONFIG_DIR=$(TEST_HOME)/jupyter-config \
              MPLCONFIGDIR=$(TEST_HOME)/matplotlib \
              MPLBACKEND=Agg
 
-.PHONY: setup demo test lab bench typecheck clean swarm
+.PHONY: setup demo test lab bench typecheck clean swarm html
 
 setup: $(STAMP)
 
@@ -30,6 +30,12 @@ demo: setup
 test: setup
 	mkdir -p $(TEST_HOME)
 	$(TEST_ENV) $(PY) -m pytest -q --nbmake tests notebooks
+
+# Every notebook executed and exported to out/html/, pages that render with no network: the widget manager and
+# require.js are fetched once with `npm pack` into out/npm/ and copied beside the pages (notebooks/tools/export_html.py).
+html: setup
+	mkdir -p $(TEST_HOME)
+	$(TEST_ENV) $(PY) notebooks/tools/export_html.py --out out/html --npm out/npm
 
 lab: setup
 	$(VENV)/bin/jupyter lab notebooks/

@@ -115,7 +115,7 @@ def render(nb: Any) -> str:
     """The page of an executed notebook, with the offline template and local script paths."""
     from nbconvert import HTMLExporter
 
-    exporter = HTMLExporter(template_name="offline", extra_template_basedirs=[str(TEMPLATES)])
+    exporter = HTMLExporter(template_name="offline", extra_template_basedirs=[str(TEMPLATES)])  # type: ignore[no-untyped-call]
     exporter.require_js_url = REQUIRE_JS
     exporter.widget_renderer_url = WIDGET_RENDERER
     shown = copy.deepcopy(nb)
@@ -126,7 +126,7 @@ def render(nb: Any) -> str:
 
 def export(notebook: Path, out: Path, *, run: bool = True) -> Path:
     """Execute ``notebook`` (unless ``run`` is False) and write ``out/<stem>.html``; refuses a page that loads from the network."""
-    nb = nbformat.read(notebook, as_version=4)
+    nb = nbformat.read(notebook, as_version=4)  # type: ignore[no-untyped-call]
     if run:
         execute(nb, notebook.parent)
     page = render(nb)

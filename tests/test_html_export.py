@@ -1,0 +1,117 @@
+"""The offline HTML export (notebooks/tools/export_html.py): no script from the network, the explorer's frames in the page."""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+nbformat = pytest.importorskip("nbformat")
+pytest.importorskip("nbconvert")
+pytest.importorskip("ipywidgets")
+
+
+def _tool() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("export_html", ROOT / "notebooks" / "tools" / "export_html.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["export_html"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+export_html = _tool()
+
+
+def test_network_scripts_flags_remote_sources_and_cdns() -> None:
+    """A remote or protocol-relative script src and any CDN address are reported; a relative src is not."""
+    page = (
+        '<script src="static/require.js"></script>'
+        '<script src="https://example.org/a.js"></script>'
+        "<script src='//unpkg.com/b.js'></script>"
+        "<script>var u = 'https://cdn.jsdelivr.net/npm/';</script>"
+    )
+    assert export_html.network_scripts(page) == ["https://example.org/a.js", "//unpkg.com/b.js", "cdn.jsdelivr.net", "unpkg.com"]
+    assert export_html.network_scripts('<script src="static/require.js"></script><a href="https://x.org">x</a>') == []
+
+
+def _notebook(path: Path) -> Path:
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [
+        nbformat.v4.new_code_cell(
+            "from sim import scenarios\nfrom sim.viz import explorer\n"
+            "run = scenarios.run('stale-owner-fenced', seed=0)\nexplorer(run, stills=3)"
+        ),
+        nbformat.v4.new_code_cell("import ipywidgets as w\nw.IntSlider(value=3, description='plain')"),
+    ]
+    nb.metadata["kernelspec"] = {"display_name": "Python 3", "language": "python", "name": "python3"}
+    target = path / "small.ipynb"
+    nbformat.write(nb, target)
+    return target
+
+
+@pytest.fixture(scope="module")
+def executed(tmp_path_factory: pytest.TempPathFactory) -> object:
+    """A small notebook with the explorer and a plain widget, executed headless once for the tests below."""
+    base = tmp_path_factory.mktemp("export")
+    mp = pytest.MonkeyPatch()
+    for name in ("JUPYTER_CONFIG_DIR", "JUPYTER_DATA_DIR", "JUPYTER_RUNTIME_DIR", "IPYTHONDIR", "MPLCONFIGDIR"):
+        (base / name).mkdir()
+        mp.setenv(name, str(base / name))
+    mp.setenv("MPLBACKEND", "Agg")
+    mp.setenv("PYTHONPATH", str(ROOT))
+    try:
+        notebook = _notebook(base)
+        nb = nbformat.read(notebook, as_version=4)
+        export_html.execute(nb, base)
+    finally:
+        mp.undo()
+    return nb
+
+
+def test_exported_page_loads_no_script_from_the_network(executed: object, tmp_path: Path) -> None:
+    """The page's scripts are the local require.js and widget manager; nothing names a CDN."""
+    page = export_html.render(executed)
+    assert export_html.network_scripts(page) == []
+    assert re.findall(r'<script[^>]*\bsrc="([^"]+)"', page) == ["static/require.js"]
+    assert "var widgetRendererSrc = 'static/html-manager/embed-amd.js';" in page
+    assert "mathjax" not in page.lower()
+
+
+def test_exported_page_shows_the_explorer_frames_and_keeps_other_widgets(executed: object) -> None:
+    """The explorer's output is its filmstrip (3 frames + lanes as inline PNGs); the plain slider stays a widget view."""
+    page = export_html.render(executed)
+    assert page.count('<figure class="casty-still"') == 3
+    assert len(re.findall(r'<img alt="the cluster at t = [0-9.]+ s" src="data:image/png;base64,', page)) == 3
+    assert len(re.findall(r'<img alt="the lanes of the whole run" class="casty-lanes" src="data:image/png;base64,', page)) == 1
+    assert page.count('<script type="application/vnd.jupyter.widget-view+json">') == 1
+    assert 'type="application/vnd.jupyter.widget-state+json"' in page
+
+
+def test_the_stock_template_would_fail_the_check(executed: Any) -> None:
+    """The check has teeth: nbconvert's own lab template loads require.js and MathJax from CDNs."""
+    from nbconvert import HTMLExporter
+
+    page, _ = HTMLExporter(template_name="lab").from_notebook_node(executed)  # type: ignore[no-untyped-call]
+    remote = export_html.network_scripts(page)
+    assert any(src.startswith("https://cdnjs.cloudflare.com/ajax/libs/require.js") for src in remote)
+    assert "cdnjs.cloudflare.com" in remote
+
+
+def test_export_writes_the_page_and_refuses_a_network_script(executed: object, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """export() writes OUT/<name>.html; a page that would load from the network is refused, naming the address."""
+    source = tmp_path / "done.ipynb"
+    nbformat.write(executed, source)
+    target = export_html.export(source, tmp_path / "html", run=False)
+    assert target == tmp_path / "html" / "done.html"
+    assert target.read_text(encoding="utf-8").count('<figure class="casty-still"') == 3
+    monkeypatch.setattr(export_html, "REQUIRE_JS", "https://cdn.example.com/require.js")
+    with pytest.raises(RuntimeError, match=r"done.ipynb: the page would load from the network: https://cdn.example.com/require.js"):
+        export_html.export(source, tmp_path / "html", run=False)
