@@ -105,6 +105,38 @@ spacetime_diagram(run.trace, start=7.2055, duration=0.0045)
 """)
 
 md("""
+### Scrub it, then break it yourself
+
+The **explorer** replays the same run frame by frame: press play or drag the slider (it draws when you let go). At
+each time `t` it shows the **cluster graph** (green: up, orange: paused, grey: down; a red dashed line is a cut link;
+the thick ring is the key's owner; under each node, what the others believe about it), the **events** of that step in
+words, and the ownership chart **up to t** (the future is veiled).
+
+Then pick a node and press a fault button: the explorer **forks** the run, the same seed with exactly one more fault
+at `t`, and shows the fork beside the original. Predict first: if you pause `n3` at 2.5 s for 2 s, who owns the key
+at 5 s? (In a page exported without a kernel, you see a few pre-rendered frames instead.)
+""")
+
+code("""
+from sim.viz import explorer
+
+lab = explorer(runs["stale-owner-fenced"])
+lab
+""")
+
+code("""
+# The explorer reads the trace: check what the graph shows at 5 s against the trace's own rows.
+run = runs["stale-owner-fenced"]
+split = lab.frame(5.0)
+newest = [r for r in run.trace.of("epoch.acquired") if r.t <= 5.0][-1]
+assert split.owner == newest.node == "n1", split.owner            # the majority side took the key over
+assert split.cuts == (("n1", "n3"), ("n2", "n3"), ("n3", "n1"), ("n3", "n2")), split.cuts   # n3 is cut off both ways
+assert split.member("n3").verdicts == (("n1", "dead"), ("n2", "dead"))   # and the others have declared it dead
+assert split.member("n3").status == "up"                           # while n3 itself is running all along
+print("at 5 s:", split.owner, "owns", split.key, "under epoch", split.epoch, "| cut links:", len(split.cuts))
+""")
+
+md("""
 ## 2. An occurrence repeats
 
 The owner `n3` fires an occurrence of a 5-second schedule, and crashes right after. Just before, its outgoing messages
