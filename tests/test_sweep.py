@@ -190,3 +190,48 @@ def test_a_run_with_a_bar_has_the_same_trace_as_one_without(monkeypatch: pytest.
     assert digests[0] == digests[1] == run_seed("test-billing", 3).digest
     drawn = terminal.getvalue()  # tqdm redraws at most every 0.1 s: a run this short shows its start, then clears the line
     assert drawn.startswith("\rsimulating:   0%|") and "0.0/10.0 simulated s" in drawn
+
+
+SCRIPT = '''
+from concurrent.futures import ProcessPoolExecutor
+from datetime import timedelta
+from multiprocessing import get_context
+
+from sim.checks import CheckFailed
+from sim.scenarios import scenario
+from sim.sweep import report, sweep
+
+
+def odd_fails(world):
+    if world.seed % 2:
+        raise CheckFailed("odd", f"seed {world.seed} is odd")
+
+
+@scenario("script-odd", "fails on odd seeds", until=timedelta(seconds=1), checks=(odd_fails,))
+def script_odd(world):
+    world.add_node("n1")
+
+
+if __name__ == "__main__":
+    with ProcessPoolExecutor(1, mp_context=get_context("spawn")) as pool:  # one spawned worker re-runs this file as __mp_main__
+        results = sweep(script_odd, range(4), executor=pool)
+    print("\\n".join(report("script-odd", results, 1.0)))
+'''
+
+
+def test_a_script_sweeping_its_own_scenario_in_spawn_workers_prints_reproduce_lines_that_work(tmp_path: Path) -> None:
+    """A user's script (its scenario in __main__) sweeps on a spawn pool; the printed `python -m sim run myscript.py:...` line works from its folder."""
+    (tmp_path / "myscript.py").write_text(SCRIPT)
+    done = subprocess.run([sys.executable, "myscript.py"], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [
+        "seed 1: odd: seed 1 is odd",
+        "  reproduce: python -m sim run myscript.py:script-odd --seed 1 --check",
+        "seed 3: odd: seed 3 is odd",
+        "  reproduce: python -m sim run myscript.py:script-odd --seed 3 --check",
+        "scenario=script-odd seeds=4 ok=2 in 1.0 s (4.00 seeds/s)",
+        "violations=2",
+    ]
+    again = subprocess.run([sys.executable, *shlex.split(done.stdout.splitlines()[1].split(": ", 1)[1])[1:]], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert again.returncode == 1
+    assert again.stderr.splitlines() == ["CHECK FAILED odd: seed 1 is odd", "reproduce: python -m sim run myscript.py:script-odd --seed 1 --check"]
