@@ -530,10 +530,12 @@ def hb(
     incarnation: int = 0,
     answer: bool = False,
     heard: tuple[int, int] | None = (0, 1),
+    learned: bool = False,
 ) -> Heartbeat:
     """A heartbeat from ``node``; by default it echoes the receiver's first heartbeat at incarnation 0 (a peer that
-    has proved its round trip: see "A new member proves a round trip"); ``heard=None`` for a stranger's."""
-    return Heartbeat(node, incarnation, seq, tuple(entries), answer, heard=heard)
+    has proved its round trip: see "A new member proves a round trip"); ``heard=None`` for a stranger's; ``learned``:
+    the sender has learned the view in its life (a live member of the cluster, not one still listening)."""
+    return Heartbeat(node, incarnation, seq, tuple(entries), answer, heard=heard, learned=learned)
 
 
 def joined_core(now: float = 1.0) -> Membership:
@@ -923,12 +925,70 @@ def test_a_member_the_majority_of_informants_names_is_taken_into_the_view_on_lea
         digest = [(n, 0, "alive", 50) for n in ("n1", "n3", "n4", "n5")] + [("n2", 0, "suspect", 40)]
         if src == "n5":
             digest.append(("n6", 0, "dead", 10))
-        core.receive(src, hb(src, 50, *digest, heard=(9, 1)), 0.5)
+        core.receive(src, hb(src, 50, *digest, heard=(9, 1), learned=True), 0.5)
     assert core.ring_nodes() == ("n1", "n3", "n4", "n5") and core.rumours() == ("n2", "n6")
     out = core.timer(CHECK_TIMER, 3.0)
     assert [o.event for o in out if isinstance(o, Report)] == [MemberChanged("n2", 0, "suspect"), ViewLearned(4, 6)]
     assert core.ring_nodes() == ("n1", "n2", "n3", "n4", "n5") and core.status("n6") is None
     assert core.quorum_counts() == (4, 5) and core.has_quorum()
+
+
+def test_a_restarted_node_that_hears_only_nodes_that_remember_nothing_does_not_learn() -> None:
+    """Swarm seed 1563: n2 (a seed) restarts while every member that holds the view is paused or cut off; it hears only
+    n7, restarted too (still listening: it learned nothing), and never seed n1: it does not take {n2, n7} for the
+    cluster, however long; members that learned the view (n4, n3, naming seven) are the cluster it learns, once it hears
+    four of the seven.
+
+    Before the fix n2 learned ViewLearned(2, 2) at the end of its window and acquired keys at round 1 from nothing
+    while n3 held them (epochs_only_grow, single_writer_per_epoch, owed_writes_found)."""
+    core = Membership("n2", 9, ("n1", "n2"), CONFIG)
+    core.start(0.0)
+    core.receive("n7", hb("n7", 2, ("n2", 9, "alive", 1), ("n7", 4, "alive", 2), incarnation=4, heard=(9, 1)), 0.5)
+    for t in (3.0, 10.0, 30.0):
+        core.receive("n7", hb("n7", int(t), ("n2", 9, "alive", 1), ("n7", 4, "alive", int(t)), incarnation=4, heard=(9, 1)), t)
+        out = core.timer(CHECK_TIMER, t)
+        assert [o.event for o in out if isinstance(o, Report) and isinstance(o.event, ViewLearned)] == [], t
+        assert not core.learned and not core.has_quorum() and core.quorum_counts() == (2, 2), t
+    digest = [(n, 0, "dead", 20) for n in ("n1", "n2", "n5", "n6", "n7")] + [("n3", 0, "alive", 40), ("n4", 0, "alive", 40)]
+    core.receive("n4", hb("n4", 40, *digest, heard=(9, 1), learned=True), 30.5)
+    assert not core.learned and core.quorum_counts() == (3, 3)  # 3 alive of the 7 n4 names: no quorum, nothing learned
+    out = core.receive("n3", hb("n3", 40, *digest, heard=(9, 1), learned=True), 30.6)
+    assert [o.event for o in out if isinstance(o, Report) and isinstance(o.event, ViewLearned)] == [ViewLearned(4, 7)]
+    assert core.ring_nodes() == ("n1", "n2", "n3", "n4", "n5", "n6", "n7") and core.has_quorum()
+
+
+def test_seeds_that_all_remember_nothing_found_the_cluster_together() -> None:
+    """With nobody that learned the view to hear, n3 learns once it has heard every other seed (n1 and n2, both still
+    listening): the seeds found the cluster, 3 of 3, as a whole cluster started (or restarted) together does."""
+    core = Membership("n3", 0, ("n1", "n2"), CONFIG)
+    core.start(0.0)
+    core.receive("n1", hb("n1", 2, ("n1", 0, "alive", 2), ("n3", 0, "alive", 1)), 0.1)
+    assert core.timer(CHECK_TIMER, 3.0) == [SetTimer(CHECK_TIMER, 5.1)] and not core.learned  # n2 not heard yet
+    out = core.receive("n2", hb("n2", 2, ("n2", 0, "alive", 2), ("n3", 0, "alive", 1)), 3.5)
+    assert [o.event for o in out if isinstance(o, Report)] == [MemberChanged("n2", 0, "alive"), ViewLearned(3, 3)]
+    assert core.has_quorum()
+
+
+def test_on_learning_only_informants_that_learned_the_view_vouch_for_a_member() -> None:
+    """Swarm seed 679: n4 restarts while n2 and n6 are paused (dead to n1); it hears n1, which learned the view and names
+    them, and n3 and n5, restarted and still listening, which name neither: n2 and n6 are taken onto its ring (one of
+    one voter), so the ring, and every key's replica set, is n1's; a restarted informant's silence proves nothing.
+
+    Before the fix n2 and n6 were named by one informant of three: counted in the quorum (4 of 6) but left off the
+    ring, and n4 acquired sw_kept[d0] at round 1 over replicas that held nothing while n2 and n6 held version 5."""
+    core = Membership("n4", 9, ("n1", "n2"), CONFIG)
+    core.start(0.0)
+    full = [(n, 0, "alive", 50) for n in ("n1", "n3", "n4", "n5")] + [("n2", 0, "dead", 40), ("n6", 0, "dead", 40)]
+    core.receive("n1", hb("n1", 50, *full, heard=(9, 1), learned=True), 0.5)
+    for src in ("n3", "n5"):
+        core.receive(src, hb(src, 3, *[(n, 0, "alive", 3) for n in ("n1", "n3", "n4", "n5")], heard=(9, 1)), 0.5)
+    out = core.timer(CHECK_TIMER, 3.0)
+    assert [o.event for o in out if isinstance(o, Report)] == [
+        MemberChanged("n2", 0, "dead"), MemberChanged("n6", 0, "dead"), ViewLearned(4, 6)
+    ]
+    assert core.ring_nodes() == ("n1", "n2", "n3", "n4", "n5", "n6") and core.quorum_counts() == (4, 6)
+    ring = Ring(core.ring_nodes())
+    assert ring.replicas("sw_kept", "d0", 3) == Ring(("n1", "n2", "n3", "n4", "n5", "n6")).replicas("sw_kept", "d0", 3)
 
 
 # --- doubt: when a node learns that others may have stopped hearing it -----------------------

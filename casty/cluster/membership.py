@@ -91,27 +91,38 @@ How it works, and why:
   ``suspect_after``) has passed since ``start``: a process back from a crash remembers no
   view, but every live member that still holds it (alive, suspect or dead: not removed)
   heartbeats it every period, so within the window it hears them, and their digests name
-  the cluster as they last knew it; (2) it has heard another node, if it has other seeds
-  (a restarted node must not believe it is alone); (3) no member it holds alive names
+  the cluster as they last knew it; (2) if it has other seeds, it has heard a member that
+  *knows* the cluster (one whose heartbeat says it learned the view in its life:
+  ``Heartbeat.learned``), or, when none of those it heard does, every other seed: nobody
+  it heard remembers more than whom it heard since it started, so only the seeds together
+  may found the cluster (a restarted node must not believe it is alone, nor that it and
+  another restarted node are the whole cluster while the members that remember it are
+  paused or cut off: swarm seeds 970 and 1563 acquired keys at round 1 that way);
+  (3) no member it holds alive names
   alive a node it has not heard itself, unless more than half of those members name it
   (that node is probed; a member named by a stranger only delays learning until the
   stranger is suspect); (4) the members it holds alive are more than half of the union of
   its own members and the members (alive, suspect or dead) named by the digests of the
-  members it holds alive. On learning, the members named by more than half of the members
-  it holds alive are taken into the view as they were told (the one exception to "heard
-  directly", and never on one node's word): a member cut off or dead, not removed, is on
+  members it holds alive. (5) The *voters* are the members it holds alive that know the
+  cluster (all of them, when none does: a founding): a node still listening names only
+  whom it heard since its own start, and its silence about a member is no evidence that
+  the member was removed. On learning, the members named by more than half of the voters
+  are taken into the view as the voters told (the one exception to "heard
+  directly", and never on one node's word when several know): a member cut off or dead, not removed, is on
   the ring of everyone else, and must be on the restarted node's ring too, or the two rings
   would give a key different replica sets, and a replica that remembers nothing could
   accept the writes of an owner the others have fenced. Two seeds that crash together and
   restart together thus hear each other first but do not count 2 of 2 as a quorum of a
   5-node cluster: they own nothing until they have heard a majority of the five. A whole
-  cluster restarted together has no live member to hear: once the window has passed, the
-  nodes that found each other (through the seeds) are the whole view, and they regain a
-  quorum. Once learned, the rules above alone decide. (Known limits: a node restarted
-  while it is cut off from every live member for longer than the window takes whom it hears
-  for the cluster; so does one that, within the window, hears only nodes that remember
-  nothing; and a member that only a minority of the informants name (the others restarted
-  too) counts in (4) but is not on the restarted node's ring until it is heard.)
+  cluster restarted together has no live member to hear: once every seed is back and the
+  window has passed, the nodes that found each other (through the seeds) are the whole
+  view, and they regain a quorum; the nodes back later hear a member that knows it. Once
+  learned, the rules above alone decide. (Known limits: if every seed restarts with no
+  memory while every member that remembers the cluster is paused or cut off for longer
+  than the window, the seeds found a cluster of whom they hear; a seed that never comes
+  back keeps a whole-cluster restart from learning until the seed list is changed; and a
+  member that only a minority of the voters name counts in (4) but is not on the restarted
+  node's ring until it is heard.)
   The nodes taken in on learning are the other exception to "proves a round trip": they
   were vouched for by a majority of members that did prove theirs.
 - **Doubt.** A node reports ``Doubted`` when it learns that others may have stopped hearing
@@ -256,6 +267,8 @@ class Heartbeat:
     sender holds the receiver as a candidate and asks for that proof: answer it even if you
     hold the sender alive. Both have defaults (the body is a map): a node without them reads
     the frame as before, but it never proves a round trip, so it cannot join a newer node.
+    ``learned``: the sender learned the view in this life, so its digest is the cluster as
+    last known, not only whom it heard since it started ("Learning the view" (2) and (5)).
     """
 
     node: str
@@ -266,6 +279,7 @@ class Heartbeat:
     previous: int | None = None  # the latest earlier incarnation of the receiver that the sender knew
     heard: tuple[int, int] | None = None
     probe: bool = False
+    learned: bool = False  # the sender learned the view in this life: it names the cluster as last known
 
 
 @dataclass(frozen=True, slots=True)
@@ -326,6 +340,7 @@ class Membership:
         self._listen_until = 0.0  # set by start
         self._listening = True  # the listen window has not been seen to end yet (the "check" timer waits for it)
         self._told: dict[str, dict[str, DigestEntry]] = {}  # until learned: per member heard, the present nodes its last digest named
+        self._knowing: set[str] = set()  # until learned: the members heard whose last heartbeat said they learned the view
         self._rumours: dict[str, float] = {}  # nodes named in digests but never heard directly -> when the rumour expires
         self._doubts: list[Doubted] = []  # reported at the end of the input that found them
         self._heartbeat_due: float | None = None  # when the heartbeat timer was armed for (a late one: frozen)
@@ -480,6 +495,10 @@ class Membership:
                 self._merge(entry, now, events, probes=probes, claimant=src if heard_fine else None)
             if not self._learned:
                 self._told[src] = {e[0]: e for e in frame.digest if e[2] in _PRESENT and e[0] != self.node}
+                if frame.learned:
+                    self._knowing.add(src)
+                else:
+                    self._knowing.discard(src)
             self._joined = True
             targets: list[str] = []
             if self.incarnation != incarnation:  # refuted: tell everyone now, not in a period
@@ -635,26 +654,32 @@ class Membership:
             return None
         records = self._records
         alive = {node for node, r in records.items() if r.status == "alive"}
-        union = {node for node, r in records.items() if r.status in _PRESENT}
         informants = sorted(alive - {self.node})
-        named: dict[str, list[DigestEntry]] = {}
+        knowing = [member for member in informants if member in self._knowing]
+        if self.seeds and not knowing and not all(seed in alive for seed in self.seeds):
+            return None  # (2): nobody heard remembers the cluster, and the seeds have not all been heard to found it
+        union = {node for node, r in records.items() if r.status in _PRESENT}
+        named: dict[str, list[tuple[str, DigestEntry]]] = {}
         for member in informants:
             for node, entry in self._told.get(member, {}).items():
                 known = records.get(node)
                 if known is None or known.status == "removed":
-                    named.setdefault(node, []).append(entry)
-        vouched = [node for node in sorted(named) if 2 * len(named[node]) > len(informants)]
-        for node, entries in named.items():
-            if node not in vouched and any(entry[2] == "alive" for entry in entries):
+                    named.setdefault(node, []).append((member, entry))
+        voters = knowing or informants  # (5): the silence of one that learned nothing yet is no evidence
+        vouched = [node for node in sorted(named) if 2 * sum(1 for member, _ in named[node] if member in voters) > len(voters)]
+        for node, told in named.items():
+            if node not in vouched and any(entry[2] == "alive" for _, entry in told):
                 return None  # a live member holds alive a node we have not heard, on its word alone: wait for its answer
             union.add(node)
         if not _has_quorum(len(alive), len(union)):
             return None
         self._learned = True
         self._told.clear()
-        for node in vouched:  # the cluster as last known, on the word of a majority of those we hear
-            for entry in named[node]:
-                self._merge(entry, now, events, direct=True)
+        self._knowing.clear()
+        for node in vouched:  # the cluster as last known, on the word of a majority of those we hear that know it
+            for member, entry in named[node]:
+                if member in voters:
+                    self._merge(entry, now, events, direct=True)
         return ViewLearned(len(alive), len(union))
 
     def _check(self, now: float, events: list[MemberChanged]) -> None:
@@ -757,7 +782,7 @@ class Membership:
             entries = (*entries, (to, tomb.incarnation, "removed", tomb.seq))
         echo = self._heard.get(to)
         heard = None if echo is None else (echo[0], echo[1])
-        return Heartbeat(self.node, me.incarnation, me.seq, entries, answer, self._prior.get(to), heard, probe)
+        return Heartbeat(self.node, me.incarnation, me.seq, entries, answer, self._prior.get(to), heard, probe, self._learned)
 
     def _broadcast(self) -> list[Send]:
         digest = self._digest()
