@@ -254,7 +254,7 @@ MUTANTS: tuple[Mutant, ...] = (
             "        if filling and self._blank_promises.get(entity) != epoch:\n            return None\n",
             "",
         ),
-        ("held-back-write-at-restart", "restart-under-stale-owner", "restart-stale-replica", "rolling-restart-3"),
+        ("frozen-owner-resend", "held-back-write-at-restart", "restart-under-stale-owner", "restart-stale-replica", "rolling-restart-3"),
     ),
     Mutant(
         "no-rejoin-grace",

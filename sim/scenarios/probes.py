@@ -40,6 +40,11 @@ blank promises, nor ``restart-under-stale-owner`` readiness. Their successors:
 * ``held-back-write-at-restart``: the same, and a write of an old epoch, held back by the
   network, reaches the restarted replica as it opens: not promised since it came back, it
   must not make the replica count as filled.
+* ``frozen-owner-resend``: an owner with a lagging replica freezes just before its catch-up
+  resend; the heir takes the key and counts on; the lagging replica restarts empty and
+  opens as the owner thaws, while the heir is slow. The resend of the old epoch leaves
+  before the step-down rule ends the run (the thawed owner's timers fire in deadline
+  order): the empty replica must not count as filled by it.
 * ``crossing-prepares``: a higher Prepare reaches two replicas just before a new key's owner
   prepares a lower epoch; the higher candidate's write-back comes late: the lower Prepare
   must be refused (a promise never goes down).
@@ -476,6 +481,105 @@ def _behind_at_restart(world: World, *, held_back_write: bool) -> None:
     world.process(script(world))
 
 
+def _frozen_owner_resend_refused(world: World) -> None:
+    """The heir's Adds, confirmed while the owner was frozen, are in what the thawed owner reads: its stale resend filled no empty replica."""
+    check = "frozen_owner_resend_refused"
+    before, during = world.results.get("before"), world.results.get("during")
+    _expect(check, before == [1, 2, 3] and during == [4, 5, 6], f"the counts before and during the freeze: {before} {during}")
+    _expect(check, isinstance(world.results.get("frozen"), list), "the owner was never frozen (its catch-up resends were not seen)")
+    _expect(check, len(world.trace.of("fault.resume")) == 2, "the lagging replica never opened while the owner was frozen")
+    after = world.results.get("after")
+    _expect(check, after == 6, f"the thawed owner read {after}, expected 6 (the heir's last confirmed count)")
+
+
+@scenario(
+    "frozen-owner-resend",
+    "3 nodes: an owner with a lagging replica freezes just before its catch-up resend; the heir takes the key and counts on; the lagging replica restarts empty; the owner thaws as it opens, while the heir is slow: its stale resend must not fill the empty replica",
+    until=timedelta(seconds=20),
+    checks=(_frozen_owner_resend_refused, *CLUSTER_CHECKS),
+)
+def frozen_owner_resend(world: World) -> None:
+    """Readiness against a live node's stale write: a frozen owner's catch-up resend (rule 5) leaves at its thaw.
+
+    The owner n2 writes while one replica is cut off from it, so it keeps resending its
+    newest write there (backing off: 0.5, 1, 2, 4 s). It freezes 50 µs before a resend is due
+    and just after a heartbeat, for 5.7 s. The heir takes the key under a newer epoch (the
+    frozen owner's replica does not hear it: a one-way cut) and confirms three Adds with the
+    lagging replica, which then crashes and restarts empty. As it opens, the owner thaws:
+    its overdue timers fire in deadline order, so the resend of its old epoch leaves before
+    its heartbeat timer reports it frozen and the step-down rule ends its run. The heir is
+    paused for 0.3 s, so the empty replica's sync round is not over. Taking the resend (an
+    epoch it did not promise since it came back) would count it filled, and the owner's
+    next acquisition would make a quorum of its own stale replica and that one: the read is
+    3, not 6. Ignored, the acquisition waits for the heir's sync answer.
+    """
+    _nodes(world)
+
+    def script(world: World) -> Generator[simpy.Event, Any, None]:
+        yield world.timeout(CONVERGED)
+        key = world.results["key"] = _key_owned_by(world, "n2", "frozen")
+        owner, replicas = _placed(world, key)
+        assert owner == "n2" and len(replicas) == 3
+        heir, lagging = replicas[1], replicas[2]
+        _adds(world, heir, key, 2, "first")
+        yield world.timeout(0.5)
+        world.partition([lagging], [owner])  # the owner's writes miss it; the catch-up resends are dropped (traced)
+        yield world.timeout(0.05)
+        _adds(world, heir, key, 1, "third")
+        rows = world.trace.rows
+        scanned = len(rows)
+        resends: list[int] = []
+        beat = 0
+        due: int | None = None
+        while world.now < 30.0:
+            yield world.timeout(0.00005 if due is not None else 0.001)
+            for r in rows[scanned:]:
+                if r.node != owner or r.kind not in ("net.sent", "net.dropped"):
+                    continue
+                if r.get("frame") == "Heartbeat":
+                    beat = r.t_ns
+                elif r.kind == "net.dropped" and r.get("frame") == "Write" and r.get("dst") == lagging:
+                    resends.append(r.t_ns)
+                    due = None
+            scanned = len(rows)
+            if due is None and len(resends) >= 3:
+                due = resends[-1] + min(2 * (resends[-1] - resends[-2]), 8_000_000_000)  # the backoff doubles, up to 8 s
+                if due - world.env.now > 250_000_000:
+                    yield world.timeout((due - world.env.now - 250_000_000) / 1e9)
+                continue
+            # freeze just before the resend is due, with the next heartbeat after it (heartbeats every 0.2 s)
+            if due is not None and world.env.now >= due - 300_000 and beat + 190_000_000 > due:
+                break
+        world.results["frozen"] = [world.env.now, due, beat]
+        world.results["before"] = [*_ints(world.results.get("first")), *_ints(world.results.get("third"))]
+        world.partition([heir], [owner], oneway=True)  # nothing of the heir's epoch reaches the frozen owner's replica
+        world.pause(owner)
+        yield world.timeout(DECLARED_DEAD + 0.3)
+        _adds(world, heir, key, 3, "during")  # the heir acquired the key: 4, 5, 6 on {heir, lagging}
+        yield world.timeout(0.5)
+        world.crash(lagging)
+        yield world.timeout(0.2)
+        world.reconnect([owner], [lagging], oneway=True)  # the owner's resend can reach the new life
+        world.restart(lagging)
+        back = world.now
+        scanned = len(rows)
+        while world.now < back + 6.0:  # the restarted replica opens after its rejoin grace
+            yield world.timeout(0.001)
+            opened = any(r.kind == "handoff.started" and r.node == lagging for r in rows[scanned:])
+            scanned = len(rows)
+            if opened:
+                world.pause(heir)  # its sync answer is late
+                world.reconnect([lagging], [owner], oneway=True)
+                world.resume(owner)
+                yield world.timeout(0.05)
+                _ask(world, owner, key, Read(), "after")
+                yield world.timeout(0.25)
+                world.resume(heir)
+                break
+
+    world.process(script(world))
+
+
 # ============================================================= membership quorum ======
 
 FIVE = ("n1", "n2", "n3", "n4", "n5")
@@ -881,4 +985,5 @@ def durable_owner_unsaved(world: World) -> None:
         _ask(world, "n3", key, Read(), "after", kept_tally)
 
     world.process(script(world))
+
 
