@@ -14,7 +14,7 @@ from typing import NamedTuple, Protocol, runtime_checkable
 
 from .observer import Event
 
-__all__ = ["Clock", "Store", "StoredRecord", "StoredEpoch", "NO_EPOCH", "Transport", "FrameHandler", "Observer"]
+__all__ = ["Clock", "Store", "ListsRecords", "StoredRecord", "StoredEpoch", "NO_EPOCH", "Transport", "FrameHandler", "Observer"]
 
 
 @runtime_checkable
@@ -68,6 +68,19 @@ class Store(Protocol):
     async def drop(self, actor: str, key: str, version: int, *, epoch: StoredEpoch = NO_EPOCH) -> None: ...
 
     async def keys(self) -> Sequence[tuple[str, str]]: ...
+
+
+@runtime_checkable
+class ListsRecords(Protocol):
+    """A ``Store`` that also lists every record it keeps, tombstones included, sorted by ``(actor, key)``.
+
+    A cluster node reads its disk back into its replica when it starts (``ClusterNode``):
+    a tombstone must come back with the pages, or an older copy of a deleted key on another
+    node's disk would outrank nothing and bring the key back. A store without this method is
+    read through ``keys`` and ``load``, without its tombstones.
+    """
+
+    async def records(self) -> Sequence[tuple[str, str, StoredRecord]]: ...
 
 
 FrameHandler = Callable[[str, bytes], None]

@@ -17,7 +17,7 @@ import random
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from casty.ports import NO_EPOCH, Store, StoredEpoch, StoredRecord
+from casty.ports import NO_EPOCH, ListsRecords, Store, StoredEpoch, StoredRecord
 
 __all__ = ["SimDisk", "DiskCrashed"]
 
@@ -135,6 +135,23 @@ class SimDisk:
             else:
                 stored.add((actor, key))
         return sorted(stored)
+
+    async def records(self) -> Sequence[tuple[str, str, StoredRecord]]:
+        """Every record, tombstones included (``casty.ports.ListsRecords``), with what the page cache holds over the disk's."""
+        await asyncio.sleep(self._read_latency(self._rng))
+        self._check("records")
+        store = self.store
+        if isinstance(store, ListsRecords):
+            found = {(actor, key): record for actor, key, record in await store.records()}
+        else:
+            found = {}
+            for actor, key in await store.keys():
+                record = await store.load(actor, key)
+                if record is not None:
+                    found[(actor, key)] = record
+        for entity, (_kind, version, state, epoch) in self._unsynced.items():
+            found[entity] = StoredRecord(version, state, epoch)  # what load reads too: the buffered entry over the disk's
+        return [(actor, key, found[(actor, key)]) for actor, key in sorted(found)]
 
     # --- page cache ------------------------------------------------------------------
 

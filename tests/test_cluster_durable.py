@@ -326,14 +326,13 @@ def _peek(world: World, actor_type: Any, node: str) -> Any:
     return task.result()
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "issue 10 #2, per-node disks: a durable key's owner recovers it from its own disk only; after every node "
-    "restarted, n1 (the owner again) finds count 2 on its disk and mints round 2, while the heir's disk holds "
-    "count 4 under (2, 'n2#...') > (2, 'n1#...'): the heir's confirmed counts 3 and 4 are lost (answers 2). A fix needs the replicas' "
-    "disks in the read quorum (a replica with no memory of a durable key answers its Prepare from its store)"
-))
 def test_with_a_disk_per_node_the_key_comes_back_from_the_disk_of_its_last_owner() -> None:
-    """Per-node disks: n1 saves count 2, crashes; the heir saves 3 and 4 on its disk; every node restarts: the key answers 4."""
+    """Per-node disks: n1 saves count 2, crashes; the heir saves 3 and 4 on its disk; every node restarts: the key answers 4.
+
+    Replication rule 8 (the disk rule): each restarted replica reads its disk back, so the heir's
+    count 4 under (2, 'n2#...') is in the read quorum; before, n1 recovered count 2 from its own
+    disk only and answered 2 (a strict xfail until then).
+    """
     world = World(6)
     for name in NODES:
         world.add_node(name, cluster=CLUSTER, ask_timeout=2.0, write_timeout=1.0)  # store="memory": a disk of its own
@@ -408,4 +407,44 @@ def test_a_durable_write_over_the_frame_limit_is_refused_before_replicas_and_sto
     loaded = asyncio.run(database.load(stored_blob.name, "b"))
     assert loaded is not None
     assert world.system("n1").codec.decode_pages(loaded[1])[STATE_PAGE] == world.system("n1").codec.encode_typed(b"x" * 10, bytes, "state")
+    world.close()
+
+
+def test_with_a_disk_per_node_a_key_the_heir_deleted_stays_deleted_after_every_node_restarted() -> None:
+    """Per-node disks: n1 saves count 2 and crashes; the heir deletes the key (a tombstone on its disk); every node
+    restarts and n1 owns the key again: it starts over at 1, not from the count 2 of n1's own older disk (rule 8 reads
+    tombstones back too: ``ListsRecords``)."""
+    world = World(6)
+    for name in NODES:
+        world.add_node(name, cluster=CLUSTER, ask_timeout=2.0, write_timeout=1.0)  # store="memory": a disk of its own
+    world.run(until=2.0)
+    system = world.system("n1")
+    key = next(k for k in (f"k{i}" for i in range(100)) if system.placement(wiped_counter, k).owner == "n1")
+
+    def ask(node: str, message: Any) -> Any:
+        async def client(system: ActorSystem) -> Any:
+            try:
+                return await system.ref(wiped_counter, key).ask(message)
+            except Exception as exc:  # recorded, to be asserted on
+                return exc
+
+        task = world.spawn(node, client)
+        world.run(until=world.now + 1.0)
+        return task.result()
+
+    assert [ask("n1", Inc()), ask("n1", Inc())] == [1, 2]
+    world.crash("n1")
+    world.run(until=world.now + 4.0)  # declared dead: the key moves to the heir
+    heir = world.system("n2").placement(wiped_counter, key).owner
+    assert heir in ("n2", "n3")
+    assert ask("n2", Wipe()) == 0
+    world.run(until=world.now + 2.0)  # idle: the heir's disk keeps the tombstone
+    for name in ("n2", "n3"):
+        world.crash(name)
+    world.run(until=world.now + 1.0)
+    for name in NODES:
+        world.restart(name)
+    world.run(until=world.now + 5.0)
+    assert world.system("n3").placement(wiped_counter, key).owner == "n1"
+    assert ask("n3", Inc()) == 1
     world.close()

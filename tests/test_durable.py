@@ -14,7 +14,7 @@ from conftest import START_US, LoopClock, Recorder, run_virtual
 
 from casty import ActorSystem, Askable, Context, MemoryStore, SQLiteStore, Unavailable, actor
 from casty.observer import ActivationStarted, ScheduleCaughtUp, ScheduleFired, WriteFailed
-from casty.ports import NO_EPOCH, StoredEpoch, StoredRecord
+from casty.ports import NO_EPOCH, ListsRecords, StoredEpoch, StoredRecord
 
 SECOND = 1_000_000
 
@@ -232,6 +232,24 @@ def test_a_drop_leaves_a_tombstone_so_a_late_older_save_never_brings_the_key_bac
         return seen
 
     assert asyncio.run(main()) == [(6, b"", (2, "n2#1")), [], (7, b"again", (2, "n2#1")), [("t", "k")]]
+
+
+@pytest.mark.parametrize("make_store", [MemoryStore, lambda p: SQLiteStore(p / "r.sqlite3")], ids=["memory", "sqlite"])
+def test_records_list_every_record_tombstones_included_sorted(tmp_path: Path, make_store: object) -> None:
+    """records() (casty.ports.ListsRecords, the disk rule) lists live records and tombstones, by (actor, key); keys() only the live."""
+
+    async def main() -> tuple[object, object, bool]:
+        store = make_store() if make_store is MemoryStore else make_store(tmp_path)  # type: ignore[operator]
+        await store.save("t", "b", 3, b"bee", epoch=(2, "n2#1"))
+        await store.save("t", "a", 1, b"ay", epoch=(1, "n1#1"))
+        await store.drop("t", "a", 2, epoch=(1, "n1#1"))
+        await store.save("s", "z", 4, b"zed")
+        return list(await store.records()), list(await store.keys()), isinstance(store, ListsRecords)
+
+    records, keys, lists = asyncio.run(main())
+    assert records == [("s", "z", (4, b"zed", (0, ""))), ("t", "a", (2, b"", (1, "n1#1"))), ("t", "b", (3, b"bee", (2, "n2#1")))]
+    assert keys == [("s", "z"), ("t", "b")]
+    assert lists is True
 
 
 @dataclass(frozen=True)

@@ -52,6 +52,14 @@ The rules (epoch = (round, node), stamp = (epoch, version), both compared as tup
    crashed before its first save would leave the store one round behind, and the next owner
    would mint a round below it (and a straggling frame of that forgotten round would outrank
    the newer owner's writes). The acquire timeout covers the save too.
+8. **Disk.** A node's durable store keeps, per durable key it owned, the newest write it
+   confirmed (or the tombstone) with its stamp. A replica that starts with no memory takes
+   those records in before it answers any frame, as it would take a handoff's snapshots
+   (``import_``: the newest stamp wins, the promise rises to its epoch), so after every
+   replica lost its memory the disks of the key's former owners still meet the next read
+   quorum: without it the next owner recovered only from its own disk, and the writes a
+   later owner had saved on another node were lost (per-node disks). The driver does the
+   reading (``casty.cluster.runtime``, the disk rule); the core is unchanged.
 
 Versions: the write-back is ``found.version + 1``, every write the next one; the write id
 ``write`` returns is that version (unique under the epoch), so along the chain of epochs

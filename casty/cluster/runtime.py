@@ -51,6 +51,12 @@ life numbers its asks from its first incarnation up (``REQUEST_BITS``), never fr
 such an answer finds no ask of this life and is dropped (swarm seed 1411: a Get of one
 counter returned the count of another key, an increment asked by the previous life).
 
+**The disk rule** (replication rule 8). A node with a durable store reads every record of
+it, tombstones included, into its replica before the replica opens: after every node
+restarted, the disk of a durable key's last owner is then in the read quorums (its replica
+answers a ``Prepare`` with the saved pages, and its sync rounds hand them to the others),
+not only the disk of whichever node owns the key next.
+
 Placement: the ring is built over ``membership.ring_nodes()`` (members alive, suspect or
 dead; rebuilt only when that set changes); a key's replicas are the first ``replicas``
 distinct nodes clockwise, ``replicas`` being its actor type's ``@actor(replicas=)`` (looked
@@ -62,6 +68,7 @@ node without a quorum names no owner at all.
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING, Any, Final
 
 from .. import observer as ev
@@ -69,6 +76,7 @@ from ..activation import Envelope
 from ..state import ACTIVE_PAGE
 from ..errors import ActorFailed, CastyError, Fenced, MessageTooLarge, RemoteError, SchemaError, Unavailable, UnknownActor
 from ..observer import Event
+from ..ports import ListsRecords
 from ..ref import ReplyRef, reply_type
 from .config import Cluster
 from .driver import Dispatcher, MembershipService
@@ -77,7 +85,7 @@ from .placement import Placement as RingPlacement
 from .placement import Ring
 from .handoff import RoundEnded, RoundStarted
 from .replicas import ReplicationService
-from .replication import Entity
+from .replication import Entity, Epoch, Snapshot, Stamp
 from .routing import CLUSTER_WIRE, Deliver, Failed, Reply, Router, clip
 
 if TYPE_CHECKING:
@@ -96,6 +104,9 @@ The lives of a node are born at distinct microseconds, so their ids never meet u
 life made more than 1024 asks per microsecond it lived; and a birth time below 2**53 µs
 (the year 2255) keeps every id inside the 64-bit integers a frame carries.
 """
+
+
+_log = logging.getLogger("casty")
 
 
 def _ignore(_event: Event) -> None:
@@ -180,6 +191,9 @@ class ClusterNode:
         self._without = self._ring  # the current ring without this node: where a newcomer's keys' data is
         self._grace_timer = system.loop.call_at(self._started_at + self._grace, self._membership_changed)
         self._built = True
+        self._seeded = system.store is None  # the disk rule: the replica opens once the store was read back into it
+        if not self._seeded:
+            system._track(system.loop.create_task(self._seed_replica()))
 
     # --- placement -----------------------------------------------------------------------
 
@@ -321,9 +335,44 @@ class ClusterNode:
             return
         # A node with no other seed founds the cluster: nobody can tell it of a previous life,
         # so it opens at once once it listened (give every node another seed for the grace to protect it).
+        if not self._seeded:
+            return  # the disk rule: the store's records first (_seed_replica opens it when done)
         heard = not core.seeds or any(member.node != self.system.node for member in core.members())
         if (heard and core.previous_life is None) or self.system.loop.time() >= self._started_at + self._grace:
             replication.join(self._peers())
+
+    async def _seed_replica(self) -> None:
+        """The disk rule: read every record of the node's durable store (tombstones too) into its replica, then let it open.
+
+        A read that fails leaves the replica as it was (empty): the node serves as before the
+        rule, its own store still consulted by its acquisitions; the error is logged.
+        """
+        system = self.system
+        store = system.store
+        assert store is not None
+        snapshots: list[Snapshot] = []
+        try:
+            if isinstance(store, ListsRecords):
+                listed = list(await store.records())
+            else:
+                listed = []
+                for actor_name, key in await store.keys():
+                    record = await store.load(actor_name, key)
+                    if record is not None:
+                        listed.append((actor_name, key, record))
+            for actor_name, key, record in listed:
+                epoch = Epoch(int(record.epoch[0]), str(record.epoch[1]))
+                pages = system.codec.decode_pages(record.state) if record.state else {}  # b"": a tombstone (rule 6)
+                snapshots.append(Snapshot((actor_name, key), epoch, Stamp(epoch, int(record.version)), pages))
+        except Exception as exc:  # noqa: BLE001 - a disk error must not keep the node out of the cluster
+            _log.error("%s: the durable store could not be read back into the replica: %r", system.node, exc)
+            snapshots = []
+        if self.replication.closed:
+            return
+        for snapshot in snapshots:
+            self.replication.store.import_(snapshot)
+        self._seeded = True
+        self._membership_changed()
 
     def _membership_changed(self) -> None:
         """A member changed status: sweep the replicas for ``@active`` keys this node now owns (on the next loop turn)."""

@@ -36,3 +36,7 @@ class MemoryStore:
 
     async def keys(self) -> Sequence[tuple[str, str]]:
         return sorted(entity for entity, record in self._records.items() if record.state)
+
+    async def records(self) -> Sequence[tuple[str, str, StoredRecord]]:
+        """Every record, tombstones included, sorted by (actor, key) (``casty.ports.ListsRecords``)."""
+        return [(actor, key, self._records[(actor, key)]) for actor, key in sorted(self._records)]

@@ -8,7 +8,7 @@ late, or a fenced owner's save of an older epoch, can never undo a newer one.
 A drop leaves a tombstone (a row with an empty state) that orders later saves the same way,
 so a late save of an older epoch cannot bring a deleted key back either; ``keys`` leaves
 tombstones out, ``load`` returns them (with ``state == b""``) so the next writer goes on
-above them.
+above them, and ``records`` lists them with the rest.
 
 A database made before epochs were stored has no epoch columns: opening it adds them, with
 the defaults ``(0, '')``, so its rows read as written under no epoch (below every real one).
@@ -105,6 +105,11 @@ class SQLiteStore:
 
     async def keys(self) -> Sequence[tuple[str, str]]:
         return [(str(a), str(k)) for a, k in self._db.execute("SELECT actor, key FROM casty_pages WHERE length(state) > 0 ORDER BY actor, key")]
+
+    async def records(self) -> Sequence[tuple[str, str, StoredRecord]]:
+        """Every row, tombstones included, sorted by (actor, key) (``casty.ports.ListsRecords``)."""
+        rows = self._db.execute("SELECT actor, key, version, state, epoch_round, epoch_node FROM casty_pages ORDER BY actor, key")
+        return [(str(a), str(k), StoredRecord(int(v), bytes(s), (int(r), str(n)))) for a, k, v, s, r, n in rows]
 
     def close(self) -> None:
         self._db.close()
