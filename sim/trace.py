@@ -73,6 +73,7 @@ class Trace:
         self._kept: dict[str, bool] = {}  # keep's answer per kind, asked once
         self.counts: dict[str, int] = {}  # every event seen, kept or not, by kind
         self.torn: list[tuple[str, int]] = []  # (file, line) of last lines a kill cut short (from_jsonl)
+        self.time_axis = "true time"  # what t_ns measures; a real cluster's files have only wall clocks (from_jsonl)
 
     # --- recording -------------------------------------------------------------------
 
@@ -207,8 +208,11 @@ class Trace:
         from sim.tracefile import load_rows  # the loader's module imports this one
 
         torn: list[tuple[str, int]] = []
-        trace = cls(load_rows(paths, torn))
+        rows, simulated = load_rows(paths, torn)
+        trace = cls(rows)
         trace.torn = torn
+        if not simulated:
+            trace.time_axis = "wall-clock time"
         return trace
 
     def to_perfetto(self, path: str | Path) -> None:

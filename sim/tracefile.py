@@ -111,8 +111,8 @@ def _check(path: str, number: int, data: Any) -> _Line:
     return (t_ns, node, wall_us, kind, fields, number)
 
 
-def load_rows(paths: Iterable[str | Path], torn: list[tuple[str, int]] | None = None) -> list[Row]:
-    """Every file's rows, merged by time into one list (see the module docstring)."""
+def load_rows(paths: Iterable[str | Path], torn: list[tuple[str, int]] | None = None) -> tuple[list[Row], bool]:
+    """Every file's rows, merged by time into one list (see the module docstring); and whether they are a simulated run's."""
     files = [(str(p), read_lines(p, torn)) for p in paths]
     simulated = {name: any(line[0] is not None for line in lines) for name, lines in files}
     for name, lines in files:
@@ -133,26 +133,48 @@ def load_rows(paths: Iterable[str | Path], torn: list[tuple[str, int]] | None = 
         else:
             streams.append(list(_real_rows(lines, origin)))
     merged = heapq.merge(*streams, key=lambda item: item[0])
-    return [Row(seq, t_ns, node, wall_us, kind, fields) for seq, (t_ns, node, wall_us, kind, fields) in enumerate(merged)]
+    rows = [Row(seq, t_ns, node, wall_us, kind, fields) for seq, (t_ns, node, wall_us, kind, fields) in enumerate(merged)]
+    return rows, all(simulated.values())
+
+
+def _life_starts(lines: list[_Line]) -> set[int]:
+    """The index of each life's first line: its ``ready``, or the node's reports of itself just before it.
+
+    A starting node sees itself alive (``member.changed`` of its own id, at the new
+    incarnation) before it prints ``ready``; those lines belong to the new life, so a crash
+    inferred for the life before is placed before them, not after.
+    """
+    starts = set()
+    for j, (_, node, _, kind, fields, _) in enumerate(lines):
+        if kind != "ready":
+            continue
+        i = j
+        while i > 0 and lines[i - 1][3] == "member.changed" and lines[i - 1][4].get("node") == node \
+                and lines[i - 1][4].get("incarnation") == fields.get("incarnation"):
+            i -= 1
+        starts.add(i)
+    return starts
 
 
 def _real_rows(lines: list[_Line], origin_us: int) -> Iterator[tuple[int, str, int | None, str, dict[str, Any]]]:
     """A real node's facts in the simulator's words, with the crashes and restarts they imply."""
-    alive = False  # between a ready and its stopped
+    starts = _life_starts(lines)
+    alive = False  # between a life's start and its stopped
     crashed = False  # the life before ended in a crash (stated or inferred)
     last: tuple[int, str, int | None] | None = None  # (t_ns, node, wall_us) of the life's last row
     life = 0
-    for _, node, wall_us, kind, fields, _number in lines:
+    for index, (_, node, wall_us, kind, fields, _number) in enumerate(lines):
         assert wall_us is not None  # _check: a real row has its wall time
         t_ns = (wall_us - origin_us) * 1000
-        if kind == "ready":
+        if index in starts:
             if alive and last is not None:
-                yield (*last, "fault.crash", {"incarnation": life, "inferred": "no stopped fact before the next ready"})
+                yield (*last, "fault.crash", {"incarnation": life, "inferred": "no stopped fact before the next start"})
                 crashed = True
             life += 1
             if crashed:
                 yield (t_ns, node, wall_us, "fault.restart", {"incarnation": life})
             alive, crashed = True, False
+        if kind == "ready":
             kind = "node.started"
             fields = {**fields, "incarnation": life, "member_incarnation": fields.get("incarnation")}
         elif kind == "stopped":

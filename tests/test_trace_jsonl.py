@@ -90,11 +90,12 @@ def test_a_merged_real_trace_draws_the_ownership_spans(tmp_path: Path) -> None:
 
 
 def test_a_restart_in_the_same_file_is_a_crash_then_a_restart(tmp_path: Path) -> None:
-    """A second ready in one file after no stopped: a crash at the last line of the first life, a restart before the new start."""
+    """A second life in one file after no stopped: a crash at the first life's last line, a restart where the next life begins."""
     path = write(
         tmp_path / "n1.jsonl",
         line("n1", T0, "ready", node="n1", incarnation=1),
         line("n1", T0 + 10, "activation.started", actor="a:b", key="k", lease=1, behavior="b", recovered=False, restart=0),
+        line("n1", T0 + 89, "member.changed", node="n1", status="alive", incarnation=2),  # a starting node sees itself first
         line("n1", T0 + 90, "ready", node="n1", incarnation=2),
         line("n1", T0 + 95, "stopped", node="n1", orderly=False),
         line("n1", T0 + 99, "ready", node="n1", incarnation=3),
@@ -102,8 +103,8 @@ def test_a_restart_in_the_same_file_is_a_crash_then_a_restart(tmp_path: Path) ->
     )
     trace = Trace.from_jsonl(path)
     assert [(r.t_ns, r.kind, r.get("incarnation")) for r in trace] == [
-        (0, "node.started", 1), (10_000, "activation.started", None), (10_000, "fault.crash", 1), (90_000, "fault.restart", 2),
-        (90_000, "node.started", 2), (95_000, "fault.crash", 2), (99_000, "fault.restart", 3), (99_000, "node.started", 3),
+        (0, "node.started", 1), (10_000, "activation.started", None), (10_000, "fault.crash", 1), (89_000, "fault.restart", 2),
+        (89_000, "member.changed", 2), (90_000, "node.started", 2), (95_000, "fault.crash", 2), (99_000, "fault.restart", 3), (99_000, "node.started", 3),
         (100_000, "node.stopped", 3),
     ]
 

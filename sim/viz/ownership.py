@@ -27,6 +27,7 @@ The title says which key and what happened to its ownership, in one line.
 
 from __future__ import annotations
 
+import textwrap
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -448,10 +449,12 @@ def ownership_chart(
     ax.set_xlim(-pad, end_x + pad if end_x > 0 else 1)
     ax.set_ylim(len(lanes) - 0.5, -0.5)
     ax.set_yticks(range(len(lanes)), lanes, fontsize=FONT)
-    style_node_lanes(ax, unit)
+    style_node_lanes(ax, unit, trace.time_axis)
     short = f"{actor_name.split(':')[-1]}[{key_name}]"
     story = _story(trace, spans, unit, len(fenced), len(repeated))
-    ax.set_title(title or f"{short}: {story}", fontsize=FONT + 1.5, loc="left", pad=8 + 12 * min(len(parts), 3))
+    # long node ids (a real cluster's HOST:PORT) would run the story off the figure: wrap each of its lines
+    text = title or "\n".join(textwrap.fill(part, 115) for part in f"{short}: {story}".split("\n"))
+    ax.set_title(text, fontsize=FONT + 1.5, loc="left", pad=8 + 12 * min(len(parts), 3))
 
     handles: list[Any] = [Patch(facecolor=key_style(0)[0], edgecolor="white", label="holds the owner epoch\n(one colour per epoch)")]
     if any(s.superseded_ns is not None for s in spans):

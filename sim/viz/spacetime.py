@@ -278,7 +278,7 @@ def spacetime_diagram(
     ax.tick_params(axis="y", labelsize=SMALL + 0.5)
     for spine in ("right", "bottom", "top"):
         ax.spines[spine].set_visible(False)
-    ax.set_ylabel(f"ms after t = {t0 / 1e9:.4f} s (true time)", fontsize=FONT)
+    ax.set_ylabel(f"ms after t = {t0 / 1e9:.4f} s ({trace.time_axis})", fontsize=FONT)
     ax.grid(axis="y", color="#EEEEEE", lw=0.8, zorder=0)
     ax.set_axisbelow(True)
     counted = sum(1 for a in arrows if FRAME_KINDS.get(a.tag or "", _OTHER)[0] != "membership: heartbeat")

@@ -348,13 +348,17 @@ def fault_handles(shown: Iterable[NodeEvents], restart_label: str = "restart") -
     return handles
 
 
-def style_node_lanes(ax: Axes, unit: TimeUnit) -> None:
-    """The axes of a chart with one lane per node along true time: quiet spines, a light vertical grid, named axes."""
+def style_node_lanes(ax: Axes, unit: TimeUnit, time_axis: str = "true time") -> None:
+    """The axes of a chart with one lane per node along true time: quiet spines, a light vertical grid, named axes.
+
+    ``time_axis`` names the x axis: ``Trace.time_axis`` ("true time" in a simulated run, the
+    wall clocks' time in a real cluster's merged files, which has no true time).
+    """
     ax.tick_params(axis="y", length=0)
     ax.tick_params(axis="x", labelsize=SMALL + 0.5)
     for spine in ("left", "right", "top"):
         ax.spines[spine].set_visible(False)
-    ax.set_xlabel(f"true time since start ({unit.name})", fontsize=FONT)
+    ax.set_xlabel(f"{time_axis} since start ({unit.name})", fontsize=FONT)
     ax.set_ylabel("node", fontsize=FONT)
     ax.grid(axis="x", color="#E6E6E6", lw=0.8, zorder=0)
     ax.set_axisbelow(True)
@@ -609,7 +613,7 @@ def activation_timeline(
     ax.set_xlim(0, end_x * 1.01 if end_x > 0 else 1)
     ax.set_ylim(total + 0.1, -0.1)
     ax.set_yticks([(lane(n)[0] + lane(n)[1]) / 2 for n in nodes], nodes, fontsize=FONT)
-    style_node_lanes(ax, unit)
+    style_node_lanes(ax, unit, trace.time_axis)
     ax.set_title(title or f"Activations per node ({len(bars)} runs of {len(entities)} key{'s' if len(entities) != 1 else ''})", fontsize=FONT + 2, loc="left",
                  pad=16 if notes else 6)  # room for the numbered note markers along the top
     if not nodes:
