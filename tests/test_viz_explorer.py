@@ -204,7 +204,10 @@ def test_a_fork_whose_script_dies_shows_why(stale: scenarios.Run) -> None:
 def test_the_static_fallback_holds_n_frames(shared: Explorer) -> None:
     """The filmstrip has one image per still (spread over the run, ends included) and the lanes; the bundle carries it."""
     ex = shared
-    assert ex.still_times() == [0, ex.times[round((len(ex.times) - 1) / 3)], ex.times[round(2 * (len(ex.times) - 1) / 3)], ex.times[-1]]
+    # first, last, and an even pick of the moments things changed: n3's epoch (2.0065 s) and the heal's hand-back (7.2 s)
+    assert ex.still_times() == [0, 21 * S // 10, 73 * S // 10, 149 * S // 10]
+    assert 3 * S in ex.still_times(8)  # the partition, at 3.0 s, once there is room
+    assert len(ex.still_times(12)) == 12
     page = ex.filmstrip_html()
     assert page.count('<figure class="casty-still"') == 4
     assert page.count("data:image/png;base64,") == 5

@@ -117,7 +117,7 @@ class Explorer:
         key: str | None = None,
         step: float | None = None,
         replicas: int = 3,
-        stills: int = 6,
+        stills: int = 8,
         pause_for: float = 2.0,
         cut_for: float = 3.0,
         step_by: float = -5.0,
@@ -251,14 +251,38 @@ class Explorer:
         return lanes.at(t_ns)
 
     def still_times(self, count: int | None = None) -> list[int]:
-        """``count`` frame times spread over the run for the static filmstrip (first and last included)."""
+        """``count`` frame times for the static filmstrip: the first and last, and the moments things changed.
+
+        The moments are the frames just after each fault, clock change, owner epoch or end of the
+        key's run (a filmstrip spaced evenly would show quiet frames between them); when there are
+        more moments than room, an even pick of them; when fewer, evenly spaced frames fill in.
+        """
         n = self.stills if count is None else count
         times = self._times
         if n >= len(times):
             return list(times)
         if n == 1:
             return [times[-1]]
-        return [times[round(i * (len(times) - 1) / (n - 1))] for i in range(n)]
+        step_ns = times[1] - times[0]
+        moments: list[int] = []
+        for row in self.trace.rows:
+            mine = (str(row.get("actor")), str(row.get("key"))) == (self.actor, self.key)
+            if row.kind.startswith(("fault.", "clock.")) or (mine and row.kind in ("epoch.acquired", "activation.ended")):
+                index = min(-(-row.t_ns // step_ns), len(times) - 1)  # the first frame at or after the row
+                if times[index] not in moments and 0 < index < len(times) - 1:
+                    moments.append(times[index])
+        inner = n - 2
+        if len(moments) > inner:
+            moments = [moments[round(i * (len(moments) - 1) / max(inner - 1, 1))] for i in range(inner)] if inner else []
+        chosen = sorted({times[0], times[-1], *moments})
+        spread = [times[round(i * (len(times) - 1) / (n - 1))] for i in range(n)]
+        for t in spread:  # fill in, evenly, when the run had fewer moments than stills
+            if len(chosen) >= n:
+                break
+            if t not in chosen:
+                chosen.append(t)
+                chosen.sort()
+        return chosen[:n] if len(chosen) > n else chosen
 
     def filmstrip_html(self, count: int | None = None) -> str:
         """The static fallback: ``count`` pre-rendered frames (graph and events), then the full lanes chart."""
@@ -269,7 +293,7 @@ class Explorer:
             events = "".join(f"<li>{html.escape(e)}</li>" for e in frame.events[:8]) or "<li>(nothing happened in this step)</li>"
             more = f"<li>... {len(frame.events) - 8} more</li>" if len(frame.events) > 8 else ""
             cells.append(
-                f'<figure class="casty-still" style="display:inline-block;vertical-align:top;width:380px;margin:4px">'
+                f'<figure class="casty-still" style="display:inline-block;vertical-align:top;width:340px;margin:4px">'
                 f'<img alt="the cluster at t = {frame.t:.2f} s" src="data:image/png;base64,{image}" style="width:100%"/>'
                 f'<figcaption style="font-size:12px"><ul style="margin:0;padding-left:16px">{events}{more}</ul></figcaption></figure>'
             )
@@ -375,6 +399,7 @@ class Explorer:
             items = "".join(f"<li>{html.escape(e)}</li>" for e in frame.events) or "<li>(nothing happened in this step)</li>"
             self.events[side].value = f'<ul style="font-size:12px;margin:0">{items}</ul>'
             self.lanes[side].value = self.lanes_png(t_ns, fork=fork)
+            self.images[side].layout.display = self.lanes[side].layout.display = None
         run = self.run
         self.headers["original"].value = (
             f"<b>original</b>: {html.escape(run.scenario.name)} seed {run.seed}, checks {'hold' if run.ok else 'FAIL'}"
@@ -393,6 +418,7 @@ class Explorer:
             self.images["fork"].value = b""
             self.events["fork"].value = ""
             self.lanes["fork"].value = b""
+            self.images["fork"].layout.display = self.lanes["fork"].layout.display = "none"  # no broken-image icons
 
     # --- display ---------------------------------------------------------------------------
 

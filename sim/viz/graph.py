@@ -54,7 +54,7 @@ def _verdict_text(verdicts: Iterable[tuple[str, str]]) -> str:
     return "\n".join(f"{', '.join(who)} say{'s' if len(who) == 1 else ''} {seen}" for seen, who in sorted(by_status.items()))
 
 
-def cluster_graph(frame: Frame, ax: Axes | None = None, *, title: str | None = None, size: tuple[float, float] = (5.2, 4.6)) -> Figure:
+def cluster_graph(frame: Frame, ax: Axes | None = None, *, title: str | None = None, size: tuple[float, float] = (4.8, 4.4)) -> Figure:
     """Draw one frame's cluster graph (see the module docstring); returns the figure it drew on."""
     if ax is None:
         fig = Figure(figsize=size)  # a fixed layout: one frame per slider step, constrained layout cost most of it
@@ -83,7 +83,7 @@ def cluster_graph(frame: Frame, ax: Axes | None = None, *, title: str | None = N
     nx.draw_networkx_edges(graph, pos, edgelist=both, ax=ax, edge_color=CUT_RED, width=2.2, style="dashed")
     for u, v in both:
         (x1, y1), (x2, y2) = pos[u], pos[v]
-        ax.text((x1 + x2) / 2, (y1 + y2) / 2, "cut", color=CUT_RED, ha="center", va="center", fontsize=10,
+        ax.text((x1 + x2) / 2, (y1 + y2) / 2, "cut", color=CUT_RED, ha="center", va="center", fontsize=11,
                 fontweight="bold", bbox={"boxstyle": "round,pad=0.15", "fc": "white", "ec": "none"}, zorder=4)
     if oneway:
         directed = nx.DiGraph(oneway)
@@ -105,7 +105,7 @@ def cluster_graph(frame: Frame, ax: Axes | None = None, *, title: str | None = N
         x, y = pos[member.node]
         ax.text(x, y + 0.05, member.node, ha="center", va="center", fontsize=13, fontweight="bold", color=_TEXT_ON[member.status], zorder=5)
         ax.text(x, y - 0.11, member.status if member.life == 1 else f"{member.status} \u00b7 life {member.life}",
-                ha="center", va="center", fontsize=8.5, color=_TEXT_ON[member.status], zorder=5)
+                ha="center", va="center", fontsize=9.5, color=_TEXT_ON[member.status], zorder=5)
         role = []
         if member.node == frame.owner:
             role.append("OWNER")
@@ -119,7 +119,7 @@ def cluster_graph(frame: Frame, ax: Axes | None = None, *, title: str | None = N
         if verdicts:
             lines.append(verdicts)
         if lines:
-            ax.text(x, y - 0.30, "\n".join(lines), ha="center", va="top", fontsize=9, color=INK, zorder=5,
+            ax.text(x, y - 0.30, "\n".join(lines), ha="center", va="top", fontsize=10.5, color=INK, zorder=5,
                     linespacing=1.15, bbox={"boxstyle": "round,pad=0.2", "fc": "white", "ec": "none", "alpha": 0.9})
     ax.set_xlim(-1.75, 1.75)
     ax.set_ylim(-1.6, 1.3)
@@ -130,10 +130,10 @@ def cluster_graph(frame: Frame, ax: Axes | None = None, *, title: str | None = N
         epoch = frame.epoch or "none yet"
         owner = frame.owner or "nobody"
         title = f"t = {frame.t:.2f} s \u00b7 key {what}\nepoch {epoch} \u00b7 owner {owner}"
-    ax.set_title(title, fontsize=11, loc="left")
+    ax.set_title(title, fontsize=12, loc="left")
     handles: list[Artist] = [Patch(facecolor=STATUS_COLOURS[s], edgecolor="#555555", label=s) for s in ("up", "paused", "down")]
     handles += [Line2D([], [], marker="o", ls="", ms=11, mfc="white", mec=INK, mew=3, label="owner"),
                 Line2D([], [], color=CUT_RED, ls="--", lw=2, label="cut link")]
-    ax.legend(handles=handles, loc="lower center", ncol=5, fontsize=8, frameon=False, bbox_to_anchor=(0.5, -0.06),
+    ax.legend(handles=handles, loc="lower center", ncol=5, fontsize=9, frameon=False, bbox_to_anchor=(0.5, -0.06),
               handlelength=1.2, columnspacing=0.9)
     return fig
