@@ -13,8 +13,6 @@ from sim.trace import Row, Trace
 from sim.viz.explorer import FAULT_BUTTONS, Explorer, explorer
 from sim.viz.frames import MemberState, describe, frame_at, frame_times, keys_of
 
-pytest.importorskip("ipywidgets")
-
 A = "app:acct"
 S = 1_000_000_000
 

@@ -336,7 +336,8 @@ class Explorer:
         self.images = {side: widgets.Image(format="png", layout=widgets.Layout(max_width="100%")) for side in ("original", "fork")}
         self.events = {side: widgets.HTML(value="") for side in ("original", "fork")}
         self.lanes = {side: widgets.Image(format="png", layout=widgets.Layout(max_width="100%")) for side in ("original", "fork")}
-        self.headers = {side: widgets.HTML(value="") for side in ("original", "fork")}
+        # the same height on both sides, so the two graphs line up however long the fork's verdict is
+        self.headers = {side: widgets.HTML(value="", layout=widgets.Layout(min_height="4.5em")) for side in ("original", "fork")}
         panel = {side: widgets.VBox([self.headers[side], self.images[side], self.events[side]],
                                     layout=widgets.Layout(width="50%")) for side in ("original", "fork")}
         self.slider.observe(self._on_slide, names="value")
