@@ -13,6 +13,7 @@ the activation timeline and the space-time diagram of the takeover to PNG. Set
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
 from pathlib import Path
@@ -30,6 +31,7 @@ from sim.viz.spacetime import spacetime_diagram
 from sim.viz.timeline import activation_timeline
 from tests.nodes import Node, free_ports, reap, run, until
 from tests.nodes import spawn as spawn_node
+from tests.test_trace_export import problems
 
 TYPE = "tests.cluster_app:tally"
 RECORDED = ",".join(sorted(FACTS | {"write.confirmed", "handoff.started", "handoff.ended", "net.sent", "net.delivered"}))
@@ -126,9 +128,20 @@ def test_a_killed_owner_and_its_successor_read_from_three_nodes_trace_files(tmp_
     assert any(a.tag == "Prepare" and a.src == successor and crash.t_ns < a.sent_ns <= second.t_ns for a in arrows)
     assert any(a.tag == "Heartbeat" for a in arrows)
 
+    # The same run in Perfetto: a valid file, an activation span per run of the key, an arrow per received frame.
+    trace.to_perfetto(tmp_path / "real.json")
+    document = json.loads((tmp_path / "real.json").read_text())
+    assert problems(document) == []
+    runs = [(ev["ts"], ev["args"]["ended"]) for ev in document["traceEvents"] if ev["ph"] == "X" and ev.get("cat") == "activation"]
+    started = trace.of("activation.started", key=key)
+    (ended,) = trace.of("activation.ended", key=key)  # the successor's run, at its leave; the owner's ended in the kill
+    assert [r.node for r in started] == [owner, successor] and ended.node == successor
+    assert runs == [(started[0].t_ns / 1000, "crash"), (started[1].t_ns / 1000, ended.get("reason"))]
+    assert sum(1 for ev in document["traceEvents"] if ev.get("flow_in")) == len(trace.of("net.delivered"))
+
     figure = ownership_chart(trace, TYPE, key)
     assert figure.axes[0].get_xlabel() == "wall-clock time since start (s)"
-    renderer = FigureCanvasAgg(figure).get_renderer()
+    renderer = FigureCanvasAgg(figure).get_renderer()  # type: ignore[no-untyped-call]
     figure.draw(renderer)
     ax = figure.axes[0]
     (title,) = [t for t in ax.get_children() if isinstance(t, Text) and t.get_text() == ax.get_title(loc="left")]

@@ -215,3 +215,16 @@ def test_factlog_counts_a_write_that_fails_and_never_raises(tmp_path: Path) -> N
     log.close()
     log.record({"event": "late", "node": "n1"})
     assert (log.written, log.lost) == (0, 3)
+
+
+def test_node_trace_flag_with_a_path_that_cannot_be_opened_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``python -m casty node --trace`` naming a file in a missing directory exits 2 before listening, naming the path."""
+    from casty.__main__ import main
+    from tests.nodes import free_ports
+
+    (port,) = free_ports(1)
+    bad = tmp_path / "no" / "such" / "dir" / "n1.jsonl"
+    assert main(["node", "--bind", f"127.0.0.1:{port}", "--trace", str(bad)]) == 2
+    captured = capsys.readouterr()
+    assert f"--trace: cannot open {str(bad)!r} for appending: No such file or directory" in captured.err
+    assert captured.out == ""
