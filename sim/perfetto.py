@@ -12,7 +12,7 @@ node). Inside it, threads (``tid``) are tracks:
   message between the nodes. A frame dropped at the sender (partition, loss) is a slice with
   ``args.dropped`` and no arrow; one dropped at the receiver (the link was cut while it flew,
   nobody was there) has its arrow end on a slice named "... dropped (reason)". Frames are
-  paired by ``sim.frames``;
+  paired by ``sim.messages``;
 * one track per key the node ran (``counter[c0]``): each activation is a complete (``X``)
   span, from ``activation.started`` to the first of its ``activation.ended``, its
   ``activation.failed`` (the run is over, the body restarts later as a new span), the node's
@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sim.frames import frame_arrows
+from sim.messages import frame_arrows
 from sim.trace import Row, Trace, plain
 
 __all__ = ["perfetto_events", "write_perfetto"]

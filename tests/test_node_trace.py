@@ -24,7 +24,7 @@ from matplotlib.text import Text
 
 from casty.cluster.client import ClusterClient
 from casty.cluster.node import FACTS
-from sim.frames import frame_arrows
+from sim.messages import frame_arrows
 from sim.trace import Trace
 from sim.viz.ownership import epoch_spans, ownership_chart
 from sim.viz.spacetime import spacetime_diagram

@@ -4,7 +4,7 @@ The simulated network records every frame it carries (``sim/network.py``); a rea
 do the same when asked (``python -m casty node --facts net.sent,net.delivered``), so the
 space-time diagram and the Perfetto flows draw a real TCP run too. A real sender cannot know
 when its frame will arrive, so both ends record ``crc``, the CRC-32 of the frame's bytes:
-the receiver's fact pairs with the sender's by ``(src, dst, crc)`` (``sim.frames``). The
+the receiver's fact pairs with the sender's by ``(src, dst, crc)`` (``sim.messages``). The
 tag (``Heartbeat``, ``Prepare``, ``Write``, ...) is read from the envelope's header only
 (the cluster wire layout ``[version, channel, tag, body]``), never the body.
 

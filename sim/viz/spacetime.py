@@ -31,7 +31,7 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import FancyArrowPatch
 from matplotlib.text import Annotation
 
-from sim.frames import FrameArrow, frame_arrows
+from sim.messages import FrameArrow, frame_arrows
 from sim.trace import Row, Trace
 from sim.viz.timeline import (
     BLUE,

@@ -1,4 +1,4 @@
-"""Frames between nodes, paired from a trace: each ``net.sent`` row with the row where it arrived.
+"""Messages between nodes, paired from a trace: each ``net.sent`` row with the row where it arrived.
 
 The space-time diagram draws these pairs as arrows and the Perfetto export as flow arrows, so
 the pairing lives here once, without matplotlib. Two worlds record frames differently:
