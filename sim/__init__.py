@@ -25,6 +25,7 @@ from . import checks, faults, scenarios
 from .checks import CheckFailed
 from .faults import FaultMix, FaultPlan
 from .scenarios import scenario
+from .sweep import sweep as sweep  # sim.sweep(scenario, seeds, *, executor=None); `from sim.sweep import report` still reaches the module
 from .trace import Trace
 from .world import World
 

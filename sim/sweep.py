@@ -13,6 +13,10 @@ it imports that module, which registers the scenario again. The same reference, 
 as the CLI form, makes each failure's reproduce line (``python -m sim run pkg.mod:name
 --seed N --check``) work from the directory the sweep ran in. A reference only ever comes
 from the operator (an argument, a call): nothing read from a trace or a network imports.
+
+``sim.sweep`` is this module's ``sweep`` function (``sim/__init__.py`` exports it under the
+module's name); the module's other names are imported with ``from sim.sweep import ...``
+(``import sim.sweep as m`` gives the function).
 """
 
 from __future__ import annotations
