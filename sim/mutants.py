@@ -132,7 +132,7 @@ MUTANTS: tuple[Mutant, ...] = (
             "        record.promised = frame.epoch\n",
             "        record.promised = frame.epoch\n",
         ),
-        ("crossing-prepares", "replayed-prepare", "stale-owner-fenced", "ownership-repeat"),
+        ("thawed-acquisition", "crossing-prepares", "replayed-prepare", "stale-owner-fenced", "ownership-repeat"),
     ),
     Mutant(
         "r2-adopt-first-promise",

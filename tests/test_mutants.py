@@ -132,7 +132,7 @@ def test_a_spent_budget_stops_the_search(tmp_path: Path) -> None:
 # it since and the first failure it gives (exact: the probes are deterministic scripts).
 RESTARTED_READ_3 = "restarted_owner_reads_current: the restarted owner read 3, expected 6 (the last confirmed count)"
 SINCE_STEP_DOWN = [
-    ("r1-promise-below", "crossing-prepares", "lower_prepare_refused: final count 1 after the Adds [1, 2, 3] ['Unavailable', 1]"),
+    ("r1-promise-below", "thawed-acquisition", "thawed_prepare_refused: the last owner read 0 after the Adds ['TimeoutError', 1, 2, 3, 4, 5, 6]"),
     ("blank-promise-counts", "behind-replica-at-restart", RESTARTED_READ_3),
     ("ready-at-once", "behind-replica-at-restart", RESTARTED_READ_3),
     ("unready-accepts-any-write", "frozen-owner-resend", "frozen_owner_resend_refused: the thawed owner read 3, expected 6 (the heir's last confirmed count)"),
@@ -155,15 +155,23 @@ def test_a_mutant_the_step_down_rule_hid_is_caught_at_seed_0_of_its_new_probe(un
     assert outcome.detail == failure
 
 
-def test_a_held_back_write_of_an_old_epoch_is_refused_by_an_empty_replica(unpatched: Baseline) -> None:
-    """The second probe of unready-accepts-any-write (a frame held back by the network, not a live node's) catches it at seed 0 too."""
-    mutant = next(m for m in MUTANTS if m.name == "unready-accepts-any-write")
-    probe = "held-back-write-at-restart"
+# Their second probes: the same rules through frames held back by the network (injected), not live nodes' frames.
+HELD_BACK = [
+    ("r1-promise-below", "crossing-prepares", "lower_prepare_refused: final count 1 after the Adds [1, 2, 3] ['Unavailable', 1]"),
+    ("unready-accepts-any-write", "held-back-write-at-restart", RESTARTED_READ_3),
+]
+
+
+@pytest.mark.parametrize(("name", "probe", "failure"), HELD_BACK, ids=[row[0] for row in HELD_BACK])
+def test_a_frame_held_back_by_the_network_catches_the_same_mutant_at_seed_0(unpatched: Baseline, name: str, probe: str, failure: str) -> None:
+    """The second probe of r1-promise-below and of unready-accepts-any-write (an injected held-back frame) catches it at seed 0 too."""
+    mutant = next(m for m in MUTANTS if m.name == name)
+    assert probe in mutant.targets
     outcome = hunt(mutant, baseline=unpatched, seeds=range(3), available=[probe], scenarios=[probe], source=unpatched.copy)
-    assert (outcome.status, outcome.scenario, outcome.seed, outcome.detail) == ("CAUGHT", probe, 0, RESTARTED_READ_3)
+    assert (outcome.status, outcome.scenario, outcome.seed, outcome.detail) == ("CAUGHT", probe, 0, failure)
 
 
-@pytest.mark.parametrize("probe", sorted({row[1] for row in SINCE_STEP_DOWN} | {"held-back-write-at-restart"}))
+@pytest.mark.parametrize("probe", sorted({row[1] for row in SINCE_STEP_DOWN + HELD_BACK}))
 def test_the_new_probes_pass_more_seeds_on_the_unpatched_runtime(probe: str) -> None:
     """Seeds 1 to 3 of each new probe pass every check on today's runtime (seed 0 is test_scenarios' and the hunt's baseline)."""
     from sim import scenarios

@@ -45,6 +45,10 @@ blank promises, nor ``restart-under-stale-owner`` readiness. Their successors:
   opens as the owner thaws, while the heir is slow. The resend of the old epoch leaves
   before the step-down rule ends the run (the thawed owner's timers fire in deadline
   order): the empty replica must not count as filled by it.
+* ``thawed-acquisition``: a new key's owner freezes while it prepares; the heir prepares a
+  newer epoch, whose write-back reaches only its own replica; the thawed owner's acquisition
+  (spared by the step-down rule) resends its lower Prepare: it must be refused (a promise
+  never goes down), or a later read quorum with the heir's replica takes every count back.
 * ``crossing-prepares``: a higher Prepare reaches two replicas just before a new key's owner
   prepares a lower epoch; the higher candidate's write-back comes late: the lower Prepare
   must be refused (a promise never goes down).
@@ -987,3 +991,103 @@ def durable_owner_unsaved(world: World) -> None:
     world.process(script(world))
 
 
+
+
+
+@actor(initial=0, write_timeout=5.0)
+async def patient_tally(ctx: Context[int, TallyMessage]) -> None:
+    """``tally`` whose acquisitions and writes wait 5 s for their quorums (the system's are 1 s here)."""
+    await _tally(ctx)
+
+
+
+def _thawed_prepare_refused(world: World) -> None:
+    """Every confirmed Add is in the count the last acquisition read (with the heir's replica in its read quorum); none was taken back."""
+    check = "thawed_prepare_refused"
+    _expect(check, world.results.get("crossed") is not None, "the heir never prepared while the owner was frozen")
+    answers = [a for name in ("first", "second", "third") for a in (world.results.get(name) or [])]
+    counted = sorted(a for a in answers if isinstance(a, int))
+    unknown = len(answers) - len(counted)  # a timed-out Add may or may not have counted
+    final = world.results.get("final")
+    _expect(check, counted == list(range(1, len(counted) + 1)), f"the Adds answered {answers}")
+    _expect(check, isinstance(final, int) and len(counted) <= final <= len(counted) + unknown, f"the last owner read {final!r} after the Adds {answers}")
+
+
+@scenario(
+    "thawed-acquisition",
+    "3 nodes: a new key's owner freezes while it prepares its first epoch; the heir prepares a newer one, whose write-back reaches only its own replica; the thawed owner's resent Prepare, lower, must be refused, and no count is taken back later",
+    until=timedelta(seconds=14),
+    checks=(_thawed_prepare_refused, *CLUSTER_CHECKS),
+)
+def thawed_acquisition(world: World) -> None:
+    """Rule 1 of replication with live nodes only: a frozen acquisition resends its Prepare at the thaw.
+
+    The step-down rule spares an activation still acquiring, because the promises it waits
+    for are given after the thaw: if it wins them, no newer epoch exists. That holds only if
+    a replica never promises below a promise it gave. Here the owner n2 freezes 0.1 ms after
+    sending its first Prepare (the promises never reach it: one-way cuts), for 3.5 s. The heir
+    takes the key: both other replicas promise its newer epoch, its write-back reaches only
+    its own replica (a one-way cut), and it gives up. The owner thaws (the acquisitions of
+    this type wait 5 s, so its own is still on), and its overdue resend of the lower Prepare
+    reaches both replicas. A replica that promises it lets the owner acquire below the heir's
+    epoch and confirm six Adds; the heir's replica acks them without taking their pages (its
+    stamp, of the newer epoch, is newer), and the next acquisition that reads it finds the
+    heir's empty write-back: the count is 0. Refused, the owner acquires above the heir.
+    """
+    _nodes(world)
+
+    def script(world: World) -> Generator[simpy.Event, Any, None]:
+        yield world.timeout(CONVERGED)
+        key = world.results["key"] = _key_owned_by(world, "n2", "thaw", patient_tally)
+        owner, replicas = _placed(world, key, patient_tally)
+        assert owner == "n2" and len(replicas) == 3
+        heir, other = replicas[1], replicas[2]
+        rows = world.trace.rows
+        scanned = len(rows)
+        _adds(world, owner, key, 3, "first", patient_tally)  # the key's first acquisition starts now
+        while world.now < CONVERGED + 1.0:
+            yield world.timeout(0.0001)
+            sent = any(r.node == owner and r.kind == "net.sent" and r.get("frame") == "Prepare" for r in rows[scanned:])
+            scanned = len(rows)
+            if sent:
+                break
+        world.pause(owner)  # its Prepares are on their way; the promises will not reach it
+        world.partition([heir, other], [owner], oneway=True)
+        yield world.timeout(DECLARED_DEAD + 0.3)
+        _adds(world, heir, key, 1, "heir", patient_tally)  # the owner is dead to the heir: it acquires
+        scanned = len(rows)
+        while world.now < CONVERGED + DECLARED_DEAD + 1.5:
+            yield world.timeout(0.0001)
+            promised = any(r.node == other and r.kind == "net.sent" and r.get("frame") == "Promise" and r.get("dst") == heir for r in rows[scanned:])
+            scanned = len(rows)
+            if promised:
+                world.partition([heir], [other], oneway=True)  # the heir's write-back reaches only its own replica
+                world.results["crossed"] = world.env.now
+                break
+        yield world.timeout(0.5)
+        world.reconnect([other], [owner], oneway=True)
+        world.resume(owner)
+        yield world.timeout(0.5)
+        _adds(world, owner, key, 2, "second", patient_tally)
+        yield world.timeout(1.5)
+        world.heal()
+        yield world.timeout(1.0)
+        _adds(world, owner, key, 2, "third", patient_tally)
+        yield world.timeout(1.0)
+
+        async def release(system: ActorSystem) -> str:
+            try:
+                await system.release(patient_tally, key)
+            except asyncio.CancelledError:
+                return "release raised CancelledError"
+            return "released"
+
+        world.pause(other)  # the next acquisition's read quorum: the owner's replica and the heir's
+        task = world.spawn(owner, release)
+        task.add_done_callback(lambda t: world.results.__setitem__("released", _outcome(t)))
+        yield world.timeout(0.1)
+        _ask(world, heir, key, Read(), "final", patient_tally)
+        yield world.timeout(0.3)
+        world.resume(other)
+
+    world.process(script(world))
