@@ -166,26 +166,36 @@ def _late_acquisitions(world: World) -> set[int]:
     ``epoch.acquired`` only when it resumes: by then a newer owner may have taken the key. Such a
     row is recognised by proof, not by guess: an earlier row of the key has a greater epoch and
     found the late row's write-back version (so it read that write-back: the late acquisition came
-    first), and the late row's node resumed from a pause in between. The ordering checks skip it.
+    first), and the late row's node was paused while that earlier acquisition happened (its pause
+    began before the earlier row and ended before the late one). The ordering checks skip it.
 
-    The proof holds only inside one history: the earlier row must be of the same memory era
-    (``memory_eras``: a key that started over counts its versions from 0 again, so an old era's
-    ``found`` says nothing of a new era's write-back; seed 460), and the resume must be of the
-    late row's own life (no crash of its node between the resume and the row: a restarted
-    process was not paused in the middle of its previous life's acquisition).
+    The proof holds only inside one history of one life (seed 460): the node must not have
+    crashed between its pause and the row (a restarted process was not paused in the middle of
+    its previous life's acquisition), and the pause must start in the earlier row's memory era
+    (``memory_eras``: a key that started over counts its versions from 0 again, so ``found`` in one
+    era says nothing of a write-back of another).
     """
     rows = world.trace.rows
     index = {id(row): i for i, row in enumerate(rows)}
-    resumes = world.trace.of("fault.resume")
     crashes = world.trace.of("fault.crash")
+    pauses: list[tuple[str, int, int]] = []  # (node, paused at, resumed at)
+    started: dict[str, int] = {}
+    for row in world.trace.of("fault.pause", "fault.resume"):
+        if row.kind == "fault.pause":
+            started[row.node] = row.t_ns
+        elif row.get("paused_ns") is not None:
+            pauses.append((row.node, row.t_ns - int(row.get("paused_ns")), row.t_ns))
+        elif row.node in started:
+            pauses.append((row.node, started[row.node], row.t_ns))
     era = memory_eras(world)
     late: set[int] = set()
 
-    def resumed_in_this_life(row: Row, since: int) -> bool:
+    def paused_through(actor: str, key: str, row: Row, earlier: Row) -> bool:
         return any(
-            r.node == row.node and since <= r.t_ns <= row.t_ns
-            and not any(c.node == row.node and r.t_ns <= c.t_ns <= row.t_ns for c in crashes)
-            for r in resumes
+            node == row.node and began <= earlier.t_ns <= ended <= row.t_ns
+            and era(actor, key, began) == era(actor, key, earlier.t_ns)
+            and not any(c.node == row.node and began <= c.t_ns <= row.t_ns for c in crashes)
+            for node, began, ended in pauses
         )
 
     for (actor, key), acquired in _by_entity(world.trace.of("epoch.acquired")).items():
@@ -194,8 +204,7 @@ def _late_acquisitions(world: World) -> set[int]:
                 if (
                     _epoch(earlier) > _epoch(row)
                     and int(earlier.get("found")) >= int(row.get("version"))
-                    and era(actor, key, earlier.t_ns) == era(actor, key, row.t_ns)
-                    and resumed_in_this_life(row, earlier.t_ns)
+                    and paused_through(actor, key, row, earlier)
                 ):
                     late.add(index[id(row)])
                     break

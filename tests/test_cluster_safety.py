@@ -207,3 +207,31 @@ def test_a_resume_of_a_previous_life_proves_no_acquisition_of_the_next_one_late(
     assert _late_acquisitions(world) == set()
     with pytest.raises(CheckFailed, match=r"epoch \(3, 'n1#2'\) acquired on n1 at t=5.000s is not greater than \(6, 'n3#1'\)"):
         epochs_only_grow(world)
+
+
+def test_a_pause_across_a_new_era_proves_no_acquisition_late() -> None:
+    """n3 is paused from 0.5 s to 5 s; meanwhile n1 and n2 crash (a new era: only paused n3 held the key) and n1 acquires
+    rounds 1 and 2 of the new era (round 2 found version 2). n3's round-1 row at 5.5 s is not proven late by that found:
+    it counts versions of another history, so epochs_only_grow fails on it; and a pause that ended before the greater
+    row was acquired proves nothing either (n3 was running then)."""
+    from sim.checks import CheckFailed, _late_acquisitions
+
+    def world(pause: tuple[float, float]) -> Any:
+        return _trace_world([
+            (pause[0], "n3", "fault.pause", {}),
+            (1.0, "n1", "fault.crash", {}),
+            (1.1, "n2", "fault.crash", {}),
+            (2.0, "n1", "fault.restart", {}),
+            (2.0, "n2", "fault.restart", {}),
+            (2.5, "n1", "epoch.acquired", _acquired(1, "n1#2", 1)),
+            (2.6, "n1", "write.confirmed", {"version": 2}),
+            (3.0, "n1", "epoch.acquired", _acquired(2, "n1#2", 3)),
+            (pause[1], "n3", "fault.resume", {}),
+            (5.5, "n3", "epoch.acquired", _acquired(1, "n3#1", 1)),
+        ])
+
+    for pause in ((0.5, 5.0), (3.5, 5.0)):
+        assert _late_acquisitions(world(pause)) == set(), pause
+        with pytest.raises(CheckFailed, match=r"epoch \(1, 'n3#1'\) acquired on n3 at t=5.500s is not greater than \(2, 'n1#2'\)"):
+            epochs_only_grow(world(pause))
+    assert len(_late_acquisitions(world((2.0, 5.0)))) == 1  # paused through n1's acquisitions, within the new era: late
