@@ -48,21 +48,26 @@ def _positions(nodes: list[str]) -> dict[str, tuple[float, float]]:
 
 
 def _verdict_text(verdicts: Iterable[tuple[str, str]]) -> str:
+    """``n1, n2 say dead``: who holds which verdict about a node (one line per verdict)."""
     by_status: dict[str, list[str]] = {}
     for observer, seen in verdicts:
         by_status.setdefault(seen, []).append(observer)
     return "\n".join(f"{', '.join(who)} say{'s' if len(who) == 1 else ''} {seen}" for seen, who in sorted(by_status.items()))
 
 
-def cluster_graph(frame: Frame, ax: Axes | None = None, *, title: str | None = None, size: tuple[float, float] = (4.8, 4.4)) -> Figure:
+def cluster_graph(frame: Frame, ax: Axes | None = None, *, title: str | None = None, size: tuple[float, float] | None = None) -> Figure:
     """Draw one frame's cluster graph (see the module docstring); returns the figure it drew on."""
     if ax is None:
+        if size is None:
+            size = (6.4, 4.6) if len(frame.members) > 4 else (4.8, 4.4)
         fig = Figure(figsize=size)  # a fixed layout: one frame per slider step, constrained layout cost most of it
         ax = fig.add_axes((0.02, 0.04, 0.96, 0.84))
     else:
         fig = ax.get_figure()  # type: ignore[assignment]
     nodes = [m.node for m in frame.members]
     pos = _positions(nodes)
+    big = len(nodes) > 4  # five nodes and more: smaller discs, labels pushed outwards, no word on every cut
+    disc = 1500 if big else 2600
     cuts = set(frame.cuts)
     graph = nx.Graph()
     graph.add_nodes_from(nodes)
@@ -81,15 +86,15 @@ def cluster_graph(frame: Frame, ax: Axes | None = None, *, title: str | None = N
                 whole.append((u, v))
     nx.draw_networkx_edges(graph, pos, edgelist=whole, ax=ax, edge_color=GREY, width=1.2)
     nx.draw_networkx_edges(graph, pos, edgelist=both, ax=ax, edge_color=CUT_RED, width=2.2, style="dashed")
-    for u, v in both:
+    for u, v in ([] if big else both):
         (x1, y1), (x2, y2) = pos[u], pos[v]
         ax.text((x1 + x2) / 2, (y1 + y2) / 2, "cut", color=CUT_RED, ha="center", va="center", fontsize=11,
                 fontweight="bold", bbox={"boxstyle": "round,pad=0.15", "fc": "white", "ec": "none"}, zorder=4)
     if oneway:
         directed = nx.DiGraph(oneway)
         nx.draw_networkx_edges(directed, pos, edgelist=oneway, ax=ax, edge_color=ORANGE, width=2.2, style="dashed",
-                               arrows=True, arrowstyle="-|>", arrowsize=16, node_size=2600)
-        for u, v in oneway:
+                               arrows=True, arrowstyle="-|>", arrowsize=16, node_size=disc)
+        for u, v in ([] if big else oneway):
             (x1, y1), (x2, y2) = pos[u], pos[v]
             ax.text((x1 + x2) / 2, (y1 + y2) / 2, f"{u}\u2192{v} cut", color=ORANGE, ha="center", va="center", fontsize=9,
                     fontweight="bold", bbox={"boxstyle": "round,pad=0.15", "fc": "white", "ec": "none"}, zorder=4)
@@ -99,13 +104,15 @@ def cluster_graph(frame: Frame, ax: Axes | None = None, *, title: str | None = N
             ring, width = INK, 4.5
         elif member.node in frame.stale:
             ring, width, style = VERMILLION, 3.5, "dashed"
-        collection = nx.draw_networkx_nodes(graph, pos, nodelist=[member.node], ax=ax, node_size=2600,
+        collection = nx.draw_networkx_nodes(graph, pos, nodelist=[member.node], ax=ax, node_size=disc,
                                             node_color=STATUS_COLOURS[member.status], edgecolors=ring, linewidths=width)
         collection.set_linestyle(style)
         x, y = pos[member.node]
-        ax.text(x, y + 0.05, member.node, ha="center", va="center", fontsize=13, fontweight="bold", color=_TEXT_ON[member.status], zorder=5)
-        ax.text(x, y - 0.11, member.status if member.life == 1 else f"{member.status} \u00b7 life {member.life}",
-                ha="center", va="center", fontsize=9.5, color=_TEXT_ON[member.status], zorder=5)
+        inside = 0.04 if big else 0.05
+        ax.text(x, y + inside, member.node, ha="center", va="center", fontsize=12 if big else 13, fontweight="bold",
+                color=_TEXT_ON[member.status], zorder=5)
+        ax.text(x, y - 2 * inside - 0.01, member.status if member.life == 1 else f"{member.status} \u00b7 life {member.life}",
+                ha="center", va="center", fontsize=8 if big else 9.5, color=_TEXT_ON[member.status], zorder=5)
         role = []
         if member.node == frame.owner:
             role.append("OWNER")
@@ -119,10 +126,18 @@ def cluster_graph(frame: Frame, ax: Axes | None = None, *, title: str | None = N
         if verdicts:
             lines.append(verdicts)
         if lines:
-            ax.text(x, y - 0.30, "\n".join(lines), ha="center", va="top", fontsize=10.5, color=INK, zorder=5,
+            # outwards from the circle's centre, so that labels sit away from the links between the discs
+            r = math.hypot(x, y) or 1.0
+            gap = 0.27 if big else 0.30
+            lx, ly = x + gap * x / r, y + gap * y / r
+            ha = "center" if abs(x) < 0.3 else ("left" if x > 0 else "right")
+            va = "bottom" if y > 0.3 else ("top" if y < -0.3 or not big else "center")
+            if not big:  # three or four nodes: under the disc reads best
+                lx, ly, ha, va = x, y - gap, "center", "top"
+            ax.text(lx, ly, "\n".join(lines), ha=ha, va=va, fontsize=9.5 if big else 10.5, color=INK, zorder=5,
                     linespacing=1.15, bbox={"boxstyle": "round,pad=0.2", "fc": "white", "ec": "none", "alpha": 0.9})
-    ax.set_xlim(-1.75, 1.75)
-    ax.set_ylim(-1.6, 1.3)
+    ax.set_xlim(*((-2.5, 2.5) if big else (-1.75, 1.75)))
+    ax.set_ylim(*((-1.75, 1.6) if big else (-1.6, 1.3)))
     ax.set_aspect("equal")
     ax.axis("off")
     if title is None:
