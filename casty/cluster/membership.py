@@ -268,7 +268,8 @@ class Heartbeat:
     hold the sender alive. Both have defaults (the body is a map): a node without them reads
     the frame as before, but it never proves a round trip, so it cannot join a newer node.
     ``learned``: the sender learned the view in this life, so its digest is the cluster as
-    last known, not only whom it heard since it started ("Learning the view" (2) and (5)).
+    last known, not only whom it heard since it started ("Learning the view" (2) and (5)); a
+    node of an older version sends none, and counts as one that does not know the cluster.
     """
 
     node: str
