@@ -167,6 +167,11 @@ def test_fault_buttons_make_exactly_these_faults(shared: Explorer) -> None:
     assert ex.fault_for("clock step", "n2", 5.0) == ClockStep(at=5.0, node="n2", seconds=-5.0)
     with pytest.raises(ValueError, match="no fault button 'melt'"):
         ex.fault_for("melt", "n2", 5.0)
+    with pytest.raises(ValueError, match="no node 'n9' in this run; its nodes: n1, n2, n3"):
+        ex.fault_for("crash", "n9", 5.0)
+    with pytest.raises(ValueError, match=r"crash\(n9\)@5.00 names node\(s\) n9; the run has n1, n2, n3"):
+        ex.fork(Crash(at=5.0, node="n9"))
+    assert ex.fork_run is None
 
 
 def test_a_fork_adds_exactly_one_fault_and_differs(stale: scenarios.Run) -> None:

@@ -150,6 +150,7 @@ class Explorer:
     def _pick_key(self) -> None:
         found = frame_at(self.trace, 0.0, actor=self.actor, key=self.key, replicas=self.replicas)
         self.actor, self.key = found.actor, found.key
+        self._nodes = [m.node for m in found.members]
 
     @property
     def times(self) -> list[int]:
@@ -175,10 +176,13 @@ class Explorer:
         return self.fork_run.trace
 
     def nodes(self) -> list[str]:
-        return [m.node for m in frame_at(self.trace, 0.0, actor=self.actor, key=self.key).members]
+        """The run's nodes, in the order they started."""
+        return list(self._nodes)
 
     def fault_for(self, button: str, node: str, t: float) -> Fault:
         """The one fault a button adds: ``crash``, ``pause``, ``partition`` or ``clock step`` of ``node`` at ``t`` s."""
+        if node not in self.nodes():
+            raise ValueError(f"no node {node!r} in this run; its nodes: {', '.join(self.nodes())}")
         if button == "crash":
             return Crash(at=t, node=node)
         if button == "pause":
@@ -196,6 +200,9 @@ class Explorer:
         """Run the same scenario and seed again with ``fault`` added to whatever it does; keep it as the fork."""
         if self.run is None:
             raise RuntimeError("a fork needs a scenario run (explorer(scenarios.run(...))); this explorer was given a bare trace")
+        unknown = [n for n in fault.nodes() if n not in self.nodes()]
+        if unknown:
+            raise ValueError(f"{fault} names node(s) {', '.join(unknown)}; the run has {', '.join(self.nodes())}")
         plan = FaultPlan.of(fault)
         worlds: list[World] = []
 
