@@ -1,4 +1,4 @@
-"""Writes notebooks/01_cluster_lab.ipynb from this script (run from the project root), so its source can be reviewed as Python."""
+"""Writes notebooks/04_ownership.ipynb from this script (run from the project root), so its source can be reviewed as Python."""
 import nbformat as nbf
 
 cells = []
@@ -310,5 +310,5 @@ nb = nbf.v4.new_notebook()
 nb["cells"] = cells
 nb["metadata"]["kernelspec"] = {"display_name": "Python 3", "language": "python", "name": "python3"}
 nb["metadata"]["language_info"] = {"name": "python"}
-nbf.write(nb, "notebooks/01_cluster_lab.ipynb")
-print("wrote notebooks/01_cluster_lab.ipynb")
+nbf.write(nb, "notebooks/04_ownership.ipynb")
+print("wrote notebooks/04_ownership.ipynb")
