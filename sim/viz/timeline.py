@@ -633,7 +633,13 @@ def activation_timeline(
         handles.append(Line2D([], [], ls="", marker="*", ms=10, color=INK, label="report built"))
     if handles:
         place = outside_legend(fig, own)
-        ax.legend(handles=handles, fontsize=SMALL, borderaxespad=0, **place)
+        # a title says the coloured entries are keys (of which type), so a key named like a state does not read as one
+        actors = {a for a, _ in entities}
+        keys_title = None
+        if 0 < len(entities) <= 12:
+            keys_title = f"keys of {next(iter(actors)).split(':')[-1]}" if len(actors) == 1 else "actor/key"
+        ax.legend(handles=handles, fontsize=SMALL, borderaxespad=0, title=keys_title, title_fontsize=SMALL,
+                  alignment="left", **place)
 
     # notes, then keep labels apart and drop bar labels that do not fit their bar
     labels += add_notes(fig, ax, trace, unit, footer=own)
