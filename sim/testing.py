@@ -20,14 +20,17 @@ plans (Poisson arrivals, restarts that follow crashes), but a plan it drew canno
 (milliseconds, indices) that Hypothesis shrinks toward zero, and each is encoded so that zero
 is the simple end:
 
-- fewer faults: the plan is a list of incidents (``st.lists`` shrinks it toward empty);
+- fewer faults: the plan is a list of incidents, each with a flag "it happens" that
+  shrinks to "no" (so any incident that does not matter is dropped);
 - shorter: every length (a pause, a partition, a crash's downtime) shrinks to its minimum;
-- later: a fault's time is counted back from the end of the window (``at = end - length -
-  lead``), so a shrinking ``lead`` moves it toward the end, where it disturbs the least;
+- later: a fault's start is counted back from the end of the window (``at = end - lead``),
+  so a shrinking ``lead`` moves it toward the end, where it disturbs the least; a length
+  is a choice of its own (the end of the window cuts it short), so neither moves the other;
 - fewer nodes touched: nodes are picked by index (toward the first node), sides and scopes
-  as counts (toward one node); a crash's restart and a restart's wipe are booleans that
-  shrink to "no" (a crash is placed to leave room for its downtime either way, so it is at
-  the latest 0.301 s before the end).
+  as counts (toward one node);
+- milder: a crash's restart is one signed integer (0: no restart, then the shortest
+  downtimes, a wiped disk on the negative side), clock steps and drifts shrink toward +1 ms
+  and +1 ppm, loss and duplication toward 1 %.
 
 ``PlanSpace.draw(rng)`` draws from the same space with a ``random.Random`` (the pytest
 plugin's ``@pytest.mark.sim(faults=fault_plans(...))`` does, one plan per seed), so a plan
@@ -84,8 +87,8 @@ _DOWN = (300, 10_000)  # a crash's downtime, when it restarts
 _PAUSE = (200, 15_000)
 _CUT = (300, 15_000)  # a partition or a flap
 _PERIOD = (100, 2_000)  # a flap's half-cycle
-_STEP = (1, 600_000)  # a clock step's size
-_PPM = (1, 50_000)
+_STEP = (1, 600_000)  # a clock step's size, either way
+_PPM = (1, 50_000)  # either way
 _LINK = (300, 8_000)  # a loss, duplicate or reorder episode
 _P = (10, 600)  # its probability, permille
 _MIN_WINDOW_MS = 1_000
@@ -98,6 +101,10 @@ class _Draw(Protocol):
 
     def boolean(self) -> bool: ...
 
+    def restart(self, most: int, wipe: bool) -> int:
+        """A crash's restart in one choice: 0 none, ``k`` > 0 after the ``k``-th downtime, ``-k`` the same, wiped."""
+        ...
+
 
 class _RandomDraw:
     def __init__(self, rng: random.Random) -> None:
@@ -108,6 +115,12 @@ class _RandomDraw:
 
     def boolean(self) -> bool:
         return self.rng.random() < 0.5
+
+    def restart(self, most: int, wipe: bool) -> int:
+        if most == 0 or self.rng.random() < 0.1:  # as sim.faults.generate: most crashed nodes come back
+            return 0
+        k = self.rng.randint(1, most)
+        return -k if wipe and self.rng.random() < 0.25 else k
 
 
 class _HypothesisDraw:
@@ -128,6 +141,9 @@ class _HypothesisDraw:
     def boolean(self) -> bool:
         value: bool = self._draw(self._st.booleans())
         return value
+
+    def restart(self, most: int, wipe: bool) -> int:
+        return 0 if most == 0 else self.integer(-most if wipe else 0, most)
 
 
 def node_names(nodes: int | Sequence[str]) -> tuple[str, ...]:
@@ -203,7 +219,13 @@ class PlanSpace:
 
         @st.composite
         def incident(draw: Callable[[Any], Any]) -> list[Fault]:
-            return self._incident(_HypothesisDraw(draw))
+            # Each incident begins with a flag "it happens": lowering that one choice drops the incident and
+            # leaves every other choice where it was. Deleting the incident's choices instead (what st.lists
+            # shrinks by) takes a block of at most five choices in Hypothesis 6.170, and an incident has up
+            # to seven with its continue flag: plans kept faults that did not matter.
+            happens: bool = draw(st.booleans())
+            faults = self._incident(_HypothesisDraw(draw))
+            return faults if happens else []
 
         plans = st.lists(incident(), max_size=self.max_faults).map(self._plan)
         _SPACES[plans] = self
@@ -222,71 +244,74 @@ class PlanSpace:
         chosen = [pool.pop(draw.integer(0, len(pool) - 1)) for _ in range(draw.integer(1, most))]
         return tuple(n for n in self.names if n in chosen)
 
-    def _length(self, draw: _Draw, bounds: tuple[int, int]) -> int:
-        room = self.end_ms - self.start_ms - 1
-        return draw.integer(min(bounds[0], room), min(bounds[1], room))
+    def _lead(self, draw: _Draw) -> int:
+        """How long before the end of the window an incident starts, in ms (shrinks toward the latest start)."""
+        return draw.integer(1, self.end_ms - self.start_ms)
 
-    def _at(self, draw: _Draw, span: int) -> float:
-        """A start for an incident lasting ``span`` ms, counted back from the end (shrinks toward the latest)."""
-        lead = draw.integer(1, self.end_ms - self.start_ms - span)
-        return _ms(self.end_ms - span - lead)
+    def _timed(self, draw: _Draw, bounds: tuple[int, int]) -> tuple[float, float]:
+        """A start, and a length within ``bounds`` ms cut short where it would pass the end of the window.
+
+        Start and length are separate choices and neither moves the other: a shorter length keeps
+        the start; a later start keeps the length unless the end of the window cuts it."""
+        lead = self._lead(draw)
+        span = draw.integer(bounds[0], min(bounds[1], self.end_ms - self.start_ms - 1))
+        return _ms(self.end_ms - lead), _ms(max(1, min(span, lead - 1)))
 
     def _incident(self, draw: _Draw) -> list[Fault]:
         kind = self.kinds[draw.integer(0, len(self.kinds) - 1)]
         names = self.names
         if kind == "crash":
-            # the downtime is drawn, and the crash placed to leave room for it, whether or not the node
-            # restarts: "no restart" is then the last choice alone, which the shrinker flips in one step
+            # whether it restarts, after how long and with which disk is one choice (0: no restart): a crash
+            # costs the shrinker as few choices as a pause, and dropping its restart is one step that keeps
+            # the crash where it is
             node = self._pick(draw, names)
-            down = self._length(draw, _DOWN)
-            wipe = self.wipe and draw.boolean()
-            at = self._at(draw, down)
-            if not draw.boolean():
+            lead = self._lead(draw)
+            at = _ms(self.end_ms - lead)
+            most = max(0, min(_DOWN[1], self.end_ms - self.start_ms - 1) - _DOWN[0] + 1)
+            code = draw.restart(most, self.wipe)
+            down = min(_DOWN[0] + abs(code) - 1, lead - 1)  # a restart is over before the window ends
+            if code == 0 or down < 1:
                 return [Crash(at=at, node=node)]
-            return [Crash(at=at, node=node), Restart(at=round(at + down / 1000, 3), node=node, wipe=wipe)]
+            return [Crash(at=at, node=node), Restart(at=_ms(self.end_ms - lead + down), node=node, wipe=code < 0)]
         if kind == "pause":
             node = self._pick(draw, names)
-            span = self._length(draw, _PAUSE)
-            return [Pause(at=self._at(draw, span), node=node, duration=_ms(span))]
+            at, span = self._timed(draw, _PAUSE)
+            return [Pause(at=at, node=node, duration=span)]
         if kind == "clock_step":
             node = self._pick(draw, names)
-            back = draw.boolean()
-            size = draw.integer(*_STEP)
-            return [ClockStep(at=self._at(draw, 0), node=node, seconds=-_ms(size) if back else _ms(size))]
+            at = _ms(self.end_ms - self._lead(draw))
+            step = draw.integer(-_STEP[1], _STEP[1]) or 1  # ms, either way; shrinks toward +1 ms
+            return [ClockStep(at=at, node=node, seconds=_ms(step))]
         if kind in ("partition", "flap"):
             a = self._some(draw, names, len(names) - 1)
             rest = [n for n in names if n not in a]
             b = self._some(draw, rest, len(rest))
             oneway = draw.boolean()
+            at, span = self._timed(draw, _CUT)
             if kind == "partition":
-                span = self._length(draw, _CUT)
-                return [Partition(at=self._at(draw, span), a=a, b=b, oneway=oneway, duration=_ms(span))]
+                return [Partition(at=at, a=a, b=b, oneway=oneway, duration=span)]
             period = draw.integer(*_PERIOD)
-            span = self._length(draw, _CUT)
-            return [Flap(at=self._at(draw, span), a=a, b=b, period=_ms(period), duration=_ms(span), oneway=oneway)]
+            return [Flap(at=at, a=a, b=b, period=_ms(period), duration=span, oneway=oneway)]
         if kind == "clock_drift":
             node = self._pick(draw, names)
-            slow = draw.boolean()
-            ppm = draw.integer(*_PPM)
-            return [ClockDrift(at=self._at(draw, 0), node=node, ppm=float(-ppm if slow else ppm))]
+            at = _ms(self.end_ms - self._lead(draw))
+            ppm = draw.integer(-_PPM[1], _PPM[1]) or 1  # fast or slow; shrinks toward +1 ppm
+            return [ClockDrift(at=at, node=node, ppm=float(ppm))]
         if kind in ("loss", "duplicate", "reorder"):
             scope = self._some(draw, names, len(names))
             p = draw.integer(*_P) / 1000
+            at, span = self._timed(draw, _LINK)
             if kind == "loss":
-                span = self._length(draw, _LINK)
-                return [Loss(at=self._at(draw, span), p=p, duration=_ms(span), links_of=scope)]
+                return [Loss(at=at, p=p, duration=span, links_of=scope)]
             if kind == "duplicate":
-                delay = draw.integer(0, 500)
-                span = self._length(draw, _LINK)
-                return [Duplicate(at=self._at(draw, span), p=p, duration=_ms(span), links_of=scope, delay=_ms(delay))]
-            delay = draw.integer(5, 200)
-            span = self._length(draw, _LINK)
-            return [Reorder(at=self._at(draw, span), p=p, duration=_ms(span), links_of=scope, delay=_ms(delay))]
+                return [Duplicate(at=at, p=p, duration=span, links_of=scope, delay=_ms(draw.integer(0, 500)))]
+            return [Reorder(at=at, p=p, duration=span, links_of=scope, delay=_ms(draw.integer(5, 200)))]
         if kind == "heal":
-            return [Heal(at=self._at(draw, 0))]
+            return [Heal(at=_ms(self.end_ms - self._lead(draw)))]
         node = self._pick(draw, names)  # forged_heartbeat
+        at = _ms(self.end_ms - self._lead(draw))
         fakes = tuple(f"ghost{i}" for i in range(1, draw.integer(1, len(names)) + 1))
-        return [ForgedHeartbeat(at=self._at(draw, 0), node=node, fakes=fakes)]
+        return [ForgedHeartbeat(at=at, node=node, fakes=fakes)]
 
 
 def _kinds(kinds: Sequence[str] | str | None, names: tuple[str, ...]) -> tuple[str, ...]:
