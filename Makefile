@@ -37,8 +37,13 @@ html: setup
 	mkdir -p $(TEST_HOME)
 	$(TEST_ENV) $(PY) notebooks/tools/export_html.py --out out/html --npm out/npm
 
+# JupyterLab on notebooks/, listening on 127.0.0.1 only (LAB_IP=0.0.0.0 to reach it from outside a container) and on
+# LAB_PORT; no browser is started (open the URL with the token it prints). Jupyter refuses to run as root unless told:
+# --allow-root is passed only when the user is root (a container), never otherwise.
+LAB_IP   ?= 127.0.0.1
+LAB_PORT ?= 8888
 lab: setup
-	$(VENV)/bin/jupyter lab notebooks/
+	$(VENV)/bin/jupyter lab --ip=$(LAB_IP) --port=$(LAB_PORT) --no-browser $(if $(filter 0,$(shell id -u)),--allow-root) notebooks/
 
 bench: setup
 	$(PY) bench/local.py
