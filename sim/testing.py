@@ -253,9 +253,9 @@ class PlanSpace:
 
         Start and length are separate choices and neither moves the other: a shorter length keeps
         the start; a later start keeps the length unless the end of the window cuts it."""
-        lead = self._lead(draw)
+        lead = max(2, self._lead(draw))  # at least 1 ms to last and 1 ms to spare: over before the window ends
         span = draw.integer(bounds[0], min(bounds[1], self.end_ms - self.start_ms - 1))
-        return _ms(self.end_ms - lead), _ms(max(1, min(span, lead - 1)))
+        return _ms(self.end_ms - lead), _ms(min(span, lead - 1))
 
     def _incident(self, draw: _Draw) -> list[Fault]:
         kind = self.kinds[draw.integer(0, len(self.kinds) - 1)]
