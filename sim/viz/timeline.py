@@ -8,7 +8,9 @@ sub-rows; a key keeps its sub-row when it can, and its colour everywhere.
 
 World rows drawn on the node's row: ``fault.crash`` (red line, "crash"), ``fault.restart``
 (green triangle), the node down between the two (grey), ``fault.pause`` .. ``fault.resume``
-(hatched), ``clock.step`` (purple tick), ``report.built`` (black star). ``note`` rows are
+(hatched), ``clock.step`` (purple tick), ``report.built`` (black star; so is an ``effect`` row whose
+details carry a ``day``: a daily report in the effects ledger). A day missing between two reports of a
+key is a hollow red star, "omitted" (an omission is a gap, and a gap draws nothing unless marked). ``note`` rows are
 numbered along the top and listed under the axis.
 
 This module also holds the helpers the other views share (palette, time unit, faults per
@@ -390,6 +392,7 @@ def entity_names(entities: Iterable[tuple[str, str]]) -> dict[tuple[str, str], s
 # the activation timeline
 # ---------------------------------------------------------------------------------------
 
+_SAID_ENDS = ("cancelled", "become")  # run ends written at the bar's end (idle, failed, crash have their own look)
 _NODE_KINDS = ("activation.", "fault.", "clock.step", "schedule.", "write.", "message.dropped")
 
 
@@ -402,6 +405,7 @@ class _Bar:
     end_ns: int = -1
     how: str = "open"  # ended reason, "failed", "crash", "superseded", "end of trace"
     slot: int = 0
+    behavior: str | None = None  # the run's behaviour when ``become`` made it another type than the key's own
 
 
 def _activation_bars(trace: Trace, keys: set[str] | None) -> tuple[list[_Bar], list[tuple[Row, _Bar | None]]]:
@@ -431,6 +435,9 @@ def _activation_bars(trace: Trace, keys: set[str] | None) -> tuple[list[_Bar], l
         if kind == "activation.started":
             close(ident, row.t_ns, "superseded")
             bar = _Bar(row.node, entity, row.get("lease"), row.t_ns)
+            behavior = row.get("behavior")
+            if behavior is not None and str(behavior) != entity[0]:
+                bar.behavior = str(behavior).split(":")[-1]
             open_[ident] = bar
             bars.append(bar)
         elif kind == "activation.ended":
@@ -567,7 +574,10 @@ def activation_timeline(
         rect = Rectangle((x0, yc - 0.4), width, 0.8, facecolor=colour, edgecolor="white", lw=0.6, hatch=hatch or None, zorder=2, gid=f"activation:{names[bar.entity]}")
         ax.add_patch(rect)
         box = {"boxstyle": "round,pad=0.12", "facecolor": colour, "edgecolor": "none"} if hatch else None
-        text = ax.text(x0 + width / 2, yc, names[bar.entity], ha="center", va="center", fontsize=SMALL, color=text_colour_on(colour), zorder=3, clip_on=True, bbox=box)
+        name = names[bar.entity] if bar.behavior is None else f"{names[bar.entity]} as {bar.behavior}"
+        if bar.how in _SAID_ENDS:  # a run that ended for a reason the bar alone does not show: say it at its end
+            labels.append(label(ax, x1, yc - 0.4, bar.how, colour=INK, va="bottom"))
+        text = ax.text(x0 + width / 2, yc, name, ha="center", va="center", fontsize=SMALL, color=text_colour_on(colour), zorder=3, clip_on=True, bbox=box)
         text.set_in_layout(False)
         bar_texts.append((text, rect, next_start[id(bar)]))
 
@@ -598,16 +608,21 @@ def activation_timeline(
         for t, _seq, delta in ev.steps:
             ax.vlines(unit.x(t), tops[node] + 0.05, y1, color=PURPLE, lw=1.5, ls="--", zorder=4, gid="clock.step")
             labels.append(label(ax, unit.x(t), tops[node] + 0.08, f"clock {fmt_signed(delta / 1e6)}", colour="#9E4A7E"))
-    reports = [r for r in trace.of("report.built") if r.node in tops and (key_filter is None or str(r.get("key")) in key_filter)]
+    reports = [r for r in report_rows(trace) if r.node in tops and (key_filter is None or str(r.get("key")) in key_filter)]
+    omitted = [(r, day) for r, day in omitted_reports(reports) if r.node in tops]
     if reports:
         ax.scatter([unit.x(r.t_ns) for r in reports], [lane(r.node)[0] - 0.3 for r in reports], marker="*", s=90, color=INK, zorder=5, gid="report.built", clip_on=False)
         built: dict[Any, int] = {}
         for r in reports:
-            which = (r.get("key"), r.get("day"))
+            which = (r.get("key"), report_day(r))
             built[which] = built.get(which, 0) + 1
             again = built[which] > 1
-            labels.append(label(ax, unit.x(r.t_ns), lane(r.node)[0] - 0.3, f"report {day_label(r.get('day'))}" + (" again" if again else ""),
+            labels.append(label(ax, unit.x(r.t_ns), lane(r.node)[0] - 0.3, f"report {day_label(report_day(r))}" + (" again" if again else ""),
                                 colour=VERMILLION if again else INK, weight="bold" if again else "normal", va="center", dx=6))
+    for r, day in omitted:  # drawn where the missing day's report was due: one period after the report before it
+        ax.scatter([unit.x(r.t_ns)], [lane(r.node)[0] - 0.3], marker="*", s=110, facecolors="white", edgecolors=VERMILLION, linewidths=1.4,
+                   zorder=5, gid="report.omitted", clip_on=False)
+        labels.append(label(ax, unit.x(r.t_ns), lane(r.node)[0] - 0.3, f"report {day_label(day)} omitted", colour=VERMILLION, weight="bold", va="center", dx=6))
 
     # axes
     ax.set_xlim(0, end_x * 1.01 if end_x > 0 else 1)
@@ -631,6 +646,8 @@ def activation_timeline(
     handles += fault_handles(ev for n, ev in events.items() if n in tops)
     if reports:
         handles.append(Line2D([], [], ls="", marker="*", ms=10, color=INK, label="report built"))
+    if omitted:
+        handles.append(Line2D([], [], ls="", marker="*", ms=11, mfc="white", mec=VERMILLION, label="report omitted (a day missing)"))
     if handles:
         place = outside_legend(fig, own)
         # a title says the coloured entries are keys (of which type), so a key named like a state does not read as one
@@ -666,7 +683,60 @@ def activation_timeline(
 
 
 def day_label(day: Any) -> str:
-    """A report's day (whole days since the epoch) as a short date, e.g. 'Jan 03'; anything else as is."""
-    if isinstance(day, int):
-        return (datetime(1970, 1, 1, tzinfo=timezone.utc) + timedelta(days=day)).strftime("%b %d")
+    """A report's day (whole days since the epoch, or an ISO date) as a short date, e.g. 'Jan 03'; anything else as is."""
+    number = day_number(day)
+    if number is not None:
+        return (datetime(1970, 1, 1, tzinfo=timezone.utc) + timedelta(days=number)).strftime("%b %d")
     return str(day)
+
+
+def day_number(day: Any) -> int | None:
+    """Whole days since the epoch of a report's day: an int as is, an ISO date ('2026-01-03') converted; else None."""
+    if isinstance(day, int) and not isinstance(day, bool):
+        return day
+    if isinstance(day, str):
+        try:
+            return (datetime.fromisoformat(day).replace(tzinfo=timezone.utc).date() - datetime(1970, 1, 1).date()).days
+        except ValueError:
+            return None
+    return None
+
+
+def report_day(row: Row) -> Any:
+    """The day a report row is about: ``day`` of a ``report.built`` row, ``details.day`` of an ``effect`` row."""
+    if row.kind == "effect":
+        details = row.get("details")
+        return details.get("day") if isinstance(details, dict) else None
+    return row.get("day")
+
+
+def report_rows(trace: Trace) -> list[Row]:
+    """The daily reports of a run: ``report.built`` rows, and ``effect`` rows (the effects ledger) whose details carry a day."""
+    return [r for r in trace.rows if r.kind == "report.built" or (r.kind == "effect" and report_day(r) is not None)]
+
+
+def omitted_reports(reports: Sequence[Row]) -> list[tuple[Row, Any]]:
+    """Days missing between the first and the last report of each key, with the report row before the gap.
+
+    Each comes back as ``(row, day)``: ``row`` a copy of the last report before the gap, moved to where
+    the missing day's report was due (one period, the distance between two reported days, after it),
+    so a chart can draw it on that node's row; ``day`` the missing day, as the reports spell days.
+    """
+    by_key: dict[Any, dict[int, Row]] = {}
+    spelled_as_date: dict[Any, bool] = {}
+    for r in reports:
+        number = day_number(report_day(r))
+        if number is None:
+            continue
+        by_key.setdefault(r.get("key"), {}).setdefault(number, r)
+        spelled_as_date[r.get("key")] = isinstance(report_day(r), str)
+    out: list[tuple[Row, Any]] = []
+    for key, days in by_key.items():
+        ordered = sorted(days)
+        for before, after in zip(ordered, ordered[1:]):
+            per_day = (days[after].t_ns - days[before].t_ns) / (after - before)
+            for missing in range(before + 1, after):
+                due = days[before].t_ns + int(per_day * (missing - before))
+                spelled = (datetime(1970, 1, 1) + timedelta(days=missing)).date().isoformat() if spelled_as_date[key] else missing
+                out.append((Row(days[before].seq, due, days[before].node, None, "report.omitted", {"key": key, "day": spelled}), spelled))
+    return out
