@@ -17,7 +17,8 @@ and ``next_us``) are hollow red X's on the wall-clock lane, where the grid is de
 delivered more than once (a crash or ownership change) is an orange diamond, "repeat".
 Crash-to-restart (grey), pauses (hatched), restarts (green) and clock steps (purple; an arrow
 over the skipped wall time in the wall lane) of the nodes that ran the schedule are drawn on
-their rows; ``report.built`` rows of the key are black stars with their day.
+their rows; ``report.built`` rows of the key (and ``effect`` rows with a ``day`` detail) are black stars
+with their day, and a day missing between two of them a hollow red star, "omitted".
 """
 
 from __future__ import annotations
@@ -49,6 +50,9 @@ from sim.viz.timeline import (
     fault_handles,
     add_notes,
     day_label,
+    omitted_reports,
+    report_day,
+    report_rows,
     declutter,
     fmt_duration,
     fmt_signed,
@@ -323,16 +327,21 @@ def catchup_chart(
                 lane_ax.scatter(sx, sy, marker="X", s=64, facecolors="white", edgecolors=VERMILLION, linewidths=1.3, zorder=3, gid="skipped")
 
     # reports built for this key (true time)
-    reports = [r for r in trace.of("report.built") if str(r.get("key")) == key]
+    reports = [r for r in report_rows(trace) if str(r.get("key")) == key]
+    omitted = omitted_reports(reports)
     if reports:
-        days = Counter(r.get("day") for r in reports)
+        days = Counter(report_day(r) for r in reports)
         done: Counter[Any] = Counter()
         ys = [row_of.get(r.node, 0) - 0.25 for r in reports]
         ax_t.scatter([tx(r.t_ns) for r in reports], ys, marker="*", s=90, color=INK, zorder=5, gid="report.built")
         for r, y_star in zip(reports, ys):
-            done[r.get("day")] += 1
-            again = days[r.get("day")] > 1 and done[r.get("day")] > 1
-            labels.append(label(ax_t, tx(r.t_ns) + span * 0.004, y_star, f"report {day_label(r.get('day'))}" + (" again" if again else ""), colour=VERMILLION if again else INK, va="center", weight="bold" if again else "normal"))
+            done[report_day(r)] += 1
+            again = days[report_day(r)] > 1 and done[report_day(r)] > 1
+            labels.append(label(ax_t, tx(r.t_ns) + span * 0.004, y_star, f"report {day_label(report_day(r))}" + (" again" if again else ""), colour=VERMILLION if again else INK, va="center", weight="bold" if again else "normal"))
+    for r, day in omitted:  # a missing day draws nothing unless marked: a hollow red star where its report was due
+        y_star = row_of.get(r.node, 0) - 0.25
+        ax_t.scatter([tx(r.t_ns)], [y_star], marker="*", s=110, facecolors="white", edgecolors=VERMILLION, linewidths=1.4, zorder=5, gid="report.omitted")
+        labels.append(label(ax_t, tx(r.t_ns) + span * 0.004, y_star, f"report {day_label(day)} omitted", colour=VERMILLION, va="center", weight="bold"))
 
     # connectors: the same delivery in both lanes, when the clocks disagree
     skewed = [r for r in fired if abs(tx(r.t_ns) - wx(fired_wall(r))) > visible]
@@ -379,6 +388,8 @@ def catchup_chart(
         handles.append(Line2D([], [], color=PURPLE, lw=0.9, ls=":", label="same delivery\n(true vs wall clock)"))
     if reports:
         handles.append(Line2D([], [], ls="", marker="*", ms=10, color=INK, label="report built"))
+    if omitted:
+        handles.append(Line2D([], [], ls="", marker="*", ms=11, mfc="white", mec=VERMILLION, label="report omitted (a day missing)"))
     ax_t.legend(handles=handles, fontsize=SMALL, borderaxespad=0, **outside_legend(fig, own))
 
     labels += add_notes(fig, ax_t, trace, unit, where="bottom", footer=own)
