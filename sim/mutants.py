@@ -406,8 +406,7 @@ for info in pkgutil.walk_packages(casty.__path__, "casty."):
     if info.name.rsplit(".", 1)[-1] != "__main__":
         importlib.import_module(info.name)
 from sim import scenarios
-scenarios._load()
-print(json.dumps({"where": where, "scenarios": list(scenarios.SCENARIOS)}))
+print(json.dumps({"where": where, "scenarios": list(scenarios.registered())}))
 """
 
 _WORKER = """

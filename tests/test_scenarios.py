@@ -15,8 +15,7 @@ from sim.__main__ import main as cli
 from sim.checks import CheckFailed
 from sim.world import World
 
-scenarios._load()
-NAMES = list(scenarios.SCENARIOS)
+NAMES = list(scenarios.registered())
 
 
 @pytest.mark.parametrize("name", NAMES)
