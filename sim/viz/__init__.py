@@ -7,6 +7,7 @@ from sim.viz.frames import Frame, frame_at
 from sim.viz.graph import cluster_graph
 from sim.viz.ownership import ownership_chart
 from sim.viz.spacetime import spacetime_diagram
+from sim.viz.ticks import ticks_chart
 from sim.viz.timeline import activation_timeline
 
 __all__ = [
@@ -21,4 +22,5 @@ __all__ = [
     "frame_at",
     "ownership_chart",
     "spacetime_diagram",
+    "ticks_chart",
 ]

@@ -1,0 +1,176 @@
+"""Ticks chart: every periodic delivery of a run, one row per source on each node, along true time.
+
+The catch-up chart follows one persisted schedule's grid; this view puts the three kinds of
+periodic work side by side, so a crash shows which kind survives it:
+
+* ``schedule.fired``: a persisted actor schedule (``ctx.schedule``), row "actor schedule 'name'";
+* ``timer.fired``: an activation timer (``ctx.timer``), row "timer 'name'";
+* ``node_schedule.*``: a node schedule (``system.schedule*``), row "node schedule 'reference'",
+  with its cron claims: a tick told is a filled dot, a claim lost to another node a hollow
+  circle (that node did not tell it), a claim won but never told by anyone (the winner died
+  between the claim and the tell: drawn on the winner's row, at its crash when the losers name
+  it and it died before recording its win) an orange diamond, a tick that could not be handed over (``tick_lost``)
+  and a claim that could not be made (``claim_skipped``) red X's, a late tick that skipped
+  later ones "skipped N".
+
+The rows of a node carry its faults (crash, down, pause) as the activation timeline draws
+them. The claim keys' own schedules (the internal type ``casty.cluster.claims:schedule_fire``
+arms one to expire each claim) are runtime bookkeeping and are left out unless ``internal=True``.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+from matplotlib.patches import Rectangle
+
+from sim.trace import Row, Trace
+from sim.viz.timeline import (
+    BLUE,
+    FONT,
+    GREY,
+    LIGHT_GREY,
+    ORANGE,
+    SMALL,
+    VERMILLION,
+    declutter,
+    end_ns,
+    fault_handles,
+    label,
+    node_events,
+    outside_legend,
+    style_node_lanes,
+    time_unit,
+)
+
+__all__ = ["ticks_chart", "tick_rows"]
+
+CLAIM_ACTOR = "casty.cluster.claims:schedule_fire"
+"""The internal actor type whose keys are the cron claims (one key per reference and tick)."""
+
+_KINDS = (
+    "schedule.fired", "schedule.caught_up", "timer.fired", "node_schedule.fired", "node_schedule.caught_up",
+    "node_schedule.tick_lost", "node_schedule.claim_won", "node_schedule.claim_lost", "node_schedule.claim_skipped",
+)
+
+
+def _source(row: Row) -> str:
+    if row.kind.startswith("node_schedule."):
+        return f"node schedule '{row.get('reference')}'"
+    if row.kind.startswith("timer."):
+        return f"timer '{row.get('name')}'"
+    return f"actor schedule '{row.get('name')}'"
+
+
+def tick_rows(trace: Trace, *, internal: bool = False) -> dict[tuple[str, str], list[Row]]:
+    """The periodic-delivery rows of a run by ``(node, source)`` (source as the chart names its row), in order of first row."""
+    out: dict[tuple[str, str], list[Row]] = {}
+    for row in trace.rows:
+        if row.kind not in _KINDS or (not internal and row.get("actor") == CLAIM_ACTOR):
+            continue
+        out.setdefault((row.node, _source(row)), []).append(row)
+    return out
+
+
+def ticks_chart(trace: Trace, *, ax: Axes | None = None, title: str | None = None, internal: bool = False) -> Figure:
+    """The ticks chart (see the module docstring); returns the figure it drew on."""
+    rows = tick_rows(trace, internal=internal)
+    nodes = sorted(dict.fromkeys(node for node, _ in rows))
+    order = sorted(rows, key=lambda r: (nodes.index(r[0]), r[1]))
+    y_of = {r: i for i, r in enumerate(order)}
+    own = ax is None
+    if ax is None:
+        fig = Figure(figsize=(11, 1.0 + 0.55 * max(len(order), 1)), layout="constrained")
+        ax = fig.add_subplot()
+    else:
+        fig = ax.get_figure()  # type: ignore[assignment]
+    end = end_ns(trace)
+    unit = time_unit(end / 1e9)
+    events = node_events(trace)
+    labels = []
+    counts: Counter[str] = Counter()
+    told_anywhere = {(r.get("reference"), r.get("tick_us")) for found in rows.values() for r in found if r.kind == "node_schedule.fired"}
+    untold: dict[tuple[str, str], list[int]] = {}  # (node, source) -> times of ticks it won and never told
+    for found in rows.values():
+        for r in found:
+            tick = (r.get("reference"), r.get("tick_us"))
+            if tick in told_anywhere:
+                continue
+            if r.kind == "node_schedule.claim_won":
+                winner, at = r.node, r.t_ns
+            elif r.kind == "node_schedule.claim_lost" and r.get("winner"):
+                # the winner may have died before it could even record its win: the losers name it
+                winner = str(r.get("winner"))
+                crashes = [t for t in (events[winner].crashes if winner in events else []) if t <= r.t_ns]
+                at = crashes[-1] if crashes else r.t_ns
+            else:
+                continue
+            told_anywhere.add(tick)  # one mark per tick
+            untold.setdefault((winner, _source(r)), []).append(at)
+    for (node, source), found in rows.items():
+        y = y_of[(node, source)]
+        ax.add_patch(Rectangle((0, y - 0.4), unit.x(end), 0.8, facecolor="#F4F4F4", edgecolor="none", zorder=0))
+        ev = events.get(node)
+        if ev is not None:
+            for span in ev.down:
+                ax.add_patch(Rectangle((unit.x(span.start_ns), y - 0.4), unit.x(span.end_ns - span.start_ns), 0.8,
+                                       facecolor=LIGHT_GREY, edgecolor="none", zorder=1, gid="down"))
+            for span in ev.paused:
+                ax.add_patch(Rectangle((unit.x(span.start_ns), y - 0.4), unit.x(span.end_ns - span.start_ns), 0.8,
+                                       facecolor="white", edgecolor=GREY, hatch="///", lw=0, zorder=1, gid="paused"))
+            for t in ev.crashes:
+                ax.vlines(unit.x(t), y - 0.45, y + 0.45, color=VERMILLION, lw=2, zorder=4, gid="crash")
+        marks: dict[str, list[float]] = {}
+        for r in found:
+            x = unit.x(r.t_ns)
+            if r.kind in ("schedule.fired", "timer.fired", "node_schedule.fired"):
+                marks.setdefault("told", []).append(x)
+                counts["told"] += 1
+            elif r.kind == "node_schedule.claim_lost":
+                marks.setdefault("lost", []).append(x)
+            elif r.kind in ("node_schedule.tick_lost", "node_schedule.claim_skipped"):
+                marks.setdefault("failed", []).append(x)
+                counts["failed"] += 1
+                labels.append(label(ax, x, y - 0.42, "tick lost" if r.kind.endswith("tick_lost") else "claim skipped",
+                                    colour=VERMILLION, weight="bold", down=False, va="bottom"))
+            elif r.kind in ("schedule.caught_up", "node_schedule.caught_up") and int(r.get("skipped", 0) or 0):
+                labels.append(label(ax, x, y - 0.42, f"skipped {r.get('skipped')}", colour=VERMILLION, weight="bold", down=False, va="bottom"))
+        for t in untold.get((node, source), []):
+            marks.setdefault("untold", []).append(unit.x(t))
+            counts["untold"] += 1
+            labels.append(label(ax, unit.x(t), y - 0.42, "won a claim, never told", colour=ORANGE, weight="bold", down=False, va="bottom"))
+        style = {
+            "told": {"marker": "o", "s": 42, "color": BLUE, "zorder": 3},
+            "lost": {"marker": "o", "s": 42, "facecolors": "white", "edgecolors": GREY, "linewidths": 1.2, "zorder": 3},
+            "untold": {"marker": "D", "s": 60, "color": ORANGE, "edgecolors": "#222222", "zorder": 4},
+            "failed": {"marker": "X", "s": 70, "color": VERMILLION, "edgecolors": "white", "zorder": 4},
+        }
+        for what, xs in marks.items():
+            ax.scatter(xs, [y] * len(xs), gid=what, **style[what])  # type: ignore[arg-type]
+    ax.set_xlim(0, unit.x(end) * 1.01 if end else 1)
+    ax.set_ylim(len(order) - 0.5, -0.95)  # room above the first row for its labels
+    ax.set_yticks(range(len(order)), [f"{node}  {source}" for node, source in order], fontsize=SMALL + 0.5)
+    style_node_lanes(ax, unit, trace.time_axis)
+    ax.set_ylabel("")
+    if not order:
+        ax.text(0.5, 0.5, "no schedule, timer or node-schedule deliveries in this trace", transform=ax.transAxes,
+                ha="center", va="center", fontsize=FONT, color=GREY)
+    if title is None:
+        title = f"Periodic deliveries: {counts['told']} told" + (f", {counts['failed']} lost" if counts["failed"] else "") + (
+            f", {counts['untold']} claimed and never told" if counts["untold"] else "")
+    ax.set_title(title, loc="left", fontsize=FONT + 1)
+    handles: list[Any] = [Line2D([], [], ls="", marker="o", ms=7, color=BLUE, label="told (delivered to the key)")]
+    if any(r.kind == "node_schedule.claim_lost" for found in rows.values() for r in found):
+        handles.append(Line2D([], [], ls="", marker="o", ms=7, mfc="white", mec=GREY, label="claim lost (another node tells)"))
+    if counts["untold"]:
+        handles.append(Line2D([], [], ls="", marker="D", ms=7, color=ORANGE, mec="#222222", label="claim won, never told"))
+    if counts["failed"]:
+        handles.append(Line2D([], [], ls="", marker="X", ms=8, color=VERMILLION, mec="white", label="tick lost"))
+    handles += fault_handles(events[n] for n in nodes if n in events)
+    ax.legend(handles=handles, fontsize=SMALL, borderaxespad=0, **outside_legend(fig, own))
+    declutter(fig, labels)
+    return fig
