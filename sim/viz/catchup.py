@@ -34,6 +34,7 @@ from matplotlib.patches import ConnectionPatch, Rectangle
 from matplotlib.text import Annotation
 
 from sim.trace import Row, Trace
+from sim.viz.keys import is_internal
 from sim.viz.timeline import (
     BLUE,
     FONT,
@@ -83,6 +84,8 @@ def _select(trace: Trace, actor: str | None, key: str | None, schedule: str | No
         )
 
     rows = [r for r in trace.of("schedule.") if matches(r)]
+    if actor is None and key is None and any(not is_internal(r.get("actor")) for r in rows):
+        rows = [r for r in rows if not is_internal(r.get("actor"))]  # the runtime's own keys (cron claims) only by name
     if not rows:
         wanted = ", ".join(f"{n}={v!r}" for n, v in (("actor", actor), ("key", key), ("schedule", schedule)) if v is not None)
         known = sorted({f"{r.get('actor')}[{r.get('key')}] {r.get('name')!r}" for r in trace.of("schedule.")})
@@ -94,19 +97,19 @@ def _select(trace: Trace, actor: str | None, key: str | None, schedule: str | No
     return [r for r in rows if (str(r.get("actor")), str(r.get("key")), str(r.get("name"))) == ident], ident
 
 
-def _segments(armed: list[Row], fired: list[Row], caught: list[Row]) -> list[tuple[int, int | None]]:
-    """(first due µs, every µs or None) of each grid; a new one starts when a re-arm leaves the old grid."""
-    segments: list[tuple[int, int | None]] = []
+def _segments(armed: list[Row], fired: list[Row], caught: list[Row]) -> list[tuple[int, int | None, int | None]]:
+    """(first due µs, every µs or None, wall µs when armed or None) of each grid; a new one starts when a re-arm leaves the old grid."""
+    segments: list[tuple[int, int | None, int | None]] = []
     for row in armed:
         due, every = int(row.get("due_us")), row.get("every_us")
         every = int(every) if every else None
         if segments:
-            origin, step = segments[-1]
+            origin, step, _ = segments[-1]
             if every is not None and step == every and (due - origin) % every == 0:
                 continue
             if every is None and step is None and due == origin:
                 continue
-        segments.append((due, every))
+        segments.append((due, every, row.wall_us))
     if not segments and fired:  # a partial trace without its armed rows: infer from the firings
         skipped = {(int(r.get("due_us")), int(r.get("now_us"))): int(r.get("skipped")) for r in caught}
         first = fired[0]
@@ -116,16 +119,23 @@ def _segments(armed: list[Row], fired: list[Row], caught: list[Row]) -> list[tup
                 n = skipped.get((int(row.get("due_us")), int(row.get("now_us"))), 0)
                 every = (int(row.get("next_us")) - int(row.get("due_us"))) // (n + 1)
                 break
-        segments.append((int(first.get("due_us")), every))
+        segments.append((int(first.get("due_us")), every, None))
     return segments
 
 
-def _grid(segments: list[tuple[int, int | None]], end_us: int) -> tuple[list[int], int]:
-    """Grid due times (µs) up to ``end_us``, and the count if it was too many to list."""
+def _grid(segments: list[tuple[int, int | None, int | None]], end_us: int) -> tuple[list[int], int]:
+    """Grid due times (µs) up to ``end_us``, and the count if it was too many to list.
+
+    A grid ends where the next one begins, or where it was replaced if that came first: a due the
+    replacement removed (armed at 32 s, old grid's next due 35 s, new first due 36 s) is not drawn.
+    """
     out: list[int] = []
     total = 0
-    for i, (origin, every) in enumerate(segments):
-        stop = segments[i + 1][0] - 1 if i + 1 < len(segments) else end_us
+    for i, (origin, every, _) in enumerate(segments):
+        stop = end_us
+        if i + 1 < len(segments):
+            following, _, replaced_at = segments[i + 1]
+            stop = min(following, replaced_at if replaced_at is not None else following) - 1
         if every is None:
             if origin <= max(stop, origin):
                 out.append(origin)
@@ -209,7 +219,8 @@ def catchup_chart(
         last = cancelled[-1]
         grid_end = wall.wall_us(last.node, last.t_ns, last.seq)
     grid, grid_total = _grid(segments, grid_end)
-    every = next((e for _, e in reversed(segments) if e), None)
+    every = next((e for _, e, _ in reversed(segments) if e), None)
+    intervals = list(dict.fromkeys(e for _, e, _ in segments))  # each grid's period in order (None: one-shot)
 
     def wx(wall_us: float) -> float:
         """Wall µs -> x in chart units."""
@@ -369,7 +380,8 @@ def catchup_chart(
     ax_t.set_xlabel(f"true time since start ({unit.name})", fontsize=FONT)
     ax_w.set_xlabel(f"node wall clock, {unit.name} after {wall_clock_name(origin)}", fontsize=FONT)
 
-    kind = f"every {fmt_duration(every / 1e6)}" if every else "one-shot"
+    kind = ", then ".join(f"every {fmt_duration(e / 1e6)}" if e else "one-shot" for e in intervals) if len(intervals) > 1 else (
+        f"every {fmt_duration(every / 1e6)}" if every else "one-shot")
     summary = f"{len(fired)} deliveries, {skipped_total} skipped, {len(repeat_rows)} repeated"
     ax_t.set_title(title or f"Schedule '{name}' of {actor}[{key}] ({kind}): {summary}", fontsize=FONT + 2, loc="left")
 

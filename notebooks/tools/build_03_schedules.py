@@ -1,0 +1,500 @@
+"""Writes notebooks/03_schedules.ipynb from this script (run from the project root), so its source can be reviewed as Python.
+
+Chapter 03 of the course: persisted schedules and catch-up, on one node (the schedules seed). Each claim: a sentence,
+a prediction, a run on virtual time, a picture, an assert cell on the trace.
+"""
+import nbformat as nbf
+
+cells = []
+md = lambda s: cells.append(nbf.v4.new_markdown_cell(s.strip()))
+code = lambda s: cells.append(nbf.v4.new_code_cell(s.strip()))
+
+md("""
+# 03 · Persisted schedules and catch-up
+
+*About 12 minutes. Read chapters 01 and 02 first.*
+
+> *A schedule sends a message to its actor at a wall-clock time, once or periodically. It is saved with the actor's
+> state, so the current owner can resume it after a restart or ownership change.*
+
+`await ctx.schedule(name, delay, interval, message)` creates or replaces the schedule `name` of this key: first due
+after `delay`, then every `interval` (`None`: once). It is stored in the key's `@schedules` page (name, message, next
+due time, period), written like state. Each firing **tells** the message to the key and **writes the next due time**.
+
+Two views read the trace here:
+
+* the **catch-up chart** of one schedule: the light vertical lines are its nominal due times (the *grid*), a blue dot
+  a delivery, in two lanes: true time (what really happened) and the node's wall clock (what the node read; schedules
+  are wall-clock times). A hollow red X is an occurrence **skipped** by the catch-up rule;
+* the **activation timeline** of chapter 02: one bar per run of a key.
+
+Every run is one simulated node on virtual time: a day takes milliseconds.
+""")
+
+code('''
+%matplotlib inline
+import asyncio
+from dataclasses import dataclass
+from datetime import timedelta
+
+from IPython.display import display
+from matplotlib.figure import Figure
+
+import sim
+from casty import Askable, Context, Ref, actor
+from sim.viz import activation_timeline, catchup_chart
+
+S = 1_000_000   # microseconds in a second: schedule rows carry wall-clock times in µs since the Unix epoch
+
+
+def run(main, *, until, faults=None, seed=0, **node):
+    """A world with one node n1 (ActorSystem options in **node); main(system, world) runs on it; returns the world."""
+    world = sim.World(seed=seed)
+    world.add_node("n1", **node)
+    world.spawn("n1", main, world)
+    if faults is not None:
+        world.process(faults(world))
+    world.run(until=until)
+    world.close()
+    return world
+
+
+def since_start(world, wall_us):
+    """A wall-clock time of the node (µs since the epoch) as seconds since the run began (the node's clock is exact here)."""
+    return round((wall_us - world.epoch_us) / S, 4)
+
+
+def fired(world, name):
+    """(true time s, due s, wall now s) of every delivery of the schedule `name`, times as seconds since the start."""
+    return [(round(r.t, 4), since_start(world, r.get("due_us")), since_start(world, r.get("now_us")))
+            for r in world.trace.of("schedule.fired", name=name)]
+
+
+@dataclass(frozen=True)
+class Every(Askable[None]):
+    """Create or replace the schedule `name`: first after `delay`, then every `interval` (None: once)."""
+    name: str
+    delay: timedelta
+    interval: timedelta | None
+
+
+@dataclass(frozen=True)
+class Cancel(Askable[bool]):
+    name: str
+
+
+@dataclass(frozen=True)
+class Beat:
+    name: str
+
+
+@dataclass(frozen=True)
+class Count(Askable[int]):
+    pass
+
+
+async def beats(ctx):
+    """The body shared by this chapter's beaters: arm, cancel, count beats."""
+    async for msg in ctx.inbox:
+        match msg:
+            case Every(name, delay, interval, reply_to=reply_to):
+                await ctx.schedule(name, delay, interval, Beat(name))
+                reply_to.tell(None)
+            case Cancel(name, reply_to=reply_to):
+                handle = ctx.schedules.get(name)
+                if handle is not None:
+                    await handle.cancel()
+                reply_to.tell(handle is not None)
+            case Beat():
+                await ctx.state.update(lambda n: n + 1)
+            case Count(reply_to=reply_to):
+                reply_to.tell(ctx.state.value)
+
+
+@actor(initial=0)
+async def beater(ctx: Context[int, Every | Cancel | Beat | Count]) -> None:
+    await beats(ctx)
+''')
+
+# ----------------------------------------------------------------------------------------------------------------
+md("""
+## 1. A one-shot schedule: the seed's program
+
+> *`delay` sets its first due time; `interval=None` makes it a one-shot schedule.* … *It prints 1 after the scheduled
+> Tick is processed. The actor continues reading its mailbox after handling Start; it answers that request later
+> through the ref carried by Tick.*
+
+This is the program of the schedules documentation, unchanged: `Start` schedules a `Tick` 10 ms ahead, carrying the
+ask's reply target; the `Tick` answers it.
+
+**Predict.** What does the ask return, and when (in simulated time)? After it fired, is the schedule still there?
+""")
+
+code('''
+@dataclass(frozen=True)
+class Start(Askable[int]):
+    pass
+
+
+@dataclass(frozen=True)
+class Tick:
+    reply_to: Ref[int]
+
+
+@actor(initial=0)
+async def ticker(ctx: Context[int, Start | Tick]) -> None:
+    async for msg in ctx.inbox:
+        match msg:
+            case Start(reply_to=reply_to):
+                await ctx.schedule("tick", timedelta(milliseconds=10), None, Tick(reply_to))
+            case Tick(reply_to):
+                total = await ctx.state.update(lambda value: value + 1)
+                reply_to.tell(total)
+
+
+async def main(system, world):
+    ticks = system.ref(ticker, "ticks")
+    world.results["printed"] = await ticks.ask(Start())
+    world.results["at"] = round(world.now, 4)
+
+
+w1 = run(main, until=1)
+print(w1.results)
+for row in w1.trace.of("schedule.*"):
+    print(f"{row.t:.4f} s  {row.kind:<18} due at {since_start(w1, row.get('due_us')) if row.get('due_us') else ''}"
+          f"  {row.get('reason') or ''}")
+catchup_chart(w1.trace, schedule="tick", title="ticker['ticks']: one delivery, 10 ms after Start")
+''')
+
+code('''
+armed = w1.trace.of("schedule.armed", name="tick")
+assert [(r.get("every_us"), since_start(w1, r.get("due_us"))) for r in armed] == [(None, 0.0102)]   # once, 10 ms on
+assert fired(w1, "tick") == [(0.0102, 0.0102, 0.0102)]                      # delivered at its due time, once
+assert [r.get("reason") for r in w1.trace.of("schedule.cancelled")] == ["done"]   # a one-shot is gone once fired
+assert w1.results == {"printed": 1, "at": fired(w1, "tick")[0][0]}   # the Tick answered the ask, 10 ms after Start
+print("holds: prints 1, 10 ms later; the one-shot removed itself")
+''')
+
+# ----------------------------------------------------------------------------------------------------------------
+md("""
+## 2. An interval schedule stays on its grid
+
+> *A `timedelta` interval repeats it.* … *Intervals follow the stored due time.*
+
+**Predict.** `Every("beat", delay=5 s, interval=10 s)` at time 0. How many deliveries by 60 s, at which times?
+""")
+
+code('''
+async def main(system, world):
+    await system.ref(beater, "b").ask(Every("beat", timedelta(seconds=5), timedelta(seconds=10)))
+
+
+w2 = run(main, until=60)
+print(fired(w2, "beat"))
+catchup_chart(w2.trace, schedule="beat", title="beater['b']: every 10 s from 5 s, each delivery on its grid line")
+''')
+
+code('''
+assert fired(w2, "beat") == [(t + 0.0002, t + 0.0002, t + 0.0002) for t in (5, 15, 25, 35, 45, 55)]
+nexts = [since_start(w2, r.get("next_us")) for r in w2.trace.of("schedule.fired")]
+assert nexts == [t + 10.0002 for t in (5, 15, 25, 35, 45, 55)]             # each firing stores the next due
+assert not w2.trace.of("schedule.caught_up")
+print("holds: six deliveries, every 10 s from 5 s, each at its due time")
+''')
+
+# ----------------------------------------------------------------------------------------------------------------
+md("""
+## 3. Replace and cancel
+
+> *A name identifies one schedule within one actor. Scheduling under an existing name replaces it.
+> `ctx.schedules` maps names to handles; `await handle.cancel()` removes the corresponding schedule.*
+
+The same `beat` every 10 s from 5 s; at 32 s the key is told `Every("beat", 4 s, 3 s)`; at 50 s `Cancel("beat")`.
+
+**Predict.** (a) Does the old 35 s occurrence still come after the replacement? (b) After the cancel at 50 s, how
+many more beats? What does `Count` answer at 70 s?
+""")
+
+code('''
+async def main(system, world):
+    ref = system.ref(beater, "r")
+    await ref.ask(Every("beat", timedelta(seconds=5), timedelta(seconds=10)))
+    await asyncio.sleep(32 - world.now)
+    await ref.ask(Every("beat", timedelta(seconds=4), timedelta(seconds=3)))    # same name: replaces
+    await asyncio.sleep(50 - world.now)
+    world.results["cancelled"] = await ref.ask(Cancel("beat"))
+    await asyncio.sleep(70 - world.now)
+    world.results["count"] = await ref.ask(Count())
+
+
+w3 = run(main, until=75)
+print(w3.results, [round(t) for t, *_ in fired(w3, "beat")])
+catchup_chart(w3.trace, schedule="beat", title="beater['r']: replaced at 32 s (every 3 s from 36 s), cancelled at 50 s")
+''')
+
+code('''
+times = [round(t, 1) for t, *_ in fired(w3, "beat")]
+cancels = [(round(r.t), r.get("reason")) for r in w3.trace.of("schedule.cancelled")]
+# (a) replaced: the old grid (next: 35 s) is gone, the new one starts at 32 + 4 = 36 s
+assert cancels[0] == (32, "replaced"), cancels
+assert times[:3] == [5.0, 15.0, 25.0] and 35.0 not in times, times
+assert times[3:] == [36.0, 39.0, 42.0, 45.0, 48.0], times
+# (b) cancelled: nothing after 50 s
+assert cancels[1] == (50, "cancelled") and w3.results == {"cancelled": True, "count": 8}, (cancels, w3.results)
+assert all(t < 50 for t in times)
+print("holds: the replacement took the old schedule's place; the cancel removed it")
+''')
+
+md("""
+(Note the **45 s** beat in the list: it is the new grid's 36 + 3 × 3, not the old grid's 35 + 10.)
+""")
+
+# ----------------------------------------------------------------------------------------------------------------
+md("""
+## 4. A schedule keeps its key alive
+
+> *An actor with schedules does not idle out while waiting for its next occurrence.*
+
+Two keys of a type that idles after **5 s**. `"with"` has a schedule every 30 s (much longer than 5 s), `"without"` has
+none. At 70 s, `"with"`'s schedule is cancelled.
+
+**Predict.** Does `"with"` go idle between its occurrences (at 5 s, 35 s, …)? When does each key's activation end?
+""")
+
+code('''
+@actor(initial=0, idle_after=timedelta(seconds=5))
+async def sleepy(ctx: Context[int, Every | Cancel | Beat | Count]) -> None:
+    await beats(ctx)
+
+
+async def main(system, world):
+    await system.ref(sleepy, "with").ask(Every("beat", timedelta(seconds=30), timedelta(seconds=30)))
+    await system.ref(sleepy, "without").ask(Count())
+    await asyncio.sleep(70 - world.now)
+    await system.ref(sleepy, "with").ask(Cancel("beat"))
+
+
+w4 = run(main, until=90)
+activation_timeline(w4.trace, title="sleepy (idle after 5 s): 'with' stays active while it has a schedule")
+''')
+
+code('''
+ends = [(r.get("key"), round(r.t), r.get("reason")) for r in w4.trace.of("activation.ended")]
+starts = [r.get("key") for r in w4.trace.of("activation.started")]
+assert starts == ["with", "without"], starts                       # one activation each, no restart
+assert ends == [("without", 5, "idle"), ("with", 75, "idle")], ends  # 'with': idle only 5 s after the cancel
+assert [round(t) for t, *_ in fired(w4, "beat")] == [30, 60]
+print("holds: a 30 s schedule kept a 5 s-idle key active for 70 s; without it the key idled at once")
+''')
+
+# ----------------------------------------------------------------------------------------------------------------
+md("""
+## 5. The clock alone does not start a key
+
+> *A stored schedule is nevertheless not an independent activation service: an inactive key starts through a ref,
+> a message or recovery of its active marker. The clock alone does not start an inactive key.* … *A time that passed
+> while no node ran the key fires once, immediately, on reactivation.*
+
+A key with a 10 s schedule is **released** at 12 s (`system.release`: deactivated as if it were idle). At 95 s the
+client asks it `Count()`.
+
+**Predict.** How many beats between 12 s and 95 s? What happens at 95 s: nothing, one beat, or the eight missed
+beats in a burst? When is the next beat after that?
+""")
+
+code('''
+async def main(system, world):
+    ref = system.ref(beater, "asleep")
+    await ref.ask(Every("beat", timedelta(seconds=10), timedelta(seconds=10)))
+    await asyncio.sleep(12 - world.now)
+    await system.release(beater, "asleep")
+    await asyncio.sleep(95 - world.now)
+    await ref.ask(Count())                 # a message: this starts the key
+    await asyncio.sleep(1)
+    world.results["count at 96 s"] = await ref.ask(Count())
+
+
+w5 = run(main, until=115)
+print(w5.results, [round(t) for t, *_ in fired(w5, "beat")])
+display(activation_timeline(w5.trace, title="beater['asleep']: released at 12 s, started again only by the ask at 95 s"))
+catchup_chart(w5.trace, schedule="beat", title="beater['asleep']: nothing while inactive; one late beat at 95 s, then back on the grid")
+''')
+
+code('''
+times = [round(t, 3) for t, *_ in fired(w5, "beat")]
+runs = [round(r.t) for r in w5.trace.of("activation.started")]
+assert runs == [0, 95], runs                                        # no activation between 12 s and 95 s
+assert not [t for t in times if 12 < t < 95], times                  # so no beat either
+caught = w5.trace.of("schedule.caught_up")
+assert len(caught) == 1 and round(caught[0].t) == 95 and caught[0].get("skipped") == 7   # 20..90 s: 8 dues, 1 fired, 7 skipped
+assert [round(t) for t in times] == [10, 95, 100, 110], times    # one immediate beat, then the grid again
+assert w5.results["count at 96 s"] == 2                              # the 10 s beat and the late one
+print("holds: the clock did not start the key; at reactivation the missed time fired once")
+''')
+
+# ----------------------------------------------------------------------------------------------------------------
+md("""
+## 6. A paused node: one late delivery, no burst
+
+> *If execution resumes late, the runtime advances to the first interval after the current time rather than
+> emitting every missed occurrence in a burst.*
+
+The rule: a firing at wall time `now` of a due `due` sets `next = due + every * (max(0, now - due) // every + 1)`.
+The node is **paused** (a stop-the-world pause: a long GC, a frozen VM) from 35 s to 97 s under a 10 s schedule.
+
+**Predict.** At 97 s, how many beats are delivered? Which due is the next one?
+""")
+
+code('''
+async def main(system, world):
+    await system.ref(beater, "paused").ask(Every("beat", timedelta(seconds=10), timedelta(seconds=10)))
+
+
+def faults(world):
+    yield world.timeout(35)
+    world.pause("n1")
+    yield world.timeout(62)
+    world.resume("n1")
+
+
+w6 = run(main, until=118, faults=faults)
+catchup_chart(w6.trace, schedule="beat", title="beater['paused']: paused 35-97 s; one late delivery, five skipped")
+''')
+
+code('''
+caught = w6.trace.of("schedule.caught_up")
+assert len(caught) == 1
+row = caught[0]
+due, now, every, nxt = row.get("due_us"), row.get("now_us"), 10 * S, row.get("next_us")
+assert nxt == due + every * (max(0, now - due) // every + 1)            # the rule, on the trace's numbers
+assert (since_start(w6, due), round(since_start(w6, now)), since_start(w6, nxt), row.get("skipped")) == (40.0002, 97, 100.0002, 5)
+at_resume = [t for t, *_ in fired(w6, "beat") if round(t) == 97]
+assert len(at_resume) == 1                                              # one delivery, not a burst of six
+print("holds: the 40 s due was delivered once at 97 s; 50..90 s were skipped; next at 100 s")
+''')
+
+# ----------------------------------------------------------------------------------------------------------------
+md("""
+## 7. Timers and `merge` tickers vanish with the activation
+
+> *A timer inside a body's TaskGroup instead belongs to that run. It disappears when the body ends and has no stored
+> schedule to recover. `ctx.merge` with a ticker can serve that per-run use case; `ctx.schedule` records work that
+> should follow saved actor state.*
+
+One key, three kinds of periodic work, each every 10 s: a persisted **schedule** (`ctx.schedule`), an activation
+**timer** (`ctx.timer`: volatile, ends with the activation) and a **merge ticker** (`ctx.merge` of an async
+generator). The type is `durable="write"`, so its pages are on the node's disk and its `@active` marker brings it
+back after a restart. The node crashes at 65 s and restarts at 80 s. Each beat is recorded with `ctx.effect`.
+
+**Predict.** After the restart, which of the three keep beating?
+""")
+
+code('''
+@dataclass(frozen=True)
+class ArmAll(Askable[None]):
+    pass
+
+
+async def ticker_stream():
+    while True:
+        await asyncio.sleep(10)
+        yield Beat("merge")
+
+
+@actor(initial=0, durable="write")
+async def three(ctx: Context[int, ArmAll | Beat]) -> None:
+    async for msg in ctx.inbox:
+        match msg:
+            case ArmAll(reply_to=reply_to):
+                await ctx.schedule("schedule", timedelta(seconds=10), timedelta(seconds=10), Beat("schedule"))
+                ctx.timer("timer", timedelta(seconds=10), timedelta(seconds=10), Beat("timer"))
+                ctx.merge(ticker_stream())
+                reply_to.tell(None)
+            case Beat(source):
+                ctx.effect("beat", source=source)
+
+
+async def main(system, world):
+    await system.ref(three, "k").ask(ArmAll())
+
+
+def faults(world):
+    yield world.timeout(65)
+    world.crash("n1")
+    yield world.timeout(15)
+    world.restart("n1")
+
+
+w7 = run(main, until=115, faults=faults)
+
+SOURCES = ("schedule", "timer", "merge")
+
+
+def beats_chart(trace, title):
+    """One lane per kind of periodic work: a dot per beat the body handled; the node's crash and restart as lines."""
+    fig = Figure(figsize=(10, 2.4), layout="constrained")
+    ax = fig.add_subplot()
+    colours = {"schedule": "#0072B2", "timer": "#E69F00", "merge": "#009E73"}
+    for y, source in enumerate(SOURCES):
+        xs = [r.t for r in trace.of("effect") if r.get("details")["source"] == source]
+        ax.scatter(xs, [y] * len(xs), s=50, color=colours[source], zorder=3)
+    for r in trace.of("fault.crash"):
+        ax.axvline(r.t, color="#D55E00", lw=2)
+        ax.text(r.t, -0.6, " crash", color="#D55E00", fontsize=9, va="center")
+    for r in trace.of("fault.restart"):
+        ax.axvline(r.t, color="#009E73", lw=2, ls="--")
+        ax.text(r.t, -0.6, " restart", color="#009E73", fontsize=9, va="center")
+    down = [(c.t, s.t) for c, s in zip(trace.of("fault.crash"), trace.of("fault.restart"))]
+    for a, b in down:
+        ax.axvspan(a, b, color="#D9D9D9", zorder=0)
+    ax.set_yticks(range(len(SOURCES)), ["ctx.schedule (persisted)", "ctx.timer (this activation)", "ctx.merge (this run)"])
+    ax.set_ylim(len(SOURCES) - 0.5, -0.9)
+    ax.set_xlabel("true time (s) · a dot: one beat handled by the body · grey: the node is down")
+    ax.set_title(title, loc="left")
+    ax.grid(axis="x", color="#DDDDDD")
+    return fig
+
+
+beats_chart(w7.trace, "three['k']: after the restart only the persisted schedule beats")
+''')
+
+code('''
+crash = w7.trace.of("fault.crash")[0].t
+by_source = {s: [round(r.t) for r in w7.trace.of("effect") if r.get("details")["source"] == s] for s in SOURCES}
+print(by_source)
+assert all(by_source[s][:6] == [10, 20, 30, 40, 50, 60] for s in SOURCES)   # all three beat before the crash
+assert [t for t in by_source["timer"] if t > crash] == []                   # the timer ended with the activation
+assert [t for t in by_source["merge"] if t > crash] == []                   # so did the merged ticker
+assert [t for t in by_source["schedule"] if t > crash] == [80, 90, 100, 110, 120, 130][: len(by_source["schedule"]) - 6]
+assert len(by_source["schedule"]) > 6                                       # the schedule came back with the key
+assert [r.get("reason") for r in w7.trace.of("timer.cancelled")] == ["ended"]
+assert [round(r.t) for r in w7.trace.of("activation.started")] == [0, 80]  # back by its @active marker, no message
+print("holds: the timer and the merged ticker belonged to the run that died; the schedule was stored and resumed")
+''')
+
+md("""
+At 80 s the schedule delivers **one** beat for the 70 s due that passed while the node was down (the catch-up rule of
+section 6), then goes back on its grid.
+
+## What to remember
+
+* A schedule is **data in the key's state**: create (`ctx.schedule`), replace (same name), cancel
+  (`ctx.schedules[name].cancel()`); a one-shot removes itself after it fires.
+* While it has schedules, a key does not idle out; but a key that is not active is **not** started by the clock:
+  a ref, a message, or recovery of its `@active` marker starts it, and then a missed time fires once.
+* Late is never a burst: one delivery, then `next = due + every * (max(0, now - due) // every + 1)`.
+* Timers (`ctx.timer`) and merged tickers (`ctx.merge`) belong to one activation or run: gone after it ends.
+
+The scenarios behind this chapter also run from the command line: `python -m sim run pause-catch-up --check`,
+`clock-does-not-activate`, `timers-vs-schedules`. Next, chapter 04: what a schedule does when the key changes owner in
+a cluster.
+""")
+
+for i, cell in enumerate(cells):
+    cell["id"] = f"schedules-{i:02d}"  # stable ids: rebuilding gives the same file
+nb = nbf.v4.new_notebook()
+nb["cells"] = cells
+nb["metadata"]["kernelspec"] = {"display_name": "Python 3", "language": "python", "name": "python3"}
+nb["metadata"]["language_info"] = {"name": "python"}
+nbf.write(nb, "notebooks/03_schedules.ipynb")
+print("wrote notebooks/03_schedules.ipynb")
