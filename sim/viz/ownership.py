@@ -18,6 +18,10 @@ One lane per node, true time on x. Read from the trace only:
   unhandled (``message.dropped``, e.g. a Tick queued when the node crashed);
 * under the span, a thin blue band per handoff round of the node (``handoff.started`` ..
   ``handoff.ended``: the node pulls the replicas it should hold from its peers);
+* where a run ended for a reason no other mark shows (``lost``: the node stepped down or was
+  fenced; ``handoff``: it handed the key to the ring's owner; ``idle``...), "run ended: <reason>"
+  along the top of the lane, and the same in the title, so a stretch with no owner is explained;
+* writes of one instant share one mark, with their count beside it (``×5``);
 * the node's faults: crash (red line), down until its restart (grey), restart (green
   triangle), pause (hatched), clock step (purple dashed); a network partition is a pale band
   across every lane, from ``fault.partition`` to ``fault.heal``, labelled with its sides.
@@ -40,6 +44,7 @@ from matplotlib.patches import Patch, Rectangle
 from matplotlib.text import Annotation
 
 from sim.trace import Row, Trace
+from sim.viz.keys import is_internal
 from sim.viz.spacetime import keep_free
 from sim.viz.timeline import (
     BLUE,
@@ -104,8 +109,10 @@ def _actor_matches(row_actor: Any, wanted: str | None) -> bool:
 
 
 def _select(trace: Trace, actor: str | None, key: str | None) -> tuple[str, str]:
-    """The (actor, key) to draw: the one asked for, else the key whose ownership changed most."""
+    """The (actor, key) to draw: the one asked for, else the user's key (not the runtime's own) whose ownership changed most."""
     acquired = [r for r in trace.of("epoch.acquired") if _actor_matches(r.get("actor"), actor) and (key is None or str(r.get("key")) == key)]
+    if actor is None and key is None and any(not is_internal(r.get("actor")) for r in acquired):
+        acquired = [r for r in acquired if not is_internal(r.get("actor"))]
     if not acquired:
         known = sorted({f"{str(r.get('actor')).split(':')[-1]}[{r.get('key')}]" for r in trace.of("epoch.acquired")})
         wanted = f"actor={actor!r} key={key!r}" if actor or key else "any key"
@@ -231,7 +238,19 @@ def _at(unit: TimeUnit, t_ns: int) -> str:
     return f"{value:.1f} {unit.name}" if value < 100 else f"{value:.0f} {unit.name}"
 
 
-def _story(trace: Trace, spans: list[EpochSpan], unit: TimeUnit, fenced: int, repeats: int) -> str:
+# an epoch span's end that no other mark shows (a crash has its line): written where the run ended, and in the title
+_SAID_ENDS = {"lost": "lost: stepped down", "handoff": "handed off", "idle": "idle", "released": "released",
+              "stopped": "node stopped", "failed": "failed"}
+
+
+def _end_words(span: EpochSpan, fenced: list[Row]) -> str:
+    """Why the span's run ended, in words: a run lost right after one of its writes was fenced was fenced, else it stepped down."""
+    if span.ended_by == "lost" and any(r.node == span.node and span.start_ns <= r.t_ns <= span.end_ns for r in fenced):
+        return "lost: fenced"
+    return _SAID_ENDS[span.ended_by]
+
+
+def _story(trace: Trace, spans: list[EpochSpan], unit: TimeUnit, fenced_rows: list[Row], repeats: int) -> str:
     """What happened to the key's ownership, in a few clauses."""
     if not spans:
         return "no owner epoch"
@@ -254,11 +273,14 @@ def _story(trace: Trace, spans: list[EpochSpan], unit: TimeUnit, fenced: int, re
             why = f"owner {before.node} crashed at {_at(unit, crash.t_ns)}; "
         elif cut is not None and span.node != before.node:
             why = f"owner {before.node} cut off at {_at(unit, cut.start_ns)}; "
+        if crash is None and before.ended_by in _SAID_ENDS and before.end_ns <= span.start_ns:  # the gap between the two, said
+            why += f"{before.node}'s run ended ({_end_words(before, fenced_rows)}) at {_at(unit, before.end_ns)}; "
         found = "" if span.found else " from nothing"
         clauses.append(f"{why}{span.node} took {span.name} at {_at(unit, span.start_ns)}{found}")
         shown += 1
     story = "; ".join(clauses)
     extras = []
+    fenced = len(fenced_rows)
     if fenced:
         extras.append(f"{fenced} write{'s' if fenced != 1 else ''} fenced")
     if repeats:
@@ -291,7 +313,8 @@ def ownership_chart(
     title: str | None = None,
     nodes: Iterable[str] | None = None,
 ) -> Figure:
-    """The ownership chart of one key (default: the key whose owner epoch changed most).
+    """The ownership chart of one key (default: the key whose owner epoch changed most, among the program's keys:
+    the runtime's own, such as cron claim keys, are drawn only when asked for by ``actor``/``key``).
 
     ``actor`` may be the type's full name (``module:qualname``) or its short name. Raises
     ``ValueError`` naming the keys that have an owner epoch when the requested one has none.
@@ -401,6 +424,14 @@ def ownership_chart(
     if other_failed:
         ax.scatter([unit.x(r.t_ns) for r in other_failed], [row_of[r.node] + ymid for r in other_failed], marker="o", s=30, facecolors="white",
                    edgecolors=VERMILLION, linewidths=1.2, zorder=3.4, gid="write.failed")
+    for span in spans:
+        if span.ended_by in _SAID_ENDS:
+            words = _end_words(span, fenced).replace(": ", " (", 1) + (")" if ": " in _end_words(span, fenced) else "")
+            labels.append(label(ax, unit.x(span.end_ns), row_of[span.node] + _MARKS, f"run ended: {words}", colour="#555555", va="center", dx=3))
+    for rows, colour in ((fenced, VERMILLION), (other_failed, VERMILLION)):  # writes of one instant share one mark: count them
+        for (node, t), n in Counter((r.node, r.t_ns) for r in rows).items():
+            if n > 1:
+                labels.append(label(ax, unit.x(t), row_of[node] + ymid, f"×{n}", colour=colour, weight="bold", va="center", dx=5))
     fired = [r for r in mine if r.kind == "schedule.fired"]
     seen: Counter[Any] = Counter()
     first_fired: list[Row] = []
@@ -451,7 +482,7 @@ def ownership_chart(
     ax.set_yticks(range(len(lanes)), lanes, fontsize=FONT)
     style_node_lanes(ax, unit, trace.time_axis)
     short = f"{actor_name.split(':')[-1]}[{key_name}]"
-    story = _story(trace, spans, unit, len(fenced), len(repeated))
+    story = _story(trace, spans, unit, fenced, len(repeated))
     # long node ids (a real cluster's HOST:PORT) would run the story off the figure: wrap each of its lines
     text = title or "\n".join(textwrap.fill(part, 115) for part in f"{short}: {story}".split("\n"))
     ax.set_title(text, fontsize=FONT + 1.5, loc="left", pad=8 + 12 * min(len(parts), 3))

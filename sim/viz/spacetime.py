@@ -33,6 +33,7 @@ from matplotlib.text import Annotation
 
 from sim.messages import FrameArrow, frame_arrows
 from sim.trace import Row, Trace
+from sim.viz.keys import is_internal
 from sim.viz.timeline import (
     BLUE,
     FONT,
@@ -130,7 +131,7 @@ def _event_text(row: Row, incarnation: dict[str, int], with_key: bool) -> tuple[
     if kind == "handoff.started":
         return "4", GREEN, f"handoff round: asks {', '.join(row.get('peers') or ()) or 'nobody'}"
     if kind == "handoff.ended":
-        return "3", GREEN, f"handoff done ({row.get('keys')} keys)"
+        return "3", GREEN, f"handoff done ({row.get('keys')} key{'' if row.get('keys') == 1 else 's'})"
     if kind == "fault.crash":
         return "X", VERMILLION, "CRASH"
     if kind == "fault.restart":
@@ -154,6 +155,7 @@ def spacetime_diagram(
     nodes: Iterable[str] | None = None,
     heartbeats: bool = True,
     events: bool = True,
+    internal: bool = False,
     ax: Axes | None = None,
     title: str | None = None,
 ) -> Figure:
@@ -161,7 +163,8 @@ def spacetime_diagram(
 
     Without ``start`` the window is ``default_window(trace)``; without ``duration`` it is 25 ms.
     ``heartbeats=False`` leaves membership heartbeats out; ``events=False`` leaves the nodes'
-    own rows out. Returns the figure (a new one unless ``ax`` is given).
+    own rows out; ``internal=True`` also marks the rows of the runtime's own keys (cron claims), left out by default.
+    Returns the figure (a new one unless ``ax`` is given).
     """
     if start is None:
         t0, t1 = default_window(trace)
@@ -209,6 +212,9 @@ def spacetime_diagram(
     groups: dict[str, tuple[str, bool]] = {}
     drops: dict[tuple[float, float, str, bool], int] = {}  # one label per dropped frame kind and place, with a count
     tag_labels = 0
+    segments: list[tuple[tuple[float, float], tuple[float, float]]] = []  # every arrow, for the tags to avoid
+    tag_paths: list[tuple[tuple[float, float], tuple[float, float]]] = []  # the arrow each tag names
+    named: set[tuple[str, str | None, int]] = set()
     for a in arrows:
         group, colour, answer = FRAME_KINDS.get(a.tag or "", _OTHER)
         heartbeat = group == "membership: heartbeat"
@@ -230,10 +236,14 @@ def spacetime_diagram(
                 text = f"{a.tag} to {a.dst} dropped ({a.dropped})" if a.arrived_ns is None else f"{a.tag} dropped ({a.dropped})"
                 place = (xb, yb, text, xb < x0)
                 drops[place] = drops.get(place, 0) + 1
-        if not heartbeat and a.arrived_ns is not None and tag_labels < 80:
+        segments.append(((x0, ya), (xb, yb)))
+        fan = (a.src, a.tag, a.sent_ns)  # one sender's frames of one kind at one instant: named once
+        if not heartbeat and a.arrived_ns is not None and tag_labels < 80 and fan not in named:
+            named.add(fan)
             tag_labels += 1
             tags.append(label(ax, (x0 + xb) / 2, (ya + yb) / 2, a.tag or "?", colour=colour if colour != SKY else INK,
                               ha="center", va="center", dx=0, size=SMALL - 0.5))
+            tag_paths.append(((x0, ya), (xb, yb)))
 
     for (xb, yb, text, left), n in drops.items():
         text += f" ×{n}" if n > 1 else ""
@@ -247,7 +257,8 @@ def spacetime_diagram(
         for row in trace.rows:
             if row.kind == "node.started":
                 lives[row.node] = int(row.get("incarnation", 1) or 1)
-            if t0 <= row.t_ns <= t1 and row.node in col and row.kind.startswith(_LOCAL_KINDS):
+            if (t0 <= row.t_ns <= t1 and row.node in col and row.kind.startswith(_LOCAL_KINDS)
+                    and (internal or not is_internal(row.get("actor")))):
                 picked.append((row, dict(lives)))
         keys = {(r.get("actor"), r.get("key")) for r, _ in picked if r.get("key") is not None}
         grouped: dict[tuple[str, int], list[tuple[str, str, str, str]]] = {}
@@ -304,8 +315,58 @@ def spacetime_diagram(
     if not arrows and not shown_events:
         ax.text(0.5, 0.5, "no frames or node events in this window", transform=ax.transAxes, ha="center", va="center", fontsize=FONT, color=GREY)
     declutter(fig, labels, max_levels=3)
-    keep_free(fig, labels, tags)
+    place_along(fig, labels, tags, tag_paths, segments)
     return fig
+
+
+_ALONG = (0.5, 0.35, 0.65, 0.22, 0.78)  # where on its arrow a frame's name may sit, best first
+
+
+def place_along(fig: Figure, placed: list[Annotation], tags: list[Annotation],
+                paths: list[tuple[tuple[float, float], tuple[float, float]]],
+                segments: list[tuple[tuple[float, float], tuple[float, float]]]) -> None:
+    """Slide each frame name along its arrow to where it covers no label, no other name and the fewest other arrows.
+
+    In a dense window (a handoff round: every node asks every other at once) the arrows cross in the middle, so a
+    name at the midpoint sits on other arrows and on the next name; a name that finds no free place is left out.
+    """
+    if not tags:
+        return
+    renderer = fig._get_renderer()  # type: ignore[attr-defined]
+    taken = [a.get_window_extent(renderer) for a in placed]
+    ax = tags[0].axes
+    assert ax is not None
+    to_px = ax.transData.transform
+    lines = [(to_px(p), to_px(q)) for p, q in segments]
+
+    def crossings(box: Any, own: tuple[Any, Any]) -> int:
+        hits = 0
+        for p, q in lines:
+            if abs(p - own[0]).max() < 0.5 and abs(q - own[1]).max() < 0.5:  # the tag's own arrow
+                continue
+            if any(box.contains(*(p + (q - p) * f)) for f in (i / 24 for i in range(25))):
+                hits += 1
+        return hits
+
+    for ann, (start, end) in zip(tags, paths):
+        own = (to_px(start), to_px(end))
+        best: tuple[int, float] | None = None
+        for f in _ALONG:
+            ann.xy = (start[0] + (end[0] - start[0]) * f, start[1] + (end[1] - start[1]) * f)
+            box = ann.get_window_extent(renderer)
+            if any(box.overlaps(other) for other in taken):
+                continue
+            score = crossings(box, own)
+            if best is None or score < best[0]:
+                best = (score, f)
+            if score == 0:
+                break
+        if best is None:
+            ann.remove()
+            continue
+        f = best[1]
+        ann.xy = (start[0] + (end[0] - start[0]) * f, start[1] + (end[1] - start[1]) * f)
+        taken.append(ann.get_window_extent(renderer))
 
 
 def with_gid_down(ax: Axes) -> bool:

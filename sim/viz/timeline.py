@@ -34,6 +34,7 @@ from matplotlib.text import Annotation
 from matplotlib.transforms import Bbox, blended_transform_factory
 
 from sim.trace import Row, Trace
+from sim.viz.keys import is_internal
 
 __all__ = ["activation_timeline"]
 
@@ -431,6 +432,8 @@ def _activation_bars(trace: Trace, keys: set[str] | None) -> tuple[list[_Bar], l
         entity = (str(row.get("actor")), str(row.get("key")))
         if keys is not None and entity[1] not in keys:
             continue
+        if keys is None and is_internal(entity[0]):  # the runtime's own keys (cron claims): drawn only when named
+            continue
         ident = (row.node, *entity)
         if kind == "activation.started":
             close(ident, row.t_ns, "superseded")
@@ -493,8 +496,8 @@ def activation_timeline(
 ) -> Figure:
     """One row per node, one bar per activation run of a key, with failures, crashes, restarts and pauses.
 
-    ``keys`` restricts the bars to those keys (faults are always drawn). Returns the figure
-    (a new one unless ``ax`` is given). An empty trace gives an empty, labelled chart.
+    ``keys`` restricts the bars to those keys (faults are always drawn); without it the runtime's own keys (cron
+    claims) are left out. Returns the figure (a new one unless ``ax`` is given). An empty trace gives an empty, labelled chart.
     """
     key_filter = {str(k) for k in keys} if keys is not None else None
     bars, failures = _activation_bars(trace, key_filter)
