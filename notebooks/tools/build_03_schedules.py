@@ -42,7 +42,7 @@ from matplotlib.figure import Figure
 
 import sim
 from casty import Askable, Context, Ref, actor
-from sim.viz import activation_timeline, catchup_chart
+from sim.viz import activation_timeline, catchup_chart, ticks_chart
 
 S = 1_000_000   # microseconds in a second: schedule rows carry wall-clock times in µs since the Unix epoch
 
@@ -207,7 +207,8 @@ md("""
 ## 3. Replace and cancel
 
 > *A name identifies one schedule within one actor. Scheduling under an existing name replaces it.
-> `ctx.schedules` maps names to handles; `await handle.cancel()` removes the corresponding schedule.*
+> `ctx.schedules` maps names to handles; `await handle.cancel()` removes the corresponding schedule.* … *Creating,
+> replacing or cancelling a schedule writes this page through the same state protocol as application state.*
 
 The same `beat` every 10 s from 5 s; at 32 s the key is told `Every("beat", 4 s, 3 s)`; at 50 s `Cancel("beat")`.
 
@@ -242,6 +243,9 @@ assert times[3:] == [36.0, 39.0, 42.0, 45.0, 48.0], times
 # (b) cancelled: nothing after 50 s
 assert cancels[1] == (50, "cancelled") and w3.results == {"cancelled": True, "count": 8}, (cancels, w3.results)
 assert all(t < 50 for t in times)
+# creating, replacing and cancelling each wrote the @schedules page, like a state write (and so did every firing)
+page_writes = [round(r.t, 1) for r in w3.trace.of("write.confirmed") if "@schedules" in r.get("pages")]
+assert {0.0, 32.0, 50.0} <= set(page_writes) and set(page_writes) - {0.0, 32.0, 50.0} == set(times), page_writes
 print("holds: the replacement took the old schedule's place; the cancel removed it")
 ''')
 
@@ -455,7 +459,8 @@ def beats_chart(trace, title):
     return fig
 
 
-beats_chart(w7.trace, "three['k']: after the restart only the persisted schedule beats")
+display(ticks_chart(w7.trace, title="What the runtime fired: schedule and timer (a merged stream is the body's own, not in this view)"))
+beats_chart(w7.trace, "What the body handled: after the restart only the persisted schedule beats")
 ''')
 
 code('''
@@ -469,12 +474,13 @@ assert [t for t in by_source["schedule"] if t > crash] == [80, 90, 100, 110, 120
 assert len(by_source["schedule"]) > 6                                       # the schedule came back with the key
 assert [r.get("reason") for r in w7.trace.of("timer.cancelled")] == ["ended"]
 assert [round(r.t) for r in w7.trace.of("activation.started")] == [0, 80]  # back by its @active marker, no message
+assert [(round(r.t), r.get("skipped")) for r in w7.trace.of("schedule.caught_up")] == [(80, 1)]   # 70 s and 80 s: one beat
 print("holds: the timer and the merged ticker belonged to the run that died; the schedule was stored and resumed")
 ''')
 
 md("""
-At 80 s the schedule delivers **one** beat for the 70 s due that passed while the node was down (the catch-up rule of
-section 6), then goes back on its grid.
+At 80 s the schedule delivers **one** beat for the dues of 70 s and 80 s, which passed while the node was down: one
+delivery and one skipped ("skipped 1" in the first chart), the catch-up rule of section 6; then it is back on its grid.
 
 ## What to remember
 
