@@ -529,6 +529,8 @@ assert w6u.results["open"] == "opening", w6u.results
 ''', tags=["raises-exception"])
 
 md("""
+### A replacement must accept the same messages
+
 The replacement *must accept the same messages*: `window` accepts only `Knock`, so becoming it is refused.
 
 **Predict.** Is it refused when `become` is called, or only when a message `window` does not know arrives?
