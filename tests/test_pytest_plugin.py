@@ -1,0 +1,344 @@
+"""The pytest plugin (sim.pytest_plugin), run through pytester: seeded items, the world fixture, options, the report."""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+from pathlib import Path
+
+import hypothesis.strategies  # noqa: F401  (imported here, not in each inner run: see below)
+import pytest
+
+import casty.cluster.config  # noqa: F401
+import sim.testing  # noqa: F401
+import sim.world  # noqa: F401
+from sim.faults import FaultPlan
+from sim.trace import Trace
+
+try:  # the failure report draws its chart with these
+    import sim.viz  # noqa: F401
+except ImportError:
+    pass
+
+pytest_plugins = ["pytester"]
+# pytester's in-process runs drop every module first imported inside them: importing Hypothesis (its
+# pytest plugin imports it in every run), the world, the plan spaces and the views once here keeps each
+# inner run at a tenth of a second instead of seconds.
+
+NO_CACHE = ("-p", "no:cacheprovider")
+
+
+def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
+    return pytester.runpytest(*args, *NO_CACHE)
+
+
+def section(result: pytest.RunResult) -> dict[str, str]:
+    """The lines of the "casty sim" report section, by their label."""
+    out = result.stdout.str()
+    return {m.group(1): m.group(2) for m in re.finditer(r"^(seed|plan|reproduce|trace|chart): (.*)$", out, re.M)}
+
+
+def test_one_item_per_seed_with_readable_ids(pytester: pytest.Pytester) -> None:
+    """seeds=3 makes test_a[seed=0..2]; a list of seeds makes exactly those items."""
+    pytester.makepyfile(
+        """
+        import pytest
+
+        @pytest.mark.sim(seeds=3, nodes=1, faults=None)
+        def test_a(world):
+            pass
+
+        @pytest.mark.sim(seeds=[5, 9], nodes=1, faults=None)
+        def test_b(sim_seed):
+            pass
+        """
+    )
+    result = run(pytester, "--collect-only", "-q")
+    items = [line for line in result.stdout.lines if "::" in line]
+    assert items == [
+        "test_one_item_per_seed_with_readable_ids.py::test_a[seed=0]",
+        "test_one_item_per_seed_with_readable_ids.py::test_a[seed=1]",
+        "test_one_item_per_seed_with_readable_ids.py::test_a[seed=2]",
+        "test_one_item_per_seed_with_readable_ids.py::test_b[seed=5]",
+        "test_one_item_per_seed_with_readable_ids.py::test_b[seed=9]",
+    ]
+
+
+def test_seed_options_replace_the_markers_seeds(pytester: pytest.Pytester) -> None:
+    """--sim-seeds 4:6 runs seeds 4 and 5 of every marked test; --sim-seed 7 runs seed 7 alone; the test sees it."""
+    pytester.makepyfile(
+        """
+        import pytest
+
+        @pytest.mark.sim(seeds=100, nodes=1, faults=None)
+        def test_a(world, sim_seed):
+            assert world.seed == sim_seed
+            print(f"ran seed {sim_seed}")
+        """
+    )
+    many = run(pytester, "--sim-seeds", "4:6", "-s", "-q")
+    many.assert_outcomes(passed=2)
+    assert re.findall(r"ran seed (\d+)", many.stdout.str()) == ["4", "5"]
+    one = run(pytester, "--sim-seed", "7", "-s", "-q")
+    one.assert_outcomes(passed=1)
+    assert re.findall(r"ran seed (\d+)", one.stdout.str()) == ["7"]
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("--sim-seeds", "1:3", "--sim-seed", "2"), "give --sim-seeds A:B or --sim-seed N, not both"),
+        (("--sim-seeds", "x:3"), "--sim-seeds: expected A:B or N (integers), got 'x:3'"),
+        (("--sim-seeds", "5:5"), "--sim-seeds: '5:5' names no seed >= 0"),
+        (("--sim-plan", '{"faults": [{"kind": "crash"}]}'), "--sim-plan: not a fault plan: Object missing required field `at`"),
+    ],
+)
+def test_bad_options_are_usage_errors(pytester: pytest.Pytester, args: tuple[str, ...], message: str) -> None:
+    """A bad option stops pytest with a usage error (exit code 4) whose message names what was wrong."""
+    pytester.makepyfile("def test_nothing():\n    pass\n")
+    result = run(pytester, *args)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert message in result.stderr.str()
+
+
+def test_world_has_the_nodes_the_cluster_and_the_seeds_plan(pytester: pytest.Pytester) -> None:
+    """The world fixture: nodes n1..nK up, a cluster seeded by n1 for K > 1 (none for one node), the plan scheduled."""
+    pytester.makepyfile(
+        """
+        import pytest
+        from sim.faults import Crash, FaultPlan
+
+        @pytest.mark.sim(seeds=2, nodes=3, faults=None)
+        def test_three(world, sim_seed):
+            assert world.seed == sim_seed
+            assert list(world.nodes) == ["n1", "n2", "n3"]
+            assert [n.status for n in world.nodes.values()] == ["up", "up", "up"]
+            assert [n.spec.system["cluster"].seeds for n in world.nodes.values()] == [("n1",)] * 3
+            assert world.results["plan"] == FaultPlan() and world.given_plan == FaultPlan()
+
+        @pytest.mark.sim(seeds=1, nodes=["a"], faults=None, node_options={"store": "sqlite"})
+        def test_one(world):
+            assert list(world.nodes) == ["a"]
+            assert "cluster" not in world.nodes["a"].spec.system
+            assert world.nodes["a"].spec.store == "sqlite"
+
+        @pytest.mark.sim(seeds=[3], nodes=1, faults=("crash",), until=10)
+        def test_plan(world):
+            plan = world.results["plan"]
+            crashes = [f.at for f in plan.faults if isinstance(f, Crash)]
+            assert crashes, str(plan)
+            world.run(until=10)
+            assert [round(r.t, 3) for r in world.trace.of("fault.crash")] == crashes
+            assert {type(f).__name__ for f in plan.faults} <= {"Crash", "Restart"}
+        """
+    )
+    run(pytester, "-q").assert_outcomes(passed=4)
+
+
+def test_faults_take_kinds_a_mix_a_plan_a_strategy_or_a_callable(pytester: pytest.Pytester) -> None:
+    """Each form of faults= gives the plan it says: pauses only, the FaultMix's kinds, the fixed plan, the space's draw."""
+    pytester.makepyfile(
+        """
+        import random
+        import pytest
+        from sim.faults import Crash, FaultMix, FaultPlan, Pause
+        from sim.testing import PlanSpace, fault_plans
+
+        PLAN = FaultPlan.of(Crash(at=1.5, node="n2"))
+        SPACE = fault_plans(2, 8.0, kinds=("flap",))
+
+        @pytest.mark.sim(seeds=5, nodes=2, faults="pause", until=20)
+        def test_kind(world):
+            assert {type(f) for f in world.results["plan"].faults} <= {Pause}
+
+        @pytest.mark.sim(seeds=5, nodes=2, faults=FaultMix(kinds=("clock_step",)), until=20)
+        def test_mix(world):
+            assert {f.kind for f in world.results["plan"].faults} <= {"clock_step"}
+
+        @pytest.mark.sim(seeds=2, nodes=2, faults=PLAN)
+        def test_fixed(world):
+            assert world.results["plan"] is PLAN
+
+        @pytest.mark.sim(seeds=[4], nodes=2, faults=SPACE)
+        def test_space(world):
+            expected = PlanSpace.of(2, 8.0, kinds=("flap",)).draw(random.Random("4:pytest:plan"))
+            assert world.results["plan"] == expected
+
+        @pytest.mark.sim(seeds=[6], nodes=2, faults=lambda rng, names: FaultPlan.of(Pause(at=rng.randint(1, 9), node=names[-1])))
+        def test_callable(world):
+            expected = FaultPlan.of(Pause(at=random.Random("6:pytest:plan").randint(1, 9), node="n2"))
+            assert world.results["plan"] == expected
+        """
+    )
+    run(pytester, "-q").assert_outcomes(passed=14)
+
+
+@pytest.mark.parametrize(
+    ("marker", "message"),
+    [
+        ("seedz=3", "@pytest.mark.sim: unknown argument(s) seedz; known: seeds, nodes, faults, start, until, cluster, node_options"),
+        ("seeds=0", "@pytest.mark.sim: seeds must be at least 1, got 0"),
+        ("faults='bogus'", "@pytest.mark.sim: faults names unknown kind(s) ['bogus']"),
+        ("faults=__import__('hypothesis').strategies.integers()", "for another Hypothesis strategy use @given"),
+        ("until=0", "@pytest.mark.sim: until (0) must be after start (0.0)"),
+        ("nodes=0", "nodes must be at least 1, got 0"),
+        ("cluster='yes'", "@pytest.mark.sim: cluster must be True, False or a casty Cluster, got 'yes'"),
+        ("node_options={'cluster': None}", "give the cluster as cluster=, not in node_options"),
+    ],
+)
+def test_a_bad_marker_fails_collection_with_its_reason(pytester: pytest.Pytester, marker: str, message: str) -> None:
+    """A bad @pytest.mark.sim argument is a collection error naming the test and what is wrong."""
+    pytester.makepyfile(f"import pytest\n\n@pytest.mark.sim({marker})\ndef test_a(world):\n    pass\n")
+    result = run(pytester, "-q")
+    result.assert_outcomes(errors=1)
+    assert message in result.stdout.str()
+
+
+def test_a_marked_test_must_take_world_or_sim_seed(pytester: pytest.Pytester) -> None:
+    """A marked test with neither fixture is a collection error saying which fixtures it needs."""
+    pytester.makepyfile("import pytest\n\n@pytest.mark.sim(seeds=2)\ndef test_a():\n    pass\n")
+    result = run(pytester, "-q")
+    result.assert_outcomes(errors=1)
+    assert "test_a: a @pytest.mark.sim test takes the `world` or the `sim_seed` fixture" in result.stdout.str()
+
+
+def test_an_unmarked_test_gets_one_world_of_seed_zero_or_the_given_seed(pytester: pytest.Pytester) -> None:
+    """Without the marker, `world` is seed 0 (or --sim-seed) with the default three nodes."""
+    pytester.makepyfile(
+        """
+        def test_a(world, sim_seed):
+            print(f"seed={world.seed} nodes={list(world.nodes)}")
+        """
+    )
+    assert "seed=0 nodes=['n1', 'n2', 'n3']" in run(pytester, "-s", "-q").stdout.str()
+    assert "seed=5 nodes=['n1', 'n2', 'n3']" in run(pytester, "-s", "-q", "--sim-seed", "5").stdout.str()
+
+
+FAILING = """
+import pytest
+
+@pytest.mark.sim(seeds=10, nodes=1, faults=("crash",), until=20)
+def test_crash_free(world):
+    world.run(until=20)
+    assert not world.trace.of("fault.crash"), "a crash happened"
+"""
+
+
+def test_a_failure_reports_seed_plan_reproduce_and_trace(pytester: pytest.Pytester) -> None:
+    """A failing seed's report has its seed, plan, reproduce command and trace files; the pasted command fails the same way."""
+    pytester.makepyfile(test_fail=FAILING)
+    found = run(pytester, "-x")
+    found.assert_outcomes(failed=1, passed=found.parseoutcomes().get("passed", 0))
+    facts = section(found)
+    seed = int(facts["seed"])
+    assert re.search(r"^-+ casty sim -+$", found.stdout.str(), re.M)
+    assert facts["plan"].startswith("crash(n1)@")
+    command = shlex.split(facts["reproduce"])
+    assert command[:4] == ["pytest", "test_fail.py::test_crash_free", "--sim-seed", str(seed)]
+    assert command[4] == "--sim-plan" and str(FaultPlan.from_json(command[5])) == facts["plan"]
+    jsonl = Path(facts["trace"].split(" ")[0])
+    assert jsonl.name == f"trace-seed{seed}.jsonl"
+    assert jsonl.parent.name == f"test_crash_free_seed_{seed}_0"  # the item's tmp_path
+    rows = Trace.from_jsonl(jsonl)
+    assert [round(r.t, 3) for r in rows.of("fault.crash")][:1] == [FaultPlan.from_json(command[5]).faults[0].at]
+    perfetto = jsonl.with_name(f"trace-seed{seed}.perfetto.json")
+    assert json.loads(perfetto.read_text())["traceEvents"]
+    assert facts["chart"] == "none (the trace has no owner epochs and no schedule firings)"
+    again = run(pytester, *command[1:])
+    again.assert_outcomes(failed=1)
+    assert section(again)["seed"] == str(seed) and section(again)["plan"] == facts["plan"]
+    assert "AssertionError: a crash happened" in again.stdout.str()
+
+
+def test_the_reproduce_path_is_relative_to_where_pytest_was_started(pytester: pytest.Pytester) -> None:
+    """Run from a subdirectory, the reproduce command names the file from there, and works pasted there."""
+    sub = pytester.mkpydir("suite")
+    (sub / "test_fail.py").write_text(FAILING)
+    pytester.makeini("[pytest]\n")  # the rootdir stays above the subdirectory
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(sub)
+        found = run(pytester, "test_fail.py", "-x")
+        command = shlex.split(section(found)["reproduce"])
+        assert command[1] == "test_fail.py::test_crash_free"
+        run(pytester, *command[1:]).assert_outcomes(failed=1)
+    from_top = run(pytester, "suite/test_fail.py", "-x")
+    assert shlex.split(section(from_top)["reproduce"])[1] == "suite/test_fail.py::test_crash_free"
+
+
+def test_a_test_parametrized_beyond_the_seed_keeps_its_full_id(pytester: pytest.Pytester) -> None:
+    """With another parameter, the reproduce command names the whole item id (quoted), which selects only it."""
+    pytester.makepyfile(
+        test_param="""
+        import pytest
+
+        @pytest.mark.parametrize("n", [1, 2])
+        @pytest.mark.sim(seeds=1, nodes=1, faults=None)
+        def test_p(world, n):
+            assert n == 1
+        """
+    )
+    found = run(pytester)
+    found.assert_outcomes(passed=1, failed=1)
+    line = section(found)["reproduce"]
+    assert line == "pytest 'test_param.py::test_p[seed=0-2]' --sim-seed 0"
+    run(pytester, *shlex.split(line)[1:]).assert_outcomes(failed=1)
+
+
+def test_sim_plan_replays_the_given_plan(pytester: pytest.Pytester) -> None:
+    """--sim-plan JSON replaces every seed's drawn plan with exactly that one."""
+    plan = FaultPlan.from_json('{"faults":[{"kind":"pause","at":2.0,"node":"n1","duration":1.5}]}')
+    pytester.makepyfile(
+        f"""
+        import pytest
+        from sim.faults import FaultPlan
+
+        @pytest.mark.sim(seeds=3, nodes=1, faults=("crash",))
+        def test_a(world):
+            assert world.results["plan"] == FaultPlan.from_json({plan.to_json()!r})
+            world.run(until=4)
+            assert [(round(r.t, 3), r.kind) for r in world.trace.of("fault.")] == [(2.0, "fault.pause"), (3.5, "fault.resume")]
+        """
+    )
+    run(pytester, "-q", "--sim-plan", plan.to_json()).assert_outcomes(passed=3)
+
+
+def test_a_failure_with_a_schedule_draws_the_catch_up_chart(pytester: pytest.Pytester) -> None:
+    """When the trace has schedule firings and matplotlib is there, the report names a catch-up chart PNG it wrote."""
+    pytest.importorskip("matplotlib")
+    pytester.makepyfile(
+        test_chart="""
+        from dataclasses import dataclass
+        from datetime import timedelta
+        import pytest
+        from casty import Askable, Context, actor
+
+        @dataclass(frozen=True)
+        class Start(Askable[None]):
+            pass
+
+        @dataclass(frozen=True)
+        class Tick:
+            pass
+
+        @actor(initial=0)
+        async def ticker(ctx: Context[int, Start | Tick]) -> None:
+            async for msg in ctx.inbox:
+                if isinstance(msg, Start):
+                    await ctx.schedule("t", timedelta(seconds=1), timedelta(seconds=1), Tick())
+                    msg.reply_to.tell(None)
+
+        @pytest.mark.sim(seeds=1, nodes=1, faults=None)
+        def test_ticks(world):
+            async def start(system):
+                await system.ref(ticker, "k").ask(Start())
+            world.spawn("n1", start)
+            world.run(until=5)
+            assert False, "look at the chart"
+        """
+    )
+    found = run(pytester)
+    found.assert_outcomes(failed=1)
+    chart = Path(section(found)["chart"])
+    assert chart.name == "catchup-seed0.png"
+    assert chart.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
