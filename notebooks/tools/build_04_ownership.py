@@ -6,21 +6,23 @@ md = lambda s: cells.append(nbf.v4.new_markdown_cell(s.strip()))
 code = lambda s: cells.append(nbf.v4.new_code_cell(s.strip()))
 
 md("""
-# Cluster lab: who owns a key, and what a failure does to it
+# 04 Ownership and epochs: who owns a key, and what a failure does to it
 
 Three casty nodes, `n1`, `n2` and `n3`, run in the simulated world. Each key of an actor type (say `cl_ticker["t3"]`)
 lives on **one node at a time**, its **owner**. Its state is also kept by **3 replicas** (here every node is a replica
 of every key), and a write counts only when a **quorum** (2 of the 3) has accepted it.
 
-Four words carry this lab:
+Five words carry this chapter:
 
 * **Epoch.** Before a node may run a key, it asks the replicas for a new **owner epoch**, a pair `(round, node)`:
   it sends `Prepare`, and each replica that has promised nothing newer answers `Promise` with the newest state it holds.
   With a quorum of promises the node is the owner; it starts the key from the newest state it was given
-  (`found v3`: version 3 of the key's state). Each node life has a number, so `(2, n1#1)` is round 2 won by `n1`
-  in its first life (`n1#2` would be `n1` after a restart).
+  (`found v3`: version 3 of the key's state). Epochs compare by round first, then by node id. Each node life has a
+  number, so `(2, n1#1)` is round 2 won by `n1` in its first life (`n1#2` would be `n1` after a restart).
 * **Fencing.** Every write carries the owner's epoch. A replica that has promised a *newer* epoch refuses it
   (`Nack`): the write is **fenced**. So an old owner that does not know it was replaced cannot overwrite the new owner.
+* **Stepping down.** An owner that can no longer reach a quorum of the cluster (it suspects the others) ends its run of
+  the key at once (*lost*), before anyone else may take it: an owner cut off stops, rather than waiting to be fenced.
 * **Schedule occurrence.** A persisted schedule stores its next due time in the key's `@schedules` page, replicated like
   the state. Firing an occurrence means: tell the actor its message, and write the *next* due time. Whether that write
   reached a quorum before a crash decides what the next owner does: fire the occurrence **again** (a repeat) or not at
@@ -29,16 +31,22 @@ Four words carry this lab:
   `durable` type also writes every page to a store outside the nodes, and comes back from it.
 
 Every run below is a real casty cluster on virtual time: the runtime is not modelled, only its clock, network and
-disk are simulated. Same seed, same run.
+disk are simulated. Same seed, same run. After each picture, an `assert` cell checks what the text says against the
+run's trace, so the text and the picture cannot drift apart.
 
 Two views read the run's trace:
 
 * the **ownership chart** of one key: one lane per node, a coloured bar while the node holds the key's epoch (hatched
   when it is *stale*: a newer epoch exists), confirmed writes as ticks above it (black: state, blue: next due), fenced
-  writes as red X's, schedule firings as dots under it (orange diamond: the same due fired again), faults on the lanes;
+  writes as red X's, failed writes as hollow red circles (writes of one instant share one mark, with a count), schedule
+  firings as dots under it (orange diamond: the same due fired again), faults on the lanes, and "run ended: ..." where
+  a run ended for a reason no other mark shows;
 * the **space-time diagram** of a few milliseconds: one vertical line per node, time running down, one arrow per
   message from when it was sent to when it arrived (purple: epoch, blue: writes, red: refusals, green: handoff, orange:
-  client calls, grey: heartbeats; dashed: answers), and what each node did at that moment.
+  client calls, grey: heartbeats; dashed: answers; a red X: the message never arrived), and what each node did at
+  that moment.
+
+Both leave out the runtime's own keys (the cron claim keys of chapter 06) unless you name them.
 """)
 
 code("""
@@ -47,34 +55,35 @@ import time
 
 from sim import scenarios
 from sim.viz import ownership_chart, spacetime_diagram
+from sim.viz.ownership import epoch_spans
+from sim.messages import frame_arrows
 
-LAB = ["stale-owner-fenced", "ownership-repeat", "ownership-miss", "all-replicas-lost"]
+LAB = ["stale-owner-fenced", "newer-promise-fences", "ownership-repeat", "ownership-miss", "all-replicas-lost"]
 for name in LAB:
-    print(f"{name:<20} {scenarios.registered()[name].description}")
+    print(f"{name:<21} {scenarios.registered()[name].description}")
 
 runs = {}
 started = time.perf_counter()
 for name in LAB:
     runs[name] = scenarios.run(name, seed=0)
-    print(f"{name:<20} checks hold: {runs[name].ok}")
-print(f"4 simulated runs in {time.perf_counter() - started:.1f} s of real time")
+    print(f"{name:<21} checks hold: {runs[name].ok}")
+print(f"{len(LAB)} simulated runs in {time.perf_counter() - started:.1f} s of real time")
+
+
+def frames_in(trace, start, duration, tag=None, src=None):
+    \"\"\"The frames the space-time diagram draws in [start, start + duration] (seconds), optionally of one tag or sender.\"\"\"
+    return [a for a in frame_arrows(trace, round(start * 1e9), round((start + duration) * 1e9))
+            if (tag is None or a.tag == tag) and (src is None or a.src == src)]
 """)
 
 md("""
-## 1. A stale owner is fenced
+## 1. A cut-off owner steps down
 
-`n3` owns the key and runs its schedule (every 200 ms). At 3 s the network splits `n3` from `n1` and `n2`.
+`n3` owns the key and runs its schedule (every 200 ms). At 3 s the network splits `n3` from `n1` and `n2`; it heals
+at 7.2 s.
 
-* `n3` does not know it is alone: it keeps firing, but its writes cannot reach a quorum (hollow red circles: *no
-  quorum*), so none of them counts.
-* `n1` and `n2` stop hearing `n3`, declare it dead, and `n1` wins epoch `(2, n1#1)` from the two replicas it can reach.
-  It starts from the newest confirmed version (`found v6`) and goes on counting.
-* From that moment `n3`'s epoch is **stale** (hatched). When the network heals, `n3`'s next writes reach replicas that
-  promised epoch 2: they are refused (**fenced**, red X's), and `n3`'s activation ends as *lost*.
-* Later, `n3` is the key's owner on the ring again and wins epoch `(3, n3#1)`, starting from `n1`'s count, not its own.
-
-The orange diamonds are due times fired twice: `n3` fired them during the split (with no effect: their writes never
-counted) and `n1` fired them again.
+**Predict first.** Cut off, does `n3` keep running the key until somebody else takes it over? Is there a moment when
+two nodes run the key? A moment when none does?
 """)
 
 code("""
@@ -83,6 +92,42 @@ key = run.world.results["key"]
 print("count read on the majority side during the split:", run.world.results["majority"])
 print("count read from n3 after the heal:              ", run.world.results["final"])
 ownership_chart(run.trace, key=key)
+""")
+
+md("""
+What the chart shows:
+
+* During the split, `n3` keeps firing, but its writes cannot reach a quorum. After 0.8 s of silence it **suspects**
+  both peers: it has lost its quorum, so it **steps down**. Its run ends *lost*, the writes it had in flight fail
+  (the hollow circle, ×5) and the `Tick`s queued for the key are dropped.
+* One second later `n1` and `n2` declare `n3` dead, and `n1` wins epoch `(2, n1#1)` from the two replicas it can
+  reach. It starts from the newest confirmed version (`found v6`) and goes on counting. Its first firing is a late
+  catch-up: one delivery, the dues it missed are skipped (counted), and one of them (orange diamond) is a due `n3` had
+  already fired during the split, whose next-due write never counted.
+* From the step-down to the takeover **nobody owns the key**: that second is the price of never having two owners at
+  once. Nothing is stale and no write is fenced.
+* At the heal, `n3` is the key's owner on the ring again: `n1` **hands the key off** and `n3` wins `(2, n3#1)`. Same
+  round as `n1`'s, and newer, because a tie in the round is broken by the node id. It starts from `n1`'s count, not
+  its own.
+""")
+
+code("""
+actor = "sim.scenarios.cluster:cl_ticker"
+trace = run.trace
+spans = epoch_spans(trace, actor, key)
+assert [(s.node, s.epoch_round, s.ended_by) for s in spans] == [("n3", 1, "lost"), ("n1", 2, "handoff"), ("n3", 2, "end of trace")]
+cut = trace.of("fault.partition")[0]
+stepped_down, taken = spans[0].end_ns, spans[1].start_ns
+assert cut.t_ns < stepped_down < taken                          # n3 stopped before n1 started: never two owners
+assert all(s.superseded_ns is None for s in spans)              # so nothing is ever stale
+assert trace.of("write.failed", key=key, reason="fenced") == []  # and no write is fenced
+failed = trace.of("write.failed", key=key)
+assert {r.t_ns for r in failed} == {stepped_down} and len(failed) == 5   # the ×5: every write in flight, at the step-down
+confirmed_before_cut = [r for r in trace.of("write.confirmed", key=key) if r.t_ns < cut.t_ns]
+assert spans[1].found == confirmed_before_cut[-1].get("version") == 6   # n1 found the last version confirmed before the cut
+assert spans[2].found > spans[1].found and run.world.results["final"] >= run.world.results["majority"]
+print(f"n3 stepped down at {stepped_down / 1e9:.2f} s, n1 took over at {taken / 1e9:.2f} s: "
+      f"{(taken - stepped_down) / 1e9:.2f} s with no owner; n3 back at {spans[2].start_ns / 1e9:.2f} s from v{spans[2].found}")
 """)
 
 md("""
@@ -95,26 +140,237 @@ code("""
 spacetime_diagram(run.trace)   # by default: the first change of owner
 """)
 
+code("""
+takeover = trace.of("epoch.acquired", key=key)[1]
+window = frames_in(trace, takeover.t - 0.010, 0.012)
+prepares = [a for a in window if a.tag == "Prepare" and a.src == "n1"]
+assert sorted((a.dst, a.dropped) for a in prepares) == [("n2", None), ("n3", "partition")]
+assert [(a.src, a.dst) for a in window if a.tag == "Promise"] == [("n2", "n1")]
+""")
+
 md("""
-And why a write is fenced: just after the heal, `n3` (still believing it is the owner) fires and sends `Write` with
-epoch 1. Both replicas promised epoch 2, so both answer `Nack`: the write is refused and `n3` learns it lost the key.
+## 2. A write is fenced
+
+Since an owner cut off steps down, a partition no longer leaves an old owner writing. To see the fence itself, the
+`newer-promise-fences` run makes `n1` and `n2` promise a newer epoch `(2, n1#0)` behind the owner's back: the
+`Prepare` of an acquisition whose owner vanished, delivered to both replicas at 3 s. `n3` does not know.
+
+**Predict first.** What do the replicas answer to `n3`'s next write, made under epoch 1? What does the client whose
+`Add` made that write get? And the `Add` after it?
 """)
 
 code("""
-spacetime_diagram(run.trace, start=7.2055, duration=0.0045)
+run = runs["newer-promise-fences"]
+key = run.world.results["key"]
+print("answers before the promise:", run.world.results["before"], "| after:", run.world.results["after"],
+      "| final read:", run.world.results["final"])
+ownership_chart(run.trace, key=key)
+""")
+
+md("""
+Both replicas had promised `(2, n1#0)`, newer than `n3`'s `(1, n3#1)`: they answer `Nack`, the write is **fenced**
+(red X), `n3`'s run ends *lost*, and the client's `Add` fails with `Unavailable` (it was not counted). In the
+diagram below, the first `Nack` is enough: `n3` learns at once that a newer epoch exists, and prepares a new one
+(purple) for the `Add`s still queued. The next `Add`
+activates the key again: `n3` prepares a round above the promise and wins `(3, n3#1)`, finding `v4`. No count was
+lost, and none was made twice.
+""")
+
+code("""
+fenced = run.trace.of("write.failed", key=key, reason="fenced")
+spacetime_diagram(run.trace, start=fenced[0].t - 0.004, duration=0.0055)
+""")
+
+code("""
+trace = run.trace
+spans = epoch_spans(trace, "sim.scenarios.probes:tally", key)
+assert [(s.node, s.epoch_round, s.ended_by) for s in spans] == [("n3", 1, "lost"), ("n3", 3, "end of trace")]
+assert len(fenced) == 1 and fenced[0].node == "n3" and fenced[0].t_ns == spans[0].end_ns   # fenced, and the run ends there
+promised_round = run.world.results["promised"][1]
+assert spans[0].epoch_round < promised_round < spans[1].epoch_round                      # 1 < 2 < 3
+nacks = frames_in(trace, fenced[0].t - 0.004, 0.0055, tag="Nack")
+assert sorted((a.src, a.dst) for a in nacks) == [("n1", "n3"), ("n2", "n3")]              # both replicas refused
+assert run.world.results["before"] == [1, 2] and run.world.results["after"] == ["Unavailable", 4, 5]
+assert run.world.results["final"] == 5
+""")
+
+md("""
+## 3. An occurrence repeats
+
+The owner `n3` fires an occurrence of a 5-second schedule and crashes in the same instant. 50 ms before, its outgoing
+messages were cut (a one-way partition), so that nothing it sends could reach a replica anyway. The replicas still say
+*this occurrence is due*. `n2` takes the key over (about 1.8 s later: the time to declare `n3` dead) and, reading the
+replicas, fires the same due time **again**.
+
+**Predict first.** Will the new owner fire the occurrence `n3` fired just before it crashed? What would have to be
+different for it not to?
+""")
+
+code("""
+run = runs["ownership-repeat"]
+key = run.world.results["key"]
+ownership_chart(run.trace, key=key)
+""")
+
+md("""
+The orange diamond is the repeat; the dashed arrow joins it to the first firing of the same due. This is
+**at-least-once** delivery across owners: the only way to never repeat would be to write the next due before telling
+the actor, and then a crash in between loses the occurrence instead. An actor whose schedule must not act twice should
+remember in its state what it already did (chapter 07 does it with the daily report).
+
+Zoom on the firing: the crash comes in the same instant, **before `n3` sends anything**. No `Write` of the next due
+leaves `n3` (the diagram counts 0 protocol frames), and both writes it had begun fail as *unavailable*. `n3`'s
+heartbeats a few milliseconds earlier end in red X's: the cut, which would have dropped the writes too. The `Tick` it
+had told its actor is dropped with the node.
+""")
+
+code("""
+fired = [r for r in run.trace.of("schedule.fired", key=key) if r.node == "n3"][-1]
+spacetime_diagram(run.trace, start=fired.t - 0.0075, duration=0.0095)
+""")
+
+code("""
+trace = run.trace
+crash = trace.of("fault.crash")[0]
+assert crash.node == "n3" and crash.t_ns == fired.t_ns                     # the crash is in the firing's instant
+zoom = frames_in(trace, fired.t - 0.0075, 0.0095)
+assert [a for a in zoom if a.tag != "Heartbeat"] == []                    # "0 protocol frames": no Write left n3
+assert {a.dropped for a in zoom if a.src == "n3"} == {"partition"}         # n3's heartbeats: cut
+failed = [r for r in trace.of("write.failed", key=key) if r.t_ns == crash.t_ns]
+assert sorted((r.get("operation"), r.get("reason")) for r in failed) == [("schedule.fire", "unavailable"), ("state.set", "unavailable")]
+again = [r for r in trace.of("schedule.fired", key=key) if r.get("due_us") == fired.get("due_us")]
+assert [r.node for r in again] == ["n3", "n2"]                             # the same due, fired by both owners
+assert [m.get("message") for m in trace.of("message.dropped", key=key)] == ["Tick"]
+""")
+
+code("""
+spacetime_diagram(run.trace)   # n2's takeover: n3 is down, so its Prepare and Write never find a receiver
+""")
+
+md("""
+## 4. An occurrence is lost
+
+The same schedule on a slower actor: handling a `Tick` takes 0.5 s before it counts.
+
+**Predict first.** This time the owner dies 0.2 s *after* the firing, once its next-due write is confirmed, while the
+`Tick` is still being handled. Does the next owner fire that occurrence again?
+""")
+
+code("""
+run = runs["ownership-miss"]
+key = run.world.results["key"]
+ownership_chart(run.trace, key=key)
+""")
+
+md("""
+The firing's next-due write **was** confirmed (the blue tick at 12 s), and the node died 0.2 s later: no state write
+(no black tick) follows. The next owner `n1` reads the replicas, which say *next due: 17 s*, so it does not fire 12 s
+again. The occurrence fired once, on a node that died before acting on it: it is **lost**.
+
+Repeat or loss is decided by one question: *was the next due confirmed before the crash?*
+""")
+
+code("""
+fired = [r for r in run.trace.of("schedule.fired", key=key) if r.node == "n3"][-1]
+spacetime_diagram(run.trace, start=fired.t - 0.001, duration=0.0045)   # the firing: the next due is confirmed (Write/Ack)
+""")
+
+code("""
+trace = run.trace
+crash = trace.of("fault.crash")[0]
+writes = [r for r in trace.of("write.confirmed", key=key, node="n3") if fired.t_ns <= r.t_ns < crash.t_ns]
+assert [tuple(r.get("pages")) for r in writes] == [("@schedules",)]         # the next due, and no state write
+assert round((crash.t_ns - fired.t_ns) / 1e6) == 200                        # the crash 0.2 s after the firing
+heir = [r for r in trace.of("schedule.fired", key=key) if r.t_ns > crash.t_ns]
+assert heir[0].node == "n1" and heir[0].get("due_us") == fired.get("next_us")   # n1's first firing is the next due
+assert all(r.get("due_us") != fired.get("due_us") for r in heir)                 # 12 s is never fired again
+""")
+
+md("""
+## 5. Every replica loses its memory
+
+Two keys have a schedule every second: `plain` (a `cl_ticker`, kept only in the replicas' memory, owned by `n3`) and
+`kept` (a `durable="write"` type, which also writes every confirmed page to the cluster's store, owned by `n1`).
+First `kept`'s owner `n1` crashes alone at 3.5 s and comes back at 4.5 s with empty memory. Then, at 8 s, **all three
+nodes** crash, and restart at 11 s with empty memory.
+
+**Predict first.** After the full restart, what does a `Get` of `plain` answer? Does `kept`'s schedule go on by itself?
+With which epoch round, and how many late firings (in one delivery, or a burst)?
+""")
+
+code("""
+run = runs["all-replicas-lost"]
+print("plain after the restart:", run.world.results["after:plain"], "| kept before:", run.world.results["before:kept"],
+      "after:", run.world.results["after:kept"])
+ownership_chart(run.trace, key="plain")
+""")
+
+code("""
+ownership_chart(run.trace, key="kept")
+""")
+
+md("""
+* `plain` lived only in the replicas' memory: after the full restart no node knows it. Its schedule never fires again,
+  and the `Get` at 19 s wins a new epoch that **found nothing**: the count starts over at 0. (`(1, n3#2)` is newer than
+  `(1, n3#1)`: `n3#2` is a later life of `n3`.)
+* `kept`, after `n1`'s lone crash, is still held by the two other replicas: `n1#2` wins `(2, n1#2)` from them
+  (`found v3`), with one **late firing** that skips the due missed while it was down.
+* After the full restart, `n1` finds `kept` in the store and resumes it **without any message**. Its epoch **jumps to
+  round 3**: the store kept the pages written under round 2, and a new epoch must be above every epoch the key had.
+  Its first firing is again one late delivery, skipping the dues missed while the cluster was down: **two late
+  firings in all, one after each outage, never a burst**.
+""")
+
+code("""
+trace = run.trace
+assert run.world.results["after:plain"] == 0
+plain = epoch_spans(trace, "sim.scenarios.cluster:cl_ticker", "plain")
+assert [(s.node, s.epoch_round, s.incarnation, s.found) for s in plain] == [("n3", 1, 1, 0), ("n3", 1, 2, 0)]
+restart = max(r.t_ns for r in trace.of("fault.restart"))
+assert [r for r in trace.of("schedule.fired", key="plain") if r.t_ns > restart] == []   # plain's schedule is gone
+kept = epoch_spans(trace, "sim.scenarios.replicas_lost:kept_ticker", "kept")
+assert [(s.node, s.epoch_round, s.incarnation) for s in kept] == [("n1", 1, 1), ("n1", 2, 2), ("n1", 3, 3)]
+assert kept[2].found > kept[1].found > 0 and run.world.results["after:kept"] >= run.world.results["before:kept"]
+late = trace.of("schedule.caught_up", key="kept")
+assert len(late) == 2 and [r.t_ns for r in late] == [kept[1].start_ns, kept[2].start_ns]   # one late firing per outage
+assert [r.get("skipped") for r in late] == [1, 4]
+print("kept's late firings:", [(round(r.t, 2), f"{r.get('skipped')} skipped") for r in late])
+""")
+
+md("""
+The full restart, message by message: each node starts a **handoff** round (green), asking its peers for the replicas
+they hold (`SyncRequest` / `SyncDump`); until a node has them, its replica is not counted in any quorum. `n1` prepares
+`kept` at once (purple), but the promises come from replicas still in their handoff round: a replica that is not
+ready answers a *blank* promise, which does not count. `n1` prepares again half a second later, and wins round 3.
+""")
+
+code("""
+handoff = [r for r in trace.of("handoff.started") if r.t_ns > restart]
+spacetime_diagram(trace, start=handoff[0].t - 0.0005, duration=0.006)
+""")
+
+code("""
+window = frames_in(trace, handoff[0].t - 0.0005, 0.006)
+ended = {r.node: r.t_ns for r in trace.of("handoff.ended") if r.t_ns > restart}
+assert sorted(r.node for r in handoff) == ["n1", "n2", "n3"] and len(ended) == 3
+promises = [a for a in window if a.tag == "Promise" and a.dst == "n1"]
+assert sorted(a.src for a in promises) == ["n2", "n3"]
+assert all(a.sent_ns < ended[a.src] for a in promises)          # promised while their handoff round was still open
+second = [r for r in trace.of("net.sent", node="n1") if r.get("frame") == "Prepare" and r.t_ns > restart]
+assert round((second[2].t_ns - second[0].t_ns) / 1e6) == 500 and second[2].t_ns < kept[2].start_ns   # again 0.5 s later
 """)
 
 md("""
 ### Scrub it, then break it yourself
 
-The **explorer** replays the same run frame by frame: press play or drag the slider (it draws when you let go). At
-each time `t` it shows the **cluster graph** (green: up, orange: paused, grey: down; a red dashed line is a cut link;
-the thick ring is the key's owner; under each node, what the others believe about it), the **events** of that step in
-words, and the ownership chart **up to t** (the future is veiled).
+The **explorer** replays the stale-owner run frame by frame: press play or drag the slider (it draws when you let go).
+At each time `t` it shows the **cluster graph** (green: up, orange: paused, grey: down; a red dashed line is a cut
+link; the thick ring is the key's owner; under each node, what the others believe about it), the **events** of that
+step in words, and the ownership chart **up to t** (the future is veiled).
 
 Then pick a node and press a fault button: the explorer **forks** the run, the same seed with exactly one more fault
-at `t`, and shows the fork beside the original. Predict first: if you pause `n3` at 2.5 s for 2 s, who owns the key
-at 5 s? (In a page exported without a kernel, you see a few pre-rendered frames instead.)
+at `t`, and shows the fork beside the original. **Predict first:** if you pause `n3` at 2.5 s for 2 s, who owns the
+key at 5 s? (In a page exported without a kernel, you see a few pre-rendered frames instead.)
 """)
 
 code("""
@@ -137,93 +393,7 @@ print("at 5 s:", split.owner, "owns", split.key, "under epoch", split.epoch, "| 
 """)
 
 md("""
-## 2. An occurrence repeats
-
-The owner `n3` fires an occurrence of a 5-second schedule, and crashes right after. Just before, its outgoing messages
-were cut, so the write of the **next due time** never reached a replica: the replicas still say *this occurrence is
-due*. `n2` takes the key over (after about 1.8 s: the time to declare `n3` dead) and, reading the replicas, fires the
-same due time **again** (orange diamond, the dashed arrow joins it to the first firing).
-
-This is **at-least-once** delivery across owners: the only way to never repeat would be to write the next due before
-telling the actor, and then a crash in between loses the occurrence instead. An actor whose schedule must not act twice
-should remember in its state what it already did (the seed's advice: the last completed day).
-""")
-
-code("""
-run = runs["ownership-repeat"]
-ownership_chart(run.trace, key=run.world.results["key"])
-""")
-
-md("""
-Zoom on the firing: `n3` fires and sends the two `Write`s of the next due, both dropped by the cut, then crashes in the
-same instant. The `Tick` it had told its actor is dropped with the node.
-""")
-
-code("""
-spacetime_diagram(run.trace, start=12.005, duration=0.004)
-""")
-
-code("""
-spacetime_diagram(run.trace)   # n2's takeover: n3 is down, so its Prepare and Write never find a receiver
-""")
-
-md("""
-## 3. An occurrence is lost
-
-The same schedule on a slower actor: handling a `Tick` takes 0.5 s before it counts. This time the firing's next-due
-write **was** confirmed (the blue tick at 12 s), and the node dies 0.2 s later, while the `Tick` is still being handled:
-no state write (no black tick) follows. The next owner `n1` reads the replicas, which say *next due: 17 s*, so it does
-not fire 12 s again. The occurrence fired once, on a node that died before acting on it: it is **lost**.
-
-Repeat or loss is decided by one question: *was the next due confirmed before the crash?*
-""")
-
-code("""
-run = runs["ownership-miss"]
-ownership_chart(run.trace, key=run.world.results["key"])
-""")
-
-code("""
-spacetime_diagram(run.trace, start=12.0055, duration=0.0045)   # the firing: the next due is confirmed (Write/Ack)
-""")
-
-md("""
-## 4. Every replica loses its memory
-
-All three nodes crash at 8 s and restart at 11 s with empty memory. Two keys had a schedule every second:
-
-* `plain` (a `cl_ticker`) lived only in the replicas' memory: after the restart no node knows it. Its schedule never
-  fires again, and the `Get` at 19 s wins a new epoch that **found nothing**: the count starts over at 0.
-* `kept` (a `durable="write"` type) also wrote every confirmed page to the cluster's store. After the restart its owner
-  finds it in the store, resumes it without any message, and the schedule goes on (the occurrences missed while the
-  cluster was down are skipped: one late firing, no burst).
-
-Note the epoch rounds: `(1, n1#2)` is newer than `(1, n1#1)` because `n1#2` is a later life of `n1`.
-""")
-
-code("""
-run = runs["all-replicas-lost"]
-print("plain after the restart:", run.world.results["after:plain"], "| kept before:", run.world.results["before:kept"],
-      "after:", run.world.results["after:kept"])
-ownership_chart(run.trace, key="plain")
-""")
-
-code("""
-ownership_chart(run.trace, key="kept")
-""")
-
-md("""
-The restart, message by message: each node starts a **handoff** round (green), asking its peers for the replicas they
-hold (`SyncRequest` / `SyncDump`); until a node has them, its replica is not counted in any quorum. `n1` resumes `kept`
-from the store.
-""")
-
-code("""
-spacetime_diagram(run.trace, start=10.9995, duration=0.009)
-""")
-
-md("""
-## 5. Your turn: predict, then run
+## 6. Your turn: predict, then run
 
 Below, a cluster of your own: a key of `cl_ticker` with a schedule every `every` seconds; its owner crashes at
 `crash_at` seconds. Before you run it, **predict**:
@@ -265,6 +435,18 @@ ownership_chart(trace, key="lab")
 """)
 
 code("""
+# The answers for the defaults, read from the trace (change the run above and these lines say what changed).
+crash = trace.of("fault.crash")[0]
+owner, heir = trace.of("epoch.acquired", key="lab")[:2]
+confirmed = [r for r in trace.of("write.confirmed", key="lab") if r.t_ns < crash.t_ns]
+assert heir.node != owner.node == crash.node and 1.0 < heir.t - crash.t < 3.0
+assert heir.get("found") == confirmed[-1].get("version")           # the heir found the last confirmed version
+dues = [r.get("due_us") for r in trace.of("schedule.fired", key="lab")]
+print(f"{heir.node} took over {heir.t - crash.t:.1f} s after the crash, found v{heir.get('found')}; "
+      f"repeats: {len(dues) - len(set(dues))}; late firings: {len(trace.of('schedule.caught_up', key='lab'))}")
+""")
+
+code("""
 def explore(scenario="ownership-repeat", seed=0):
     run = scenarios.run(scenario, seed=seed)
     key = run.world.results.get("key") or "kept"
@@ -276,9 +458,9 @@ try:
     from IPython.display import display
 
     scenario_box = widgets.Dropdown(options=LAB, value="ownership-repeat", description="scenario")
-    seed_box = widgets.IntSlider(value=0, min=0, max=20, description="seed")
-    crash_box = widgets.FloatSlider(value=9.5, min=4.0, max=12.0, step=0.05, description="crash at (s)")
-    every_box = widgets.FloatSlider(value=1.0, min=0.2, max=3.0, step=0.1, description="every (s)")
+    seed_box = widgets.IntSlider(value=0, min=0, max=20, description="seed", continuous_update=False)
+    crash_box = widgets.FloatSlider(value=9.5, min=4.0, max=12.0, step=0.05, description="crash at (s)", continuous_update=False)
+    every_box = widgets.FloatSlider(value=1.0, min=0.2, max=3.0, step=0.1, description="every (s)", continuous_update=False)
 
     def show_scenario(scenario, seed):
         display(explore(scenario, seed))
@@ -288,8 +470,8 @@ try:
 
     display(widgets.HTML("<b>A built-in scenario with another seed</b>"))
     display(widgets.HBox([scenario_box, seed_box]), widgets.interactive_output(show_scenario, {"scenario": scenario_box, "seed": seed_box}))
-    display(widgets.HTML("<b>Your cluster: crash the owner</b>"))
-    display(widgets.HBox([seed_box, crash_box, every_box]),
+    display(widgets.HTML("<b>Your cluster: crash the owner</b> (the same seed control)"))
+    display(widgets.HBox([crash_box, every_box]),
             widgets.interactive_output(show_own, {"seed": seed_box, "crash_at": crash_box, "every": every_box}))
 except ImportError:  # no widgets: one run of each, to edit by hand
     display(explore("ownership-repeat", seed=1))
@@ -300,8 +482,12 @@ md("""
 
 * Why does the new owner need a **quorum** of promises, not just one replica? (Think of the partition in part 1: could
   both sides have won the same epoch?)
-* In part 2, what would have to change in the runtime for the occurrence to be fired at most once? What would it cost?
-* In part 4, what would `plain` need to survive? What does `durable="write"` add to every write of `kept`?
+* In part 1 nobody owned the key for a second. What would go wrong if `n3` kept running until it was fenced?
+* In part 3, what would have to change in the runtime for the occurrence to be fired at most once? What would it cost?
+* In part 5, what would `plain` need to survive? What does `durable="write"` add to every write of `kept`?
+
+Next: chapter 05 (`05_skew.ipynb`) moves the nodes' clocks apart, and shows what that does to a key's schedule when
+its owner changes.
 """)
 
 for i, cell in enumerate(cells):

@@ -315,7 +315,7 @@ def spacetime_diagram(
     if not arrows and not shown_events:
         ax.text(0.5, 0.5, "no frames or node events in this window", transform=ax.transAxes, ha="center", va="center", fontsize=FONT, color=GREY)
     declutter(fig, labels, max_levels=3)
-    place_along(fig, labels, tags, tag_paths, segments)
+    place_along(fig, labels, tags, tag_paths, segments + [((x, 0.0), (x, span_ms)) for x in col.values()])  # nor on a node's line
     return fig
 
 
