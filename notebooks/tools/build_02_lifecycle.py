@@ -44,10 +44,8 @@ import asyncio
 from dataclasses import dataclass
 from datetime import timedelta
 
-from matplotlib.figure import Figure
-
 import sim
-from casty import ActorFailed, Askable, Context, Fenced, Ref, SchemaError, actor
+from casty import ActorFailed, Askable, Context, Fenced, actor
 from sim.viz import activation_timeline
 
 
