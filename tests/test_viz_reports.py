@@ -11,6 +11,7 @@ import os
 
 os.environ.setdefault("MPLBACKEND", "Agg")
 
+import numpy as np  # noqa: E402
 from matplotlib.axes import Axes  # noqa: E402
 from matplotlib.collections import PathCollection  # noqa: E402
 
@@ -49,7 +50,7 @@ def _texts(ax: Axes) -> list[str]:
 
 
 def _points(ax: Axes, gid: str) -> int:
-    return sum(len(c.get_offsets()) for c in ax.collections if c.get_gid() == gid and isinstance(c, PathCollection))
+    return sum(len(np.asarray(c.get_offsets())) for c in ax.collections if c.get_gid() == gid and isinstance(c, PathCollection))
 
 
 def test_the_missing_day_is_found_between_two_reports_and_placed_one_day_after_the_report_before_it() -> None:

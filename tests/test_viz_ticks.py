@@ -6,14 +6,20 @@ marks back by their gid, so the chart is checked against the trace it was drawn 
 
 from __future__ import annotations
 
+import asyncio
 import os
+from dataclasses import dataclass
+from datetime import timedelta
 
 os.environ.setdefault("MPLBACKEND", "Agg")
 
 from matplotlib.axes import Axes  # noqa: E402
+import numpy as np  # noqa: E402
 from matplotlib.collections import PathCollection  # noqa: E402
+from matplotlib.patches import Rectangle  # noqa: E402
 
-from sim import scenarios  # noqa: E402
+from casty import ActorSystem, Context, actor  # noqa: E402
+from sim import World, scenarios  # noqa: E402
 from sim.viz import ticks_chart  # noqa: E402
 from sim.viz.ticks import tick_rows  # noqa: E402
 
@@ -21,7 +27,7 @@ from sim.viz.ticks import tick_rows  # noqa: E402
 def _points(ax: Axes, gid: str, y: int | None = None) -> int:
     """Markers drawn under ``gid`` (on row ``y`` when given)."""
     return sum(
-        sum(1 for _, py in c.get_offsets() if y is None or py == y)
+        sum(1 for _, py in np.asarray(c.get_offsets()) if y is None or py == y)
         for c in ax.collections
         if c.get_gid() == gid and isinstance(c, PathCollection)
     )
@@ -56,3 +62,38 @@ def test_claim_keys_own_schedules_are_hidden_unless_asked_for() -> None:
     assert sorted(tick_rows(trace)) == [(n, "node schedule 'report-every-5s'") for n in ("n1", "n2", "n3")]
     internal = tick_rows(trace, internal=True)
     assert sum(len(v) for (n, s), v in internal.items() if s.startswith("actor schedule")) == 9
+
+
+@dataclass(frozen=True)
+class _Tick:
+    what: str
+
+
+@actor(initial=0)
+async def _fragile(ctx: Context[int, _Tick]) -> None:
+    """Fails on every tick."""
+    async for msg in ctx.inbox:
+        raise RuntimeError(f"cannot handle {msg.what}")
+
+
+def test_dead_letters_and_a_pause_are_drawn_on_the_schedule_s_row() -> None:
+    """Every 10 s to a failing key, paused 25-45 s (resumed on a new grid: 55 s): 3 told, 3 dead-letter marks, one hatched pause, counted in the title."""
+    world = World(seed=0)
+    world.add_node("n1")
+
+    async def client(system: ActorSystem) -> None:
+        await system.schedule(_Tick("t"), system.ref(_fragile, "f"), timedelta(seconds=10), reference="to-fragile")
+        await asyncio.sleep(25)
+        system.pause_schedule("to-fragile")
+        await asyncio.sleep(20)
+        system.resume_schedule("to-fragile")
+
+    world.spawn("n1", client)
+    world.run(until=61)
+    world.close()
+    ax = ticks_chart(world.trace).axes[0]
+    assert _rows(ax) == ["n1  node schedule 'to-fragile'"]
+    assert (_points(ax, "told"), _points(ax, "dead")) == (3, 3) == (len(world.trace.of("node_schedule.fired")), len(world.trace.of("dead_letter")))
+    (pause,) = [p for p in ax.patches if p.get_gid() == "schedule.paused" and isinstance(p, Rectangle)]
+    assert (round(pause.get_x()), round(pause.get_width())) == (25, 20)
+    assert ax.get_title(loc="left") == "Periodic deliveries: 3 told, 3 dead letters"

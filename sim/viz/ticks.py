@@ -11,7 +11,8 @@ periodic work side by side, so a crash shows which kind survives it:
   between the claim and the tell: drawn on the winner's row, at its crash when the losers name
   it and it died before recording its win) an orange diamond, a tick that could not be handed over (``tick_lost``)
   and a claim that could not be made (``claim_skipped``) red X's, a late tick that skipped
-  later ones "skipped N".
+  later ones "skipped N", a tick whose handler failed (a ``dead_letter`` whose origin names the
+  schedule) a small red x under its dot, a paused node schedule hatched from pause to resume.
 
 The rows of a node carry its faults (crash, down, pause) as the activation timeline draws
 them. The claim keys' own schedules (the internal type ``casty.cluster.claims:schedule_fire``
@@ -55,7 +56,9 @@ CLAIM_ACTOR = "casty.cluster.claims:schedule_fire"
 _KINDS = (
     "schedule.fired", "schedule.caught_up", "timer.fired", "node_schedule.fired", "node_schedule.caught_up",
     "node_schedule.tick_lost", "node_schedule.claim_won", "node_schedule.claim_lost", "node_schedule.claim_skipped",
+    "node_schedule.paused", "node_schedule.resumed", "node_schedule.cancelled",
 )
+_DEAD_ORIGIN = "node-schedule:"  # a dead letter's origin when a node schedule's tick failed in its handler
 
 
 def _source(row: Row) -> str:
@@ -73,6 +76,12 @@ def tick_rows(trace: Trace, *, internal: bool = False) -> dict[tuple[str, str], 
         if row.kind not in _KINDS or (not internal and row.get("actor") == CLAIM_ACTOR):
             continue
         out.setdefault((row.node, _source(row)), []).append(row)
+    for row in trace.of("dead_letter"):  # the handler's failure, on the row of the schedule that told it
+        origin = str(row.get("origin") or "")
+        if origin.startswith(_DEAD_ORIGIN):
+            source = f"node schedule '{origin[len(_DEAD_ORIGIN):]}'"
+            home = (row.node, source) if (row.node, source) in out else next((k for k in out if k[1] == source), (row.node, source))
+            out.setdefault(home, []).append(row)
     return out
 
 
@@ -125,8 +134,19 @@ def ticks_chart(trace: Trace, *, ax: Axes | None = None, title: str | None = Non
             for t in ev.crashes:
                 ax.vlines(unit.x(t), y - 0.45, y + 0.45, color=VERMILLION, lw=2, zorder=4, gid="crash")
         marks: dict[str, list[float]] = {}
+        paused_at: int | None = None
         for r in found:
             x = unit.x(r.t_ns)
+            if r.kind == "node_schedule.paused":
+                paused_at = r.t_ns
+            elif r.kind in ("node_schedule.resumed", "node_schedule.cancelled") and paused_at is not None:
+                ax.add_patch(Rectangle((unit.x(paused_at), y - 0.4), x - unit.x(paused_at), 0.8, facecolor="white", edgecolor=GREY,
+                                       hatch="\\\\", lw=0, zorder=1, gid="schedule.paused"))
+                counts["paused"] += 1
+                paused_at = None
+            if r.kind == "dead_letter":
+                marks.setdefault("dead", []).append(x)
+                counts["dead"] += 1
             if r.kind in ("schedule.fired", "timer.fired", "node_schedule.fired"):
                 marks.setdefault("told", []).append(x)
                 counts["told"] += 1
@@ -148,9 +168,11 @@ def ticks_chart(trace: Trace, *, ax: Axes | None = None, title: str | None = Non
             "lost": {"marker": "o", "s": 42, "facecolors": "white", "edgecolors": GREY, "linewidths": 1.2, "zorder": 3},
             "untold": {"marker": "D", "s": 60, "color": ORANGE, "edgecolors": "#222222", "zorder": 4},
             "failed": {"marker": "X", "s": 70, "color": VERMILLION, "edgecolors": "white", "zorder": 4},
+            "dead": {"marker": "x", "s": 40, "color": VERMILLION, "linewidths": 1.6, "zorder": 4},
         }
         for what, xs in marks.items():
-            ax.scatter(xs, [y] * len(xs), gid=what, **style[what])  # type: ignore[arg-type]
+            dy = 0.25 if what == "dead" else 0.0  # a dead letter sits under the dot of the tick that caused it
+            ax.scatter(xs, [y + dy] * len(xs), gid=what, **style[what])  # type: ignore[arg-type]
     ax.set_xlim(0, unit.x(end) * 1.01 if end else 1)
     ax.set_ylim(len(order) - 0.5, -0.95)  # room above the first row for its labels
     ax.set_yticks(range(len(order)), [f"{node}  {source}" for node, source in order], fontsize=SMALL + 0.5)
@@ -161,6 +183,7 @@ def ticks_chart(trace: Trace, *, ax: Axes | None = None, title: str | None = Non
                 ha="center", va="center", fontsize=FONT, color=GREY)
     if title is None:
         title = f"Periodic deliveries: {counts['told']} told" + (f", {counts['failed']} lost" if counts["failed"] else "") + (
+            f", {counts['dead']} dead letters" if counts["dead"] else "") + (
             f", {counts['untold']} claimed and never told" if counts["untold"] else "")
     ax.set_title(title, loc="left", fontsize=FONT + 1)
     handles: list[Any] = [Line2D([], [], ls="", marker="o", ms=7, color=BLUE, label="told (delivered to the key)")]
@@ -170,6 +193,10 @@ def ticks_chart(trace: Trace, *, ax: Axes | None = None, title: str | None = Non
         handles.append(Line2D([], [], ls="", marker="D", ms=7, color=ORANGE, mec="#222222", label="claim won, never told"))
     if counts["failed"]:
         handles.append(Line2D([], [], ls="", marker="X", ms=8, color=VERMILLION, mec="white", label="tick lost"))
+    if counts["dead"]:
+        handles.append(Line2D([], [], ls="", marker="x", ms=7, mew=1.6, color=VERMILLION, label="handler failed: dead letter"))
+    if counts["paused"]:
+        handles.append(Rectangle((0, 0), 1, 1, facecolor="white", edgecolor=GREY, hatch="\\\\", label="schedule paused"))
     handles += fault_handles(events[n] for n in nodes if n in events)
     ax.legend(handles=handles, fontsize=SMALL, borderaxespad=0, **outside_legend(fig, own))
     declutter(fig, labels)
