@@ -10,16 +10,19 @@ md("""
 
 casty lab runs **one** virtual-actor runtime, `casty`, in two worlds:
 
-* for real, on asyncio, in one process (or, soon, several over TCP);
-* inside a **deterministic simulated world**, where several nodes run on *virtual time* with their own wall
-  clocks, disks and network, and where we can crash, pause, partition and step clocks at will.
+* for real, on asyncio, in one process, or as a cluster of processes over TCP (`python -m casty node`: replicated
+  keys, owner epochs, handoff; the README's "A real cluster" starts three on one machine);
+* inside a **deterministic simulated world**, where several nodes (the same cluster code, over a simulated network)
+  run on *virtual time* with their own wall clocks, disks and network, and where we can crash, pause, partition and
+  step clocks at will.
 
 The simulator never models the runtime: it only replaces its *ports* (time, disk, network, randomness) and
 records what the runtime reports. So when a figure below shows an occurrence skipped or repeated,
 **the real runtime skips or repeats it**.
 
-This tour runs the built-in scenarios about **persisted schedules** and looks at what happened.
-Every run takes milliseconds, even the ones that simulate days.
+This tour runs the built-in scenarios about **persisted schedules** on one node and looks at what happened.
+Every run takes milliseconds, even the ones that simulate days. The chapters after it (listed at the end) teach each
+idea in turn, clusters included.
 """)
 
 code("""
@@ -28,7 +31,8 @@ from datetime import timedelta
 
 from sim import scenarios
 from sim.world import World
-from sim.viz import activation_timeline, catchup_chart
+from sim.viz import activation_timeline, catchup_chart, ticks_chart
+from sim.viz.timeline import day_label
 
 for name, s in scenarios.registered().items():
     print(f"{name:<26} {s.description}")
@@ -117,31 +121,41 @@ catchup_chart(run.trace, schedule="minute")
 md("""
 ## 6. A timer is not a schedule
 
-The same key runs a per-run ticker (`ctx.merge` of an async generator: the "grain timer" kind of periodic
-work) **and** a persisted schedule. After a crash and restart only the schedule keeps ticking: the ticker
-belonged to the run that died.
-""")
+Three kinds of periodic work tick the same key every 10 s: a persisted **actor schedule** (`ctx.schedule`, stored in
+the key's `@schedules` page), an **activation timer** (`ctx.timer`, held by the running activation: the "grain
+timer" kind) and a **node schedule** (`system.schedule`, held in the node's memory). The node crashes at 65 s and
+restarts 15 s later.
 
-code("""
-run = scenarios.run("timer-vs-schedule", seed=0)
-print("checks hold:", run.ok)
-print("(ticker beats, schedule beats) before the crash:", run.world.results["before"])
-print("(ticker beats, schedule beats) after the restart:", run.world.results["after"])
-""")
-
-md("""
-### Three kinds of periodic work, one crash
-
-A persisted **actor schedule** (`ctx.schedule`), an **activation timer** (`ctx.timer`) and a **node schedule**
-(`system.schedule`, held in the node's memory) all tick the same key every 10 s. The node crashes at 65 s and
-restarts 15 s later: only the persisted schedule goes on.
+**Predict first:** which of the three tick after the restart?
 """)
 
 code("""
 run = scenarios.run("timers-vs-schedules", seed=0)
 print("checks hold:", run.ok)
-print("beats by source before the crash:", run.world.results["before"])
-print("beats by source after the restart:", run.world.results["after"])
+ticks_chart(run.trace)
+""")
+
+code("""
+before, after = run.world.results["before"], run.world.results["after"]   # beats counted since the start
+print("beats before the crash:", before)
+print("beats after the restart:", {source: after[source] - before[source] for source in after})
+assert before == {"schedule": 6, "timer": 6, "node": 6}
+assert after["timer"] == before["timer"] and after["node"] == before["node"]   # the timer and the node schedule: gone
+assert after["schedule"] > before["schedule"]                                  # the persisted schedule goes on
+""")
+
+md("""
+A `ctx.merge` ticker (an async generator whose items arrive as messages) belongs to the run too: in the
+`timer-vs-schedule` run, beside a persisted schedule, it stops at the crash while the schedule resumes (chapter 03
+shows both on a chart).
+""")
+
+code("""
+run = scenarios.run("timer-vs-schedule", seed=0)
+(ticker_before, schedule_before), (ticker_after, schedule_after) = run.world.results["before"], run.world.results["after"]
+print(f"merge ticker: {ticker_before} beats before the crash, {ticker_after - ticker_before} after the restart")
+print(f"schedule:     {schedule_before} beats before the crash, {schedule_after - schedule_before} after the restart")
+assert run.ok and ticker_after == ticker_before and schedule_after > schedule_before
 """)
 
 md("""
@@ -149,15 +163,29 @@ md("""
 
 The seed's advice: record the last completed day in state. **Saving before building** means a crash in
 between **omits** that day's report; **building before saving** means a crash in between **repeats** it.
-Two nodes run the two variants; each crashes mid-way on the third night.
+Two nodes run the two variants (node `save` saves first, node `build` builds first); each crashes mid-way on the
+third night, at the report of Jan 03.
+
+**Predict first:** which node never builds Jan 03's report, and which builds it twice? The chart marks a report built
+with a black star, a day missing between two reports with a hollow red star (*omitted*), a day built again with
+*again*; the days are dates, the same on the chart and in the printout.
 """)
 
 code("""
 run = scenarios.run("daily-report", seed=0)
 print("checks hold:", run.ok)
 for row in run.trace.of("report.built"):
-    print(f"day {row.t / 86400:4.1f}  {row.node:<6} built the report of day {row.get('day')}")
+    print(f"night {row.t / 86400:3.1f}  {row.node:<6} built the report of {day_label(row.get('day'))}")
 activation_timeline(run.trace)
+""")
+
+code("""
+built = {node: [day_label(r.get("day")) for r in run.trace.of("report.built", node=node)] for node in ("save", "build")}
+crashed = day_label(run.world.results["crash_day"])
+assert crashed == "Jan 03"
+assert crashed not in built["save"] and built["save"] == ["Jan 01", "Jan 02", "Jan 04", "Jan 05"]   # omitted
+assert built["build"].count(crashed) == 2 and len(set(built["build"])) == 5                         # repeated
+print("save first: omitted", crashed, "| build first: built", crashed, "twice")
 """)
 
 md("""
@@ -199,9 +227,28 @@ def faults(world):
     world.resume("n1")
 
 world.process(faults(world))
-world.run(until=90)
+world.run(until=90)              # seconds of virtual time
 world.close()
 catchup_chart(world.trace, schedule="beat")
+""")
+
+md("""
+## Where to go next
+
+The course, one notebook per chapter, each 5 to 15 minutes (`make lab` opens them; `notebooks/CLAIMS.md` says which
+cell checks which claim of the seeds):
+
+| chapter | notebook | what it teaches |
+|---|---|---|
+| 01 | `01_actors.ipynb` | actor types and keys, refs as values, `tell`/`ask`, one mailbox reader, `to_self`, `ctx.ask`, `merge` |
+| 02 | `02_lifecycle.ipynb` | the activation lifecycle: first activation, idle, failure and backoff, cancelled ask, leases, `become` |
+| 03 | `03_schedules.ipynb` | persisted schedules and catch-up: one-shot, interval, replace, cancel, pause, timers that vanish |
+| 04 | `04_ownership.ipynb` | ownership and epochs in a cluster: stepping down, fencing, repeats and misses, durable keys; the explorer |
+| 05 | `05_skew.ipynb` | clock skew: synchronized clocks, a skewed takeover, clock steps and drift |
+| 06 | `06_node_schedules.ipynb` | node schedules and cron: dead letters, lost ticks, an interval per node, the claim per tick |
+| 07 | `07_effects.ipynb` | external effects: the daily report's two checkpoints, idempotency keys |
+| 08 | `08_failure_tests.ipynb` | writing failure tests: the pytest plugin, fault plans and shrinking |
+| 09 | `09_swarm.ipynb` | swarm testing: fault mixes, invariants, a planted bug found |
 """)
 
 for i, cell in enumerate(cells):
