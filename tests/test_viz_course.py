@@ -1,0 +1,93 @@
+"""The view fixes the course chapters 01-03 needed: what the catch-up chart and the activation timeline draw, counted."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import timedelta
+from typing import Any
+
+import pytest
+
+matplotlib = pytest.importorskip("matplotlib")
+matplotlib.use("Agg")
+
+from matplotlib.collections import LineCollection  # noqa: E402
+from matplotlib.text import Annotation, Text  # noqa: E402
+
+import sim  # noqa: E402
+from casty import ActorSystem  # noqa: E402
+from sim.scenarios.single import Every, beater  # noqa: E402
+from sim.trace import Trace  # noqa: E402
+from sim.viz import activation_timeline, catchup_chart  # noqa: E402
+
+
+def _replaced_run() -> sim.World:
+    """beat every 10 s from 5 s; at 32 s the same name every 3 s from 36 s; 50 s of run."""
+    world = sim.World(seed=0)
+    world.add_node("n1")
+
+    async def main(system: ActorSystem) -> None:
+        ref = system.ref(beater, "r")
+        await ref.ask(Every("beat", timedelta(seconds=5), timedelta(seconds=10)))
+        await asyncio.sleep(32 - world.now)
+        await ref.ask(Every("beat", timedelta(seconds=4), timedelta(seconds=3)))
+
+    world.spawn("n1", main)
+    world.run(until=50)
+    world.close()
+    return world
+
+
+def test_a_replaced_schedule_grid_stops_where_it_was_replaced() -> None:
+    """After a replacement at 32 s the old grid's 35 s due is not drawn; the legend names both intervals."""
+    world = _replaced_run()
+    fig = catchup_chart(world.trace, schedule="beat")
+    top = fig.axes[0]
+    grid = [c for c in top.get_children() if c.get_gid() == "grid" and isinstance(c, LineCollection)]
+    xs = sorted(round(float(seg[0][0])) for c in grid for seg in c.get_segments())
+    assert xs == [5, 15, 25, 36, 39, 42, 45, 48]
+    legend = top.get_legend()
+    assert legend is not None
+    assert legend.get_texts()[0].get_text() == "nominal due (every 10 s, then every 3 s)"
+
+
+def _rows(trace: Trace, rows: list[tuple[float, str, dict[str, Any]]]) -> Trace:
+    for t, kind, fields in rows:
+        trace.add(int(t * 1e9), "n1", 1_767_225_600_000_000 + int(t * 1e6), kind, fields)
+    return trace
+
+
+def _texts(fig: Any) -> list[str]:
+    ax = fig.axes[0]
+    return [c.get_text() for c in ax.get_children() if isinstance(c, (Text, Annotation))]
+
+
+def test_the_timeline_says_a_run_ended_cancelled_or_at_become_and_names_the_new_behaviour() -> None:
+    """A run ended by a cancelled ask or by become is labelled so at its end; the run under become's type reads 'key as type'."""
+    a = "m:door"
+    trace = _rows(Trace(), [
+        (0.0, "activation.started", {"actor": a, "key": "front", "lease": 1, "behavior": a, "recovered": False, "restart": 0}),
+        (2.0, "activation.ended", {"actor": a, "key": "front", "lease": 1, "reason": "cancelled"}),
+        (2.0, "activation.started", {"actor": a, "key": "front", "lease": 2, "behavior": a, "recovered": False, "restart": 1}),
+        (5.0, "activation.ended", {"actor": a, "key": "front", "lease": 2, "reason": "become"}),
+        (5.0, "activation.started", {"actor": a, "key": "front", "lease": 3, "behavior": "m:opened", "recovered": False, "restart": 2}),
+        (9.0, "activation.ended", {"actor": a, "key": "front", "lease": 3, "reason": "idle"}),
+    ])
+    texts = _texts(activation_timeline(trace))
+    assert texts.count("cancelled") == 1 and texts.count("become") == 1
+    assert "idle" not in texts                       # idle ends have their own look: no label
+    assert texts.count("front as opened") == 1 and texts.count("front") == 2
+
+
+def test_the_timeline_legend_says_its_entries_are_keys() -> None:
+    """The key legend is titled with the keys' type ('keys of door'), or 'actor/key' for several types."""
+    one = _rows(Trace(), [(0.0, "activation.started", {"actor": "m:door", "key": "open", "lease": 1, "behavior": "m:door", "recovered": False, "restart": 0})])
+    legend = activation_timeline(one).axes[0].get_legend()
+    assert legend is not None and legend.get_title().get_text() == "keys of door"
+    two = _rows(Trace(), [
+        (0.0, "activation.started", {"actor": "m:door", "key": "k", "lease": 1, "behavior": "m:door", "recovered": False, "restart": 0}),
+        (0.0, "activation.started", {"actor": "m:lock", "key": "k", "lease": 2, "behavior": "m:lock", "recovered": False, "restart": 0}),
+    ])
+    legend = activation_timeline(two).axes[0].get_legend()
+    assert legend is not None and legend.get_title().get_text() == "actor/key"
+    assert [t.get_text() for t in legend.get_texts()] == ["door/k", "lock/k"]
