@@ -235,3 +235,36 @@ def test_a_pause_across_a_new_era_proves_no_acquisition_late() -> None:
         with pytest.raises(CheckFailed, match=r"epoch \(1, 'n3#1'\) acquired on n3 at t=5.500s is not greater than \(2, 'n1#2'\)"):
             epochs_only_grow(world(pause))
     assert len(_late_acquisitions(world((2.0, 5.0)))) == 1  # paused through n1's acquisitions, within the new era: late
+
+
+def test_two_restarted_nodes_own_nothing_while_the_members_that_remember_the_cluster_are_paused() -> None:
+    """Seed n1 and n4 crash and restart while n2, n3 and n5 (the other seed among them) are paused: hearing only each
+    other, neither learns the view, so an increment asked of n4 is Unavailable instead of a count from 0; once the
+    three resume, both learn 3 of 5 and the counter goes on from 3 to 4.
+
+    Before the fix (swarm seeds 970, 1186, 1563) the pair learned 2 of 2 at 0.6 s, acquired w at round 1 from version 0
+    and answered 1 while 3 was confirmed."""
+    world = World(5)
+    for name in ("n1", "n2", "n3", "n4", "n5"):
+        world.add_node(name, cluster=Cluster(seeds=["n1", "n2"], heartbeat=0.2, suspect_after=1, dead_after=1), ask_timeout=2.0, write_timeout=1.0)
+    world.run(until=2.0)
+    assert [ask_from(world, "n3", rep_counter, "w", Inc()) for _ in range(3)] == [1, 2, 3]
+    for name in ("n2", "n3", "n5"):
+        world.pause(name)
+    world.crash("n1")
+    world.crash("n4")
+    world.run(until=world.now + 0.3)
+    back = world.now
+    world.restart("n1")
+    world.restart("n4")
+    world.run(until=world.now + 2.0)
+    answer = ask_from(world, "n4", rep_counter, "w", Inc(), run_for=2.5)
+    assert type(answer).__name__ == "Unavailable" and "no quorum" in str(answer)
+    assert [r for r in world.trace.of("member.learned") if r.t > back] == []
+    for name in ("n2", "n3", "n5"):
+        world.resume(name)
+    world.run(until=world.now + 3.0)
+    assert ask_from(world, "n4", rep_counter, "w", Inc(), run_for=3.0) == 4
+    learned = [(r.node, round(r.t - back, 3), r.get("alive"), r.get("members")) for r in world.trace.of("member.learned") if r.t > back]
+    assert learned == [("n1", 4.501, 3, 5), ("n4", 4.501, 3, 5)]
+    assert [(r.node, r.get("epoch_round"), r.get("found")) for r in world.trace.of("epoch.acquired") if r.t > back] == [("n1", 2, 4)]
