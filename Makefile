@@ -29,7 +29,7 @@ demo: setup
 
 test: setup
 	mkdir -p $(TEST_HOME)
-	$(TEST_ENV) $(PY) -m pytest -q --nbmake tests notebooks
+	$(TEST_ENV) $(PY) -m pytest -q --nbmake tests notebooks examples
 
 # Every notebook executed and exported to out/html/, pages that render with no network: the widget manager and
 # require.js are fetched once with `npm pack` into out/npm/ and copied beside the pages (notebooks/tools/export_html.py).

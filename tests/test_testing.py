@@ -73,9 +73,15 @@ def test_a_long_pause_shrinks_to_exactly_as_long_as_needed_and_as_late_as_fits()
 
 
 def test_a_partition_of_three_nodes_shrinks_to_one_node_against_the_others() -> None:
-    """A partition touching all three nodes shrinks to n1 | n2+n3, two-way, 1 ms long, over 1 ms before the end."""
+    """A partition touching all three nodes shrinks to one node against two, two-way, 1 ms long, over 1 ms before the end.
+
+    Which node is alone depends on where the search began (n1 | n2+n3 and n1+n2 | n3 are both as simple:
+    the shrinker cannot turn one into the other), so both are accepted, and nothing else."""
     plan = shrunk(lambda p: any(isinstance(f, Partition) and len(f.nodes()) == 3 for f in p.faults))
-    assert plan == FaultPlan.of(Partition(at=19.998, a=("n1",), b=("n2", "n3"), oneway=False, duration=0.001))
+    assert plan in (
+        FaultPlan.of(Partition(at=19.998, a=("n1",), b=("n2", "n3"), oneway=False, duration=0.001)),
+        FaultPlan.of(Partition(at=19.998, a=("n1", "n2"), b=("n3",), oneway=False, duration=0.001)),
+    )
 
 
 def test_a_clock_step_back_shrinks_to_just_past_the_threshold() -> None:
