@@ -33,6 +33,7 @@ from sim.trace import Row, Trace
 from sim.viz.timeline import (
     BLUE,
     FONT,
+    GREEN,
     GREY,
     LIGHT_GREY,
     ORANGE,
@@ -133,6 +134,9 @@ def ticks_chart(trace: Trace, *, ax: Axes | None = None, title: str | None = Non
                                        facecolor="white", edgecolor=GREY, hatch="///", lw=0, zorder=1, gid="paused"))
             for t in ev.crashes:
                 ax.vlines(unit.x(t), y - 0.45, y + 0.45, color=VERMILLION, lw=2, zorder=4, gid="crash")
+            if ev.restarts:
+                ax.scatter([unit.x(t) for t, _ in ev.restarts], [y - 0.4] * len(ev.restarts), marker="^", s=60, color=GREEN,
+                           edgecolors="white", linewidths=0.7, zorder=5, gid="restart", clip_on=False)
         marks: dict[str, list[float]] = {}
         paused_at: int | None = None
         for r in found:

@@ -1,0 +1,364 @@
+"""Writes notebooks/06_node_schedules.ipynb from this script (run from the project root), so its source can be reviewed as Python."""
+import nbformat as nbf
+
+cells = []
+md = lambda s: cells.append(nbf.v4.new_markdown_cell(s.strip()))
+code = lambda s: cells.append(nbf.v4.new_code_cell(s.strip()))
+
+md("""
+# 06 · Node schedules and cron
+
+Chapter 03 was about **actor schedules** (`ctx.schedule`): saved in the key's state, resumed by whoever owns
+the key next. casty also has the other kind, from the GoAkt "grain scheduling" seed: **node schedules**.
+Any code holding a system registers one for any key:
+
+```python
+await system.schedule_once(Remind(), ref, timedelta(minutes=10), reference="remind")
+await system.schedule(Refresh(), ref, timedelta(minutes=1), reference="refresh")
+await system.schedule_cron(Generate(), ref, "0 0 9 * * ?", reference="generate")   # Quartz: sec min hour ...
+system.pause_schedule("refresh"); system.resume_schedule("refresh"); system.cancel_schedule("refresh")
+system.list_schedules()
+```
+
+A node schedule lives **in the registering node's memory**, not in the key's state. That one fact explains most of
+this chapter: what a restart does, what a failing handler does, and why a cron in a cluster needs a claim per tick
+while an interval does not. As in every chapter: predict first, then run, look, and let the `assert` cell check
+the claim against the trace.
+
+The picture is `ticks_chart(trace)`: one row per (node, schedule), a dot per tick told, and the marks of what went
+wrong (a tick lost, a claim lost to another node, a claim won and never told).
+""")
+
+code("""
+%matplotlib inline
+import asyncio
+from dataclasses import dataclass
+from datetime import timedelta
+
+import casty
+import sim
+from casty import Askable, Context, actor
+from sim import scenarios
+from sim.viz import ticks_chart
+from sim.viz.ticks import tick_rows  # the rows the chart draws, by (node, schedule)
+
+
+@dataclass(frozen=True)
+class Tick:
+    what: str
+
+
+@dataclass(frozen=True)
+class Seen(Askable[list]):
+    \"\"\"The ticks this key has handled, in order.\"\"\"
+
+
+@actor(initial=[])
+async def inbox(ctx: Context[list, Tick | Seen]) -> None:
+    \"\"\"Keeps every Tick it receives (what, and the node's wall clock in s since the start).\"\"\"
+    async for msg in ctx.inbox:
+        match msg:
+            case Tick(what=what):
+                await ctx.state.update(lambda seen: [*seen, what])
+            case Seen(reply_to=reply_to):
+                reply_to.tell(ctx.state.value)
+""")
+
+md("""
+## 1. The API, its references and its errors
+
+A **reference** names one schedule on the node; it is how you pause, resume or cancel it later. The seed lists
+the errors. **Predict** which of these calls fail, and with which error:
+
+1. a second `schedule(...)` under the live reference `"every-10s"`;
+2. `pause_schedule("every-10s")` twice;
+3. `cancel_schedule("once")` after that one-shot has fired;
+4. `schedule_cron(..., "0 0 25 * * ?")` (hour 25);
+5. `resume_schedule("nobody")`.
+""")
+
+code("""
+def api_tour():
+    world = sim.World(seed=0)
+    world.add_node("n1")
+    outcome = world.results
+
+    async def client(system):
+        ref = system.ref(inbox, "k")
+        outcome["once"] = await system.schedule_once(Tick("once"), ref, timedelta(seconds=5), reference="once")
+        outcome["interval"] = await system.schedule(Tick("every 10 s"), ref, timedelta(seconds=10), reference="every-10s")
+        outcome["cron"] = await system.schedule_cron(Tick("cron"), ref, "0/15 * * * * ?", reference="quarter-minute")
+        outcome["listed"] = sorted((s.reference, s.kind) for s in system.list_schedules())
+        attempts = {
+            "1 same reference": system.schedule(Tick("again"), ref, timedelta(seconds=3), reference="every-10s"),
+            "4 hour 25": system.schedule_cron(Tick("x"), ref, "0 0 25 * * ?", reference="bad-cron"),
+        }
+        for name, attempt in attempts.items():
+            try:
+                await attempt
+                outcome[name] = "accepted"
+            except casty.CastyError as exc:
+                outcome[name] = type(exc).__name__
+        await asyncio.sleep(32)
+        system.pause_schedule("every-10s")
+        for name, call in (("2 pause twice", lambda: system.pause_schedule("every-10s")),
+                           ("3 cancel a fired one-shot", lambda: system.cancel_schedule("once")),
+                           ("5 resume unknown", lambda: system.resume_schedule("nobody"))):
+            try:
+                call()
+                outcome[name] = "accepted"
+            except casty.CastyError as exc:
+                outcome[name] = type(exc).__name__
+        await asyncio.sleep(25)
+        system.resume_schedule("every-10s")  # a new grid: one interval after the resume, no catch-up
+        await asyncio.sleep(30)
+        system.cancel_schedule("every-10s")
+        system.cancel_schedule("quarter-minute")
+        outcome["seen"] = await ref.ask(Seen())
+
+    world.spawn("n1", client)
+    world.run(until=100)
+    world.close()
+    return world
+
+
+api = api_tour()
+for name in sorted(k for k in api.results if k[0].isdigit()):
+    print(f"{name:<28} {api.results[name]}")
+print("listed:", api.results["listed"])
+ticks_chart(api.trace, title="Three node schedules on n1; 'every-10s' paused at 32 s, resumed at 57 s, cancelled at 87 s")
+""")
+
+md("""
+Each row is one schedule. The one-shot ticks once at 5 s and is gone (so cancelling it later names a reference
+that no longer exists). The interval ticks at 10, 20, 30 s; paused at 32 s it is silent, and the resume **does
+not catch up**: it starts a new grid one interval after the resume (67, 77 s). The cron ticks at every quarter
+minute of the wall clock.
+""")
+
+code("""
+r = api.results
+assert (r["1 same reference"], r["2 pause twice"], r["3 cancel a fired one-shot"], r["4 hour 25"], r["5 resume unknown"]) == (
+    "ScheduleReferenceInUse", "ScheduleStateError", "ScheduleReferenceNotFound", "InvalidCronExpression", "ScheduleReferenceNotFound")
+assert r["listed"] == [("every-10s", "interval"), ("once", "once"), ("quarter-minute", "cron")]
+told = {ref: [round(row.t, 3) for row in api.trace.of("node_schedule.fired", reference=ref)] for ref in ("once", "every-10s", "quarter-minute")}
+assert told == {"once": [5.0], "every-10s": [10.0, 20.0, 30.0, 67.0, 77.0], "quarter-minute": [15.0, 30.0, 45.0, 60.0, 75.0]}, told
+assert r["seen"].count("every 10 s") == 5 and r["seen"].count("once") == 1
+print("errors as the seed lists them; resume starts a new grid at 57 + 10 s:", told["every-10s"])
+""")
+
+md("""
+## 2. A failing handler is a dead letter; a tick that cannot be handed over is lost
+
+The seed separates two failures. A handler that **raises** on a scheduled message: the failure is recorded as a
+**dead letter** naming the schedule, nothing is retried. A tick that cannot even be **handed over** (here: the
+key's mailbox holds one message and is full, because the handler takes 25 s and ticks come every 10 s): that tick
+is **lost**, nobody is told, and the schedule keeps firing.
+
+**Predict:** over 60 s, with ticks every 10 s, how many dead letters for the failing key? How many ticks lost for
+the slow key, and which? (The slow key handles the 10 s tick until 35 s; one message may wait meanwhile.)
+""")
+
+code("""
+@actor(initial=0)
+async def fragile(ctx: Context[int, Tick]) -> None:
+    \"\"\"Fails on every tick.\"\"\"
+    async for msg in ctx.inbox:
+        raise RuntimeError(f"cannot handle {msg.what}")
+
+
+@actor(initial=0, mailbox=1)
+async def slow(ctx: Context[int, Tick]) -> None:
+    \"\"\"Takes 25 s per tick; its mailbox holds one waiting message.\"\"\"
+    async for msg in ctx.inbox:
+        await asyncio.sleep(25)
+        await ctx.state.update(lambda n: n + 1)
+
+
+failures = sim.World(seed=0)
+failures.add_node("n1")
+
+
+async def register(system):
+    await system.schedule(Tick("t"), system.ref(fragile, "f"), timedelta(seconds=10), reference="to-fragile")
+    await system.schedule(Tick("t"), system.ref(slow, "s"), timedelta(seconds=10), reference="to-slow")
+
+
+failures.spawn("n1", register)
+failures.run(until=65)
+failures.close()
+dead = failures.trace.of("dead_letter")
+lost = failures.trace.of("node_schedule.tick_lost")
+print(f"dead letters: {len(dead)}, e.g. {dict(dead[0].fields) if dead else None}")
+print(f"ticks lost:   {len(lost)}, e.g. reason {lost[0].get('reason') if lost else None!r}")
+ticks_chart(failures.trace, title="Every 10 s: to-fragile's ticks are told and fail (dead letters); to-slow loses 2 ticks to its full mailbox")
+""")
+
+code("""
+assert len(dead) == 6 and {d.get("origin") for d in dead} == {"node-schedule:to-fragile"}  # one per tick, none retried
+assert len(failures.trace.of("node_schedule.fired", reference="to-fragile")) == 6
+slow_told = failures.trace.of("node_schedule.fired", reference="to-slow")
+assert [round(x.t) for x in lost] == [30, 50] and all("MailboxFull" in x.get("reason") for x in lost), [(x.t, x.get("reason")) for x in lost]
+assert len(slow_told) + len(lost) == 6  # the interval kept firing after every loss
+print(f"6 dead letters from 'to-fragile'; 'to-slow': {len(slow_told)} told, {len(lost)} lost (mailbox full), none retried")
+""")
+
+md("""
+## 3. A node restart loses node schedules (and timers); an actor schedule survives
+
+One key, three kinds of periodic work, each every 10 s: a persisted **actor schedule** (`ctx.schedule`), an
+**activation timer** (`ctx.timer`) and a **node schedule** (`system.schedule`, registered by `n1`). The key is
+durable. `n1` crashes at 65 s and restarts at 80 s.
+
+**Predict:** which rows go on after the restart?
+""")
+
+code("""
+restart = scenarios.run("timers-vs-schedules", seed=0)
+print("checks hold:", restart.ok)
+print("beats by source before the crash:", restart.world.results["before"])
+print("beats by source after the restart:", restart.world.results["after"])
+ticks_chart(restart.trace, title="timers-vs-schedules: n1 crashes at 65 s; only the actor schedule ticks after the restart")
+""")
+
+code("""
+crash_t = restart.trace.of("fault.crash")[0].t
+after = {source: sum(1 for row in rows if row.kind.endswith("fired") and row.t > crash_t)
+         for (node, source), rows in tick_rows(restart.trace).items()}
+assert after == {"actor schedule 'persisted'": 12, "node schedule 'node-beat'": 0, "timer 'volatile'": 0}, after
+assert restart.world.results["before"] == {"schedule": 6, "timer": 6, "node": 6}
+assert restart.world.results["after"] == {"schedule": 16, "timer": 6, "node": 6}
+print("after the restart:", after)
+""")
+
+md("""
+The seed's table says *node restart: both lost* for grain timers and grain schedules. The actor schedule is
+different in kind: it is part of the key's saved state, so the key's `@active` marker brings the key back and its
+`@schedules` page re-arms the timer (the downtime's due is skipped once).
+
+## 4. Paused node: one late tick, no burst
+
+A node schedule every 10 s, and the node **paused** from 25 s to 85 s (a long GC pause, a frozen VM).
+
+**Predict:** at the resume, how many ticks are told at once?
+""")
+
+code("""
+paused = scenarios.run("node-pause-catch-up", seed=0)
+print("checks hold:", paused.ok)
+ticks_chart(paused.trace, title="node-pause-catch-up: n1 paused 25-85 s; one late tick at the resume, the missed ones skipped")
+""")
+
+code("""
+told = [round(row.t) for row in paused.trace.of("node_schedule.fired")]
+(caught,) = paused.trace.of("node_schedule.caught_up")
+assert told == [10, 20, 85, 90, 100, 110, 120] and caught.get("skipped") == 5, (told, caught.get("skipped"))
+print("told at", told, "| skipped at the resume:", caught.get("skipped"))
+""")
+
+md("""
+## 5. In a cluster, an interval is node-local
+
+The seed: *ScheduleGrain and ScheduleGrainOnce stay node-local. The same schedule registered on several nodes
+delivers once per node per tick, all to the single activation of the grain.* Three nodes register the same
+interval (every 5 s, same reference) for one key.
+
+**Predict:** per tick, how many times is the key told?
+""")
+
+code("""
+per_node = scenarios.run("interval-per-node", seed=0)
+print("checks hold:", per_node.ok, "| pings counted by the key:", per_node.world.results["pings"])
+ticks_chart(per_node.trace, title="interval-per-node: each of n1, n2, n3 tells every tick: 3 deliveries per tick")
+""")
+
+code("""
+fired = per_node.trace.of("node_schedule.fired")
+per_node_told = {name: sum(1 for row in fired if row.node == name) for name in ("n1", "n2", "n3")}
+assert per_node_told == {"n1": 6, "n2": 6, "n3": 6}  # each node runs its own trigger (its own grid, from its registration)
+assert not per_node.trace.of("node_schedule.claim_won", "node_schedule.claim_lost")  # no claim: intervals are node-local
+assert sum(per_node.world.results["pings"].values()) == len(fired) == 18  # the one key counted every delivery
+print(f"every 5 s period told once by each node: {per_node_told}, {len(fired)} deliveries to one key")
+""")
+
+md("""
+## 6. A cron in a cluster: one claim per tick
+
+A cron is different: *ScheduleGrainWithCron delivers exactly once per tick across the cluster. Every node that
+registers the schedule runs its own cron trigger; before delivery each node races to claim the tick, and only the
+winner tells.* The claim is a put-if-absent of the key `schedule-fire::<reference>@<tick>` (itself a replicated
+casty key), so a reference is required (`ScheduleReferenceRequired` without one). The three nodes' clocks are skewed
+by up to 2 s, so they reach each tick at different true times.
+
+**Predict:** which node wins the claims? Always the same one?
+""")
+
+code("""
+cron = scenarios.run("cron-single-fire", seed=0)
+print("checks hold:", cron.ok, "| pings counted by the key:", cron.world.results["pings"])
+ticks_chart(cron.trace, title="cron-single-fire: every tick claimed by all three nodes, won by one (filled), told once")
+""")
+
+code("""
+won = cron.trace.of("node_schedule.claim_won")
+lost_claims = cron.trace.of("node_schedule.claim_lost")
+told = cron.trace.of("node_schedule.fired")
+ticks = sorted({row.get("tick_us") for row in won + lost_claims})
+assert all(sum(1 for row in told if row.get("tick_us") == tick) == 1 for tick in ticks)  # each tick told exactly once
+assert {row.node for row in won} == {"n3"} and {row.get("winner") for row in lost_claims} == {"n3"}
+offsets = {row.node: row.wall_us - cron.world.epoch_us - row.t_ns // 1000 for row in cron.trace.of("node.started")}  # wall - true
+assert max(offsets, key=offsets.get) == "n3"  # the node whose clock is furthest ahead reaches each tick first
+print(f"{len(ticks)} ticks, each told once; every claim won by n3, the node whose clock runs furthest ahead")
+""")
+
+md("""
+First writer wins, and the first writer is the node whose clock reaches the tick first: with skewed clocks, the
+node that is **ahead** wins every tick, and delivers it early in true time (chapter 05).
+
+## 7. The winner crashes between its claim and its tell
+
+The seed: *the winner crashing between claim and tell loses that tick cluster-wide*. Claims are never deleted, so
+nobody else may tell it.
+
+**Predict:** `n1` (the clock ahead) wins the claim of the tick at 0:25 and crashes before telling. Does another
+node deliver that tick? Do the later ticks arrive?
+""")
+
+code("""
+crash = scenarios.run("cron-claim-winner-crash", seed=0)
+print("checks hold:", crash.ok, "| pings counted by the key:", crash.world.results["pings"])
+ticks_chart(crash.trace, title="cron-claim-winner-crash: n1 wins the 0:25 tick and crashes; nobody tells it; n2 takes the later ticks")
+""")
+
+code("""
+chosen = crash.world.results["chosen_tick_us"]
+assert not crash.trace.of("node_schedule.fired", tick_us=chosen)  # the tick is lost cluster-wide
+losers = crash.trace.of("node_schedule.claim_lost", tick_us=chosen)
+assert sorted(row.node for row in losers) == ["n2", "n3"] and {row.get("winner") for row in losers} == {"n1"}
+later = sorted({row.get("tick_us") for row in crash.trace.of("node_schedule.fired") if row.get("tick_us") > chosen})
+assert len(later) == 4 and {row.node for row in crash.trace.of("node_schedule.fired") if row.get("tick_us") > chosen} == {"n2"}
+print("the 0:25 tick: claimed by n1, lost by n2 and n3 to it, told by nobody; the 4 later ticks told by n2")
+""")
+
+md("""
+## What to take away
+
+* A node schedule is the registering node's memory: a restart loses it (register it again at boot:
+  `World.on_start` in the simulator, your service's startup code in production); a paused node tells one late tick.
+* A failing handler leaves a dead letter, a tick that cannot be handed over is lost; neither is retried.
+* Interval and one-shot are node-local: registered on three nodes, told three times per tick. A cron is claimed per
+  tick and told once, by the node whose clock reaches the tick first; if that node dies between claim and tell, the
+  tick is lost for everyone.
+
+**Try it:** in `api_tour`, register `schedule_cron` without `reference=`. On a single node it is accepted. Why would
+a cluster refuse it (`ScheduleReferenceRequired`)?
+""")
+
+for i, cell in enumerate(cells):
+    cell["id"] = f"node-schedules-{i:02d}"  # stable ids: rebuilding gives the same file
+nb = nbf.v4.new_notebook()
+nb["cells"] = cells
+nb["metadata"]["kernelspec"] = {"display_name": "Python 3", "language": "python", "name": "python3"}
+nb["metadata"]["language_info"] = {"name": "python"}
+nbf.write(nb, "notebooks/06_node_schedules.ipynb")
+print("wrote notebooks/06_node_schedules.ipynb")
