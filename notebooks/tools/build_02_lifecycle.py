@@ -488,7 +488,8 @@ The claim says the previous context no longer owns state writes, so the write sh
 string `"ana"`, in a body whose state type is `int`), and `update` calls the function on it *before* checking the
 lease: the body fails with the function's own `TypeError` and the asker gets `ActorFailed` for `Open`, although the
 `become` itself was saved. The next cell checks the claim; it is tagged `raises-exception` so the notebook still runs
-to the end, and it **fails until the runtime is fixed** (reported to the lead with issue 12).
+to the end, and it **fails until the runtime is fixed** (the same check is the strict xfail
+`tests/test_become_old_context.py`).
 """)
 
 code('''

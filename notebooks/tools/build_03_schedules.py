@@ -481,7 +481,74 @@ print("holds: the timer and the merged ticker belonged to the run that died; the
 md("""
 At 80 s the schedule delivers **one** beat for the dues of 70 s and 80 s, which passed while the node was down: one
 delivery and one skipped ("skipped 1" in the first chart), the catch-up rule of section 6; then it is back on its grid.
+""")
 
+# ----------------------------------------------------------------------------------------------------------------
+md("""
+## 8. A timer neither keeps its key alive nor starts it again
+
+> *Grain timers vs grain schedules* … *Passivation: Grain timers: All cancelled on deactivation; never reactivate the
+> grain.* … *Passivation clock: Grain timers: A tick does not refresh it unless WithTimerKeepAlive.*
+
+casty's activation timers (`ctx.timer(name, delay, interval, message, keep_alive=False)`) follow these rules. Two keys
+of the 5 s-idle type of section 4 each set a timer every 2 s: `"plain"` without `keep_alive`, `"kept"` with it. At
+31 s `"kept"` cancels its timer.
+
+**Predict.** Does `"plain"` go idle although its timer ticks every 2 s? After it went idle, does its timer start it
+again? When does `"kept"` go idle?
+""")
+
+code('''
+@dataclass(frozen=True)
+class Tick2(Askable[None]):
+    keep_alive: bool
+
+
+@dataclass(frozen=True)
+class StopTimer(Askable[None]):
+    pass
+
+
+@actor(initial=0, idle_after=timedelta(seconds=5))
+async def timed(ctx: Context[int, Tick2 | StopTimer | Beat]) -> None:
+    async for msg in ctx.inbox:
+        match msg:
+            case Tick2(keep_alive, reply_to=reply_to):
+                # named after the key, so the ticks chart (one row per timer name) gives each key its row
+                ctx.timer(ctx.key, timedelta(seconds=2), timedelta(seconds=2), Beat("timer"), keep_alive=keep_alive)
+                reply_to.tell(None)
+            case StopTimer(reply_to=reply_to):
+                ctx.timers[ctx.key].cancel()
+                reply_to.tell(None)
+            case Beat():
+                ctx.effect("beat", key=ctx.key)
+
+
+async def main(system, world):
+    await system.ref(timed, "plain").ask(Tick2(False))
+    await system.ref(timed, "kept").ask(Tick2(True))
+    await asyncio.sleep(31 - world.now)
+    await system.ref(timed, "kept").ask(StopTimer())
+
+
+w8 = run(main, until=60)
+display(activation_timeline(w8.trace, title="timed (idle after 5 s): 'plain' idles while its timer ticks; 'kept' lives until its timer stops"))
+ticks_chart(w8.trace, title="The timer ticks: 'plain' ticked at 2 s and 4 s, then its timer ended with its activation")
+''')
+
+code('''
+ends = [(r.get("key"), round(r.t), r.get("reason")) for r in w8.trace.of("activation.ended")]
+ticks = {k: [round(r.t) for r in w8.trace.of("timer.fired", key=k)] for k in ("plain", "kept")}
+print(ends, ticks)
+assert ends == [("plain", 5, "idle"), ("kept", 36, "idle")], ends    # plain: 5 s after its last message, ticks or not
+assert ticks["plain"] == [2, 4]                                      # it ticked twice, then ended with its activation
+assert [r.get("key") for r in w8.trace.of("activation.started")] == ["plain", "kept"]   # and never started a key again
+assert ticks["kept"] == list(range(2, 31, 2))                        # keep_alive: each tick refreshed the idle clock
+assert [(r.get("key"), r.get("reason")) for r in w8.trace.of("timer.cancelled")] == [("plain", "ended"), ("kept", "cancelled")]
+print("holds: a timer tick refreshes the idle clock only with keep_alive, and a timer never restarts its key")
+''')
+
+md("""
 ## What to remember
 
 * A schedule is **data in the key's state**: create (`ctx.schedule`), replace (same name), cancel
