@@ -29,7 +29,7 @@ THREE = fault_plans(3, 20.0)
 
 
 def shrunk(condition: Callable[[FaultPlan], bool]) -> FaultPlan:
-    plan: FaultPlan = find(THREE, condition, settings=FIND)
+    plan: FaultPlan = find(THREE, condition, settings=FIND, random=random.Random(0))
     return plan
 
 
