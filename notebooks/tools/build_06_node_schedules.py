@@ -309,6 +309,27 @@ assert {row.node for row in won} == {"n3"} and {row.get("winner") for row in los
 offsets = {row.node: row.wall_us - cron.world.epoch_us - row.t_ns // 1000 for row in cron.trace.of("node.started")}  # wall - true
 assert max(offsets, key=offsets.get) == "n3"  # the node whose clock is furthest ahead reaches each tick first
 print(f"{len(ticks)} ticks, each told once; every claim won by n3, the node whose clock runs furthest ahead")
+
+# and a cron in cluster mode without a reference is refused at once: the claim is keyed on the reference
+from sim.scenarios.cluster import CLUSTER  # the cluster scenarios' settings
+
+lone = sim.World(seed=0)
+lone.add_node("n1", cluster=CLUSTER)
+
+
+async def no_reference(system):
+    try:
+        await system.schedule_cron(Tick("cron"), system.ref(inbox, "k"), "0/5 * * * * ?")
+        lone.results["no reference"] = "accepted"
+    except casty.CastyError as exc:
+        lone.results["no reference"] = type(exc).__name__
+
+
+lone.spawn("n1", no_reference)
+lone.run(until=1)
+lone.close()
+assert lone.results["no reference"] == "ScheduleReferenceRequired"
+print("schedule_cron without reference= in cluster mode:", lone.results["no reference"])
 """)
 
 md("""
