@@ -12,7 +12,7 @@ code = lambda s: cells.append(nbf.v4.new_code_cell(s.strip()))
 md("""
 # 03 · Persisted schedules and catch-up
 
-*About 12 minutes. Read chapters 01 and 02 first.*
+*About 15 minutes. Read chapters 01 and 02 first.*
 
 > *A schedule sends a message to its actor at a wall-clock time, once or periodically. It is saved with the actor's
 > state, so the current owner can resume it after a restart or ownership change.*
@@ -21,12 +21,13 @@ md("""
 after `delay`, then every `interval` (`None`: once). It is stored in the key's `@schedules` page (name, message, next
 due time, period), written like state. Each firing **tells** the message to the key and **writes the next due time**.
 
-Two views read the trace here:
+Three views read the trace here:
 
 * the **catch-up chart** of one schedule: the light vertical lines are its nominal due times (the *grid*), a blue dot
   a delivery, in two lanes: true time (what really happened) and the node's wall clock (what the node read; schedules
   are wall-clock times). A hollow red X is an occurrence **skipped** by the catch-up rule;
-* the **activation timeline** of chapter 02: one bar per run of a key.
+* the **activation timeline** of chapter 02: one bar per run of a key;
+* the **ticks chart**: every periodic delivery the runtime made, one row per schedule or timer, with the node's faults.
 
 Every run is one simulated node on virtual time: a day takes milliseconds.
 """)
