@@ -39,7 +39,7 @@ import casty
 import sim
 from casty import Askable, Context, actor
 from sim import scenarios
-from sim.viz import ticks_chart
+from sim.viz import activation_timeline, ticks_chart
 from sim.viz.ticks import tick_rows  # the rows the chart draws, by (node, schedule)
 
 
@@ -148,7 +148,49 @@ print("errors as the seed lists them; resume starts a new grid at 57 + 10 s:", t
 """)
 
 md("""
-## 2. A failing handler is a dead letter; a tick that cannot be handed over is lost
+## 2. A tick reactivates an idle key; a short interval keeps it alive
+
+Unlike an actor schedule (chapter 03: the clock alone does not start a key), a node schedule's tick is a plain
+`tell` from outside the key: *a grain that passivated since the previous tick is activated again by the delivery*,
+and *an interval shorter than the grain's deactivation timeout keeps the grain alive*. Two keys idle out after 15 s
+without a message; `sparse` gets a tick every 35 s, `dense` every 10 s.
+
+**Predict:** over 130 s, how many activations does each key have?
+""")
+
+code("""
+@actor(initial=0, idle_after=timedelta(seconds=15))
+async def idler(ctx: Context[int, Tick]) -> None:
+    \"\"\"Counts ticks; idles out 15 s after its last message.\"\"\"
+    async for msg in ctx.inbox:
+        await ctx.state.update(lambda n: n + 1)
+
+
+lively = sim.World(seed=0)
+lively.add_node("n1")
+
+
+async def register_two(system):
+    await system.schedule(Tick("t"), system.ref(idler, "sparse"), timedelta(seconds=35), reference="every-35s")
+    await system.schedule(Tick("t"), system.ref(idler, "dense"), timedelta(seconds=10), reference="every-10s")
+
+
+lively.spawn("n1", register_two)
+lively.run(until=130)
+lively.close()
+activation_timeline(lively.trace, title="idle_after = 15 s: every 35 s tick starts 'sparse' again; ticks every 10 s keep 'dense' alive")
+""")
+
+code("""
+starts = {key: [round(r.t) for r in lively.trace.of("activation.started", key=key)] for key in ("sparse", "dense")}
+idled = {key: [round(r.t) for r in lively.trace.of("activation.ended", key=key) if r.get("reason") == "idle"] for key in ("sparse", "dense")}
+assert starts == {"sparse": [0, 35, 70, 105], "dense": [0]}, starts  # each sparse tick reactivates the key
+assert idled == {"sparse": [15, 50, 85, 120], "dense": []}, idled  # 15 s after each tick it idles out; dense never does
+print("activations:", starts, "| idled out:", idled)
+""")
+
+md("""
+## 3. A failing handler is a dead letter; a tick that cannot be handed over is lost
 
 The seed separates two failures. A handler that **raises** on a scheduled message: the failure is recorded as a
 **dead letter** naming the schedule, nothing is retried. A tick that cannot even be **handed over** (here: the
@@ -204,7 +246,7 @@ print(f"6 dead letters from 'to-fragile'; 'to-slow': {len(slow_told)} told, {len
 """)
 
 md("""
-## 3. A node restart loses node schedules (and timers); an actor schedule survives
+## 4. A node restart loses node schedules (and timers); an actor schedule survives
 
 One key, three kinds of periodic work, each every 10 s: a persisted **actor schedule** (`ctx.schedule`), an
 **activation timer** (`ctx.timer`) and a **node schedule** (`system.schedule`, registered by `n1`). The key is
@@ -236,7 +278,7 @@ The seed's table says *node restart: both lost* for grain timers and grain sched
 different in kind: it is part of the key's saved state, so the key's `@active` marker brings the key back and its
 `@schedules` page re-arms the timer (the downtime's due is skipped once).
 
-## 4. Paused node: one late tick, no burst
+## 5. Paused node: one late tick, no burst
 
 A node schedule every 10 s, and the node **paused** from 25 s to 85 s (a long GC pause, a frozen VM).
 
@@ -257,7 +299,7 @@ print("told at", told, "| skipped at the resume:", caught.get("skipped"))
 """)
 
 md("""
-## 5. In a cluster, an interval is node-local
+## 6. In a cluster, an interval is node-local
 
 The seed: *ScheduleGrain and ScheduleGrainOnce stay node-local. The same schedule registered on several nodes
 delivers once per node per tick, all to the single activation of the grain.* Three nodes register the same
@@ -282,7 +324,7 @@ print(f"every 5 s period told once by each node: {per_node_told}, {len(fired)} d
 """)
 
 md("""
-## 6. A cron in a cluster: one claim per tick
+## 7. A cron in a cluster: one claim per tick
 
 A cron is different: *ScheduleGrainWithCron delivers exactly once per tick across the cluster. Every node that
 registers the schedule runs its own cron trigger; before delivery each node races to claim the tick, and only the
@@ -336,7 +378,7 @@ md("""
 First writer wins, and the first writer is the node whose clock reaches the tick first: with skewed clocks, the
 node that is **ahead** wins every tick, and delivers it early in true time (chapter 05).
 
-## 7. The winner crashes between its claim and its tell
+## 8. The winner crashes between its claim and its tell
 
 The seed: *the winner crashing between claim and tell loses that tick cluster-wide*. Claims are never deleted, so
 nobody else may tell it.
