@@ -13,6 +13,7 @@ The public names, for a user's own tests::
     def my_scenario(world: sim.World) -> None: ...
 
     sim.scenarios.registered()                # every scenario by name, built-ins first
+    sim.sweep("my-scenario", range(100), executor=pool)   # every seed with its checks, on any Executor
 
 ``sim.testing.fault_plans`` (Hypothesis strategies of plans) and the pytest plugin
 (``sim.pytest_plugin``: ``@pytest.mark.sim``, the ``world`` fixture) are loaded on use,
@@ -29,4 +30,4 @@ from .sweep import sweep as sweep  # sim.sweep(scenario, seeds, *, executor=None
 from .trace import Trace
 from .world import World
 
-__all__ = ["World", "FaultPlan", "FaultMix", "Trace", "CheckFailed", "scenario", "checks", "faults", "scenarios"]
+__all__ = ["World", "FaultPlan", "FaultMix", "Trace", "CheckFailed", "scenario", "sweep", "checks", "faults", "scenarios"]

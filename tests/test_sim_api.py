@@ -15,13 +15,13 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def test_all_names_the_public_api() -> None:
     """sim.__all__ is exactly the public names, in this order, and each is an attribute of sim."""
-    assert sim.__all__ == ["World", "FaultPlan", "FaultMix", "Trace", "CheckFailed", "scenario", "checks", "faults", "scenarios"]
+    assert sim.__all__ == ["World", "FaultPlan", "FaultMix", "Trace", "CheckFailed", "scenario", "sweep", "checks", "faults", "scenarios"]
     for name in sim.__all__:
         assert hasattr(sim, name), name
 
 
 def test_public_names_are_the_objects_of_their_modules() -> None:
-    """sim.World, FaultPlan, FaultMix, Trace, CheckFailed and scenario are the very objects their modules define."""
+    """sim.World, FaultPlan, FaultMix, Trace, CheckFailed, scenario and sweep are the very objects their modules define."""
     from sim import checks, faults, scenarios, trace, world
 
     assert sim.World is world.World
@@ -30,6 +30,7 @@ def test_public_names_are_the_objects_of_their_modules() -> None:
     assert sim.Trace is trace.Trace
     assert sim.CheckFailed is checks.CheckFailed
     assert sim.scenario is scenarios.scenario
+    assert sim.sweep is sys.modules["sim.sweep"].sweep  # the function; `from sim.sweep import ...` reaches the module
     assert (sim.checks, sim.faults, sim.scenarios) == (checks, faults, scenarios)
 
 
