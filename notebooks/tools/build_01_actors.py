@@ -209,7 +209,7 @@ async def main(system, world):
 
 w2 = run(main, until=170)
 print(w2.results)
-activation_timeline(w2.trace, title="counter: keys ana and bia; ana comes back at 100 s")
+activation_timeline(w2.trace, title="counter: keys ana and bia, idle after a minute; ana comes back at 100 s (1.7 min)")
 ''')
 
 code('''
@@ -344,7 +344,7 @@ async def main(system, world):
 
 w4 = run(main, until=170)
 print(w4.results)
-activation_timeline(w4.trace, title="The room's second run told the members named in its saved state")
+activation_timeline(w4.trace, title="room 'hall' idle at 1 min; its second run (from 100 s, 1.7 min) told the members saved in its state")
 ''')
 
 code('''
