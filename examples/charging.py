@@ -5,8 +5,8 @@ persisted schedule; at the end of every period the schedule tells ``Bill``, and 
 charges every period not charged yet (after a long outage it catches up on them all). The
 charge goes to a payment service outside the actor system: the service takes the money when
 the request arrives, and its answer comes back ``PAYMENT_REPLY`` seconds later. The body
-records the charge with ``ctx.effect("charge:<customer>:<period>", ...)``, the effects ledger
-that ``sim.checks.exactly_once`` / ``at_most_once`` count.
+records the charge with ``ctx.effect("charge:<customer>:<the period's start>", amount=...)``,
+the effects ledger that ``sim.checks.exactly_once`` / ``at_most_once`` count.
 
 Two versions of one body:
 

@@ -134,6 +134,8 @@ def test_the_plugin_finds_the_planted_bug(pytester: pytest.Pytester) -> None:
 
 # ================================================================= with Hypothesis ======
 
+# wipe=False: the node's SQLite file is the business's database, which outlives the machine. A wiped disk
+# loses the subscription itself (no charge after the heal, in both versions): a different question.
 PLANS = fault_plans(1, duration=FAULTS_UNTIL - FAULTS_FROM, start=FAULTS_FROM, kinds=("crash", "pause", "clock_step"), max_faults=4, wipe=False)
 
 
