@@ -92,7 +92,8 @@ catchup_chart(run.trace, schedule="minute")
 md("""
 ## 4. The clock alone never starts a key
 
-A key with a schedule is **released** (deactivated as if idle). Nine due times pass and nobody runs the key:
+A key with a schedule (the key `"dormant"` of the type `beater`: the chart's legend lists keys, not states) is
+**released** (deactivated as if idle). Nine due times pass and nobody runs the key:
 a stored schedule is data, not an independent activation service. When a message finally arrives, the key
 starts and the missed time fires **once**, immediately.
 """)
