@@ -1038,6 +1038,15 @@ class Activation:
             held = "no activation" if self._closed else f"lease {self.lease}"
             raise Fenced(f"{self.type.name}[{self.key!r}]: {operation} from lease {shown} refused; the key is held by {held}")
 
+    def check_writer(self, lease: int, operation: str) -> None:
+        """Raise ``Fenced`` if ``lease`` is not the current run's: a replaced run may not even compute a write.
+
+        ``state.update`` asks this before it calls its function, which would otherwise run on the value of
+        whatever replaced it (after ``become``, another behaviour's state, perhaps of another type).
+        """
+        if self._closed or lease != self.lease:
+            self._check_lease(lease, operation)
+
     def _apply(self, updates: Mapping[str, bytes | None]) -> int:
         pages = self.pages
         assert pages is not None

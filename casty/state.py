@@ -47,8 +47,13 @@ class State(Generic[S]):
         return value
 
     async def update(self, fn: Callable[[S], S | Awaitable[S]]) -> S:
-        """Write ``fn(value)`` (``fn`` may be sync or async); returns the new state once confirmed."""
-        result = fn(self._activation.state_value)
+        """Write ``fn(value)`` (``fn`` may be sync or async); returns the new state once confirmed.
+
+        ``Fenced`` if this run was replaced, before ``fn`` is called.
+        """
+        activation = self._activation
+        activation.check_writer(self._lease, "state.update")  # fenced before fn runs on a state not this run's
+        result = fn(activation.state_value)
         # The cheap test first: most update functions are plain lambdas returning a value.
         if hasattr(type(result), "__await__") and inspect.isawaitable(result):
             new: S = await result

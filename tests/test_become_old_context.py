@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import pytest
-
 from casty import ActorSystem, Askable, Context, Fenced, actor
 
 from conftest import LoopClock, run_virtual
@@ -34,12 +32,6 @@ async def ajar(ctx: Context[str, Open]) -> None:
         msg.reply_to.tell(f"ajar: {ctx.state.value}")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="course 02 finding: the replaced context's state.value reads the replacement's state ('ana', a str) and "
-    "state.update calls fn on it before the lease check, so the body fails with fn's TypeError (ActorFailed) "
-    "instead of the write being refused as Fenced",
-)
 def test_update_through_a_context_replaced_by_become_is_fenced() -> None:
     """state.update from the context become replaced raises Fenced (as state.set does), and the old run still answers."""
 

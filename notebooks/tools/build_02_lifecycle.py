@@ -480,16 +480,16 @@ print("holds: same key and ref, new behaviour and state type, @behavior written,
 ''')
 
 md("""
-### ⚠ Finding (the runtime disagrees with the claim here): `update` from the old context is not refused as `Fenced`
+### `update` from the old context is refused too
 
 The same door, with the old body's late write written the natural way, `await ctx.state.update(lambda n: n + 1)`.
-The claim says the previous context no longer owns state writes, so the write should be refused with `Fenced`, as
-`set` was above. In this runtime the old context's `ctx.state.value` already reads the **replacement's** state (the
-string `"ana"`, in a body whose state type is `int`), and `update` calls the function on it *before* checking the
-lease: the body fails with the function's own `TypeError` and the asker gets `ActorFailed` for `Open`, although the
-`become` itself was saved. The next cell checks the claim; it is tagged `raises-exception` so the notebook still runs
-to the end, and it **fails until the runtime is fixed** (the same check is the strict xfail
-`tests/test_become_old_context.py`).
+The claim says the previous context no longer owns state writes. Note the trap: the old context's
+`ctx.state.value` already reads the **replacement's** state (the string `"ana"`, in a body whose state type is
+`int`). So `update` must refuse *before* it calls the function, or the function would run on a state that is not
+its own. (This was a finding of this course: the runtime used to call the function first and the body failed with
+its `TypeError`; `tests/test_become_old_context.py` keeps it fixed.)
+
+**Predict.** Does the old body see `Fenced`, or a `TypeError` from `n + 1`?
 """)
 
 code('''
@@ -522,10 +522,10 @@ print(w6u.results, effects(w6u.trace))
 ''')
 
 code('''
-# FINDING: fails on this runtime (the old context's update ran on the replacement's state and raised TypeError)
 assert effects(w6u.trace)[-1][1:] == ("old write", {"result": "refused: Fenced"}), effects(w6u.trace)
 assert w6u.results["open"] == "opening", w6u.results
-''', tags=["raises-exception"])
+print("holds: update from the replaced context is refused as Fenced before its function runs")
+''')
 
 md("""
 ### A replacement must accept the same messages
