@@ -157,3 +157,43 @@ def test_a_late_acquisition_row_is_skipped_by_the_ordering_checks() -> None:
     epochs_only_grow(late_world)
     with pytest.raises(CheckFailed):
         epochs_only_grow(world_with(resume=False))
+
+
+_CELL = '''
+@scenario("test-notebook-cell", "a scenario defined in a notebook cell", until=timedelta(seconds=1))
+def cell_setup(world):
+    world.add_node("n1")
+'''
+
+
+def _run_cell() -> Any:
+    """Execute _CELL as a notebook or REPL does: in a namespace named __main__; returns the setup it defined."""
+    namespace: dict[str, Any] = {"__name__": "__main__", "scenario": scenarios.scenario, "timedelta": timedelta}
+    exec(compile(_CELL, "<cell>", "exec"), namespace)
+    return namespace["cell_setup"]
+
+
+def test_a_notebook_cell_run_again_replaces_its_scenario(monkeypatch: pytest.MonkeyPatch) -> None:
+    """In an interactive session (a __main__ with no file) running a cell that registers a scenario again replaces it."""
+    import types
+
+    monkeypatch.setitem(sys.modules, "__main__", types.ModuleType("__main__"))  # a notebook kernel's __main__ has no __file__
+    try:
+        first = _run_cell()
+        second = _run_cell()
+        assert first is not second
+        assert scenarios.registered()["test-notebook-cell"].setup is second
+        assert scenarios.run("test-notebook-cell", seed=0).ok
+    finally:
+        scenarios.SCENARIOS.pop("test-notebook-cell", None)
+
+
+def test_a_scenario_name_used_twice_by_a_script_is_refused() -> None:
+    """Outside an interactive session (here pytest's __main__, which has a file) a second definition of a name is a ValueError."""
+    assert getattr(sys.modules["__main__"], "__file__", None)
+    try:
+        _run_cell()
+        with pytest.raises(ValueError, match="scenario 'test-notebook-cell' is defined twice"):
+            _run_cell()
+    finally:
+        scenarios.SCENARIOS.pop("test-notebook-cell", None)

@@ -65,12 +65,25 @@ def scenario(
     """Register a setup function as the scenario ``name``; ``keep`` as ``World(keep=)`` (rows of other kinds only counted)."""
 
     def register(setup: Callable[[World], None]) -> Callable[[World], None]:
-        if name in SCENARIOS:
+        if name in SCENARIOS and not _cell_run_again(SCENARIOS[name].setup, setup):
             raise ValueError(f"scenario {name!r} is defined twice")
         SCENARIOS[name] = Scenario(name, description, setup, until, checks, tags, keep)
         return setup
 
     return register
+
+
+def _cell_run_again(old: Callable[..., object], new: Callable[..., object]) -> bool:
+    """Whether ``new`` is ``old`` defined again by an interactive session (a notebook cell or a REPL line run twice).
+
+    There ``__main__`` has no file, and a student re-running the cell that registers a scenario means to replace it;
+    in a script or a module two definitions of one name stay an error."""
+    import sys
+
+    if getattr(sys.modules.get("__main__"), "__file__", None) is not None:
+        return False
+    same = ("__module__", "__qualname__")
+    return all(getattr(old, a, None) == getattr(new, a, None) for a in same) and getattr(new, "__module__", None) == "__main__"
 
 
 def registered() -> dict[str, Scenario]:
