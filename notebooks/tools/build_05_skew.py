@@ -120,6 +120,7 @@ late = [(t, node, off) for t, node, off in synced_runs if off > TOLERANCE]
 firsts = [d for i, d in enumerate(synced_runs) if i == 0 or d[1] != synced_runs[i - 1][1]]  # first delivery of each owner
 assert kinds(synced_runs)["early"] == 0, "with synchronized clocks nothing fires early"
 assert [node for _, node, _ in late] == ["n1", "n3"] and all(d in firsts for d in late), late  # late only at a change of owner
+assert 1.5 < late[0][0] - 8.0 < 2.0  # n1's first firing: the crash at 8 s plus failure detection
 skipped = synced.trace.of("schedule.caught_up", key=KEY)
 assert [(r.node, r.get("skipped")) for r in skipped] == [("n1", 1), ("n3", 1)]  # each new owner skips the one second it missed
 print(f"late only at the two changes of owner: n1 at {late[0][0]:.2f} s, n3 at {late[1][0]:.2f} s, each skipping 1 s; "

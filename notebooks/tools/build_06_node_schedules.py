@@ -350,6 +350,7 @@ assert all(sum(1 for row in told if row.get("tick_us") == tick) == 1 for tick in
 assert {row.node for row in won} == {"n3"} and {row.get("winner") for row in lost_claims} == {"n3"}
 offsets = {row.node: row.wall_us - cron.world.epoch_us - row.t_ns // 1000 for row in cron.trace.of("node.started")}  # wall - true
 assert max(offsets, key=offsets.get) == "n3"  # the node whose clock is furthest ahead reaches each tick first
+assert all(row.t_ns // 1000 < int(row.get("tick_us")) - cron.world.epoch_us for row in told)  # so each tick is told early in true time
 print(f"{len(ticks)} ticks, each told once; every claim won by n3, the node whose clock runs furthest ahead")
 
 # and a cron in cluster mode without a reference is refused at once: the claim is keyed on the reference
