@@ -99,14 +99,26 @@ def test_a_key_whose_replicas_include_the_stranger_is_served_while_it_is_dead() 
     assert ask_from(world, "n3", rep_counter, "k", Inc(), run_for=3.0) == 2
 
 
-def test_a_whole_cluster_restarted_regains_quorum_and_serves() -> None:
+WHOLE_RESTART_LEARNED = {
+    # no disk: nobody remembers the cluster; the seeds found it together, so n2 learns once n1 (restarted at 0.9 s)
+    # answers, n4 once it hears n2 or n1; the others once their 0.6 s window is over (n4 alone with n2 used to learn 2
+    # of 2 at 0.6 s)
+    None: [("n2", 0.902, 4, 4), ("n4", 0.907, 4, 4), ("n5", 1.2, 4, 4), ("n1", 1.5, 5, 5), ("n3", 1.8, 5, 5)],
+    # a disk per node: each remembers the five ("The remembered view"), so the founders count n3, not back yet, as a
+    # dead member (4 of 5, not 4 of 4); n4 learns when it heard n1 and n2 and the 0.2 ms read of its disk is done
+    "memory": [("n2", 0.903, 4, 5), ("n4", 1.102, 4, 5), ("n5", 1.2, 4, 5), ("n1", 1.5, 5, 5), ("n3", 1.8, 5, 5)],
+}
+
+
+@pytest.mark.parametrize("store", [None, "memory"], ids=["no-disk", "disk"])
+def test_a_whole_cluster_restarted_regains_quorum_and_serves(store: str | None) -> None:
     """All five nodes crash and restart 0.3 s apart, with no live member to hear: nobody learns the view before both seeds
     are back (n4, first up, waits for n1 at 0.9 s instead of taking 2 of 2 for the cluster), then each once its window
     is over; all five end with 5 members and a quorum, and a counter starts over and counts (its replicas kept no memory)."""
     world = World(2)
     names = ("n1", "n2", "n3", "n4", "n5")
     for name in names:
-        world.add_node(name, cluster=Cluster(seeds=["n1", "n2"], heartbeat=0.2, suspect_after=1, dead_after=1), ask_timeout=2.0, write_timeout=1.0)
+        world.add_node(name, cluster=Cluster(seeds=["n1", "n2"], heartbeat=0.2, suspect_after=1, dead_after=1), ask_timeout=2.0, write_timeout=1.0, store=store)
     world.run(until=2.0)
     assert [ask_from(world, "n3", rep_counter, "w", Inc()) for _ in range(2)] == [1, 2]
     for name in names:
@@ -118,11 +130,7 @@ def test_a_whole_cluster_restarted_regains_quorum_and_serves() -> None:
         world.run(until=world.now + 0.3)
     world.run(until=back + 4.0)
     learned = [r for r in world.trace.of("member.learned") if r.t > back]
-    # nobody remembers the cluster: the seeds found it together, so n2 learns once n1 (restarted at 0.9 s) answers, n4
-    # once it hears n2 or n1; the others once their 0.6 s window is over (n4 alone with n2 used to learn 2 of 2 at 0.6 s)
-    assert [(r.node, round(r.t - back, 3), r.get("alive"), r.get("members")) for r in learned] == [
-        ("n2", 0.902, 4, 4), ("n4", 0.907, 4, 4), ("n5", 1.2, 4, 4), ("n1", 1.5, 5, 5), ("n3", 1.8, 5, 5)
-    ]
+    assert [(r.node, round(r.t - back, 3), r.get("alive"), r.get("members")) for r in learned] == WHOLE_RESTART_LEARNED[store]
     assert all(world.system(name)._cluster.membership.core.has_quorum() for name in names)  # type: ignore[union-attr]
     assert all(len(world.system(name)._cluster.membership.members()) == 5 for name in names)  # type: ignore[union-attr]
     assert ask_from(world, "n5", rep_counter, "w", Inc(), run_for=3.0) == 1
@@ -235,6 +243,43 @@ def test_a_pause_across_a_new_era_proves_no_acquisition_late() -> None:
         with pytest.raises(CheckFailed, match=r"epoch \(1, 'n3#1'\) acquired on n3 at t=5.500s is not greater than \(2, 'n1#2'\)"):
             epochs_only_grow(world(pause))
     assert len(_late_acquisitions(world((2.0, 5.0)))) == 1  # paused through n1's acquisitions, within the new era: late
+
+
+def test_three_restarted_nodes_with_their_disks_do_not_found_a_cluster_while_the_members_that_remember_it_are_paused() -> None:
+    """Both seeds and n4 crash and restart with their disks while n3 and n5 are paused: each disk remembers the five
+    ("The remembered view"), so the three learn 3 of 5 (n3 and n5 dead, still on the ring) and x, on n1, n5 and n3,
+    has one live replica: an increment asked of n4 is Unavailable, not a count from 0; once n3 and n5 resume it goes
+    on from 3 to 4.
+
+    Before the fix (swarm seed 848) the three founded a cluster of themselves (3 of 3 at 0.6 s), whose ring put x on
+    n1, n2 and n4, acquired it at round 1 from version 0 and answered 1 while 3 was confirmed."""
+    world = World(5)
+    for name in ("n1", "n2", "n3", "n4", "n5"):
+        world.add_node(name, cluster=Cluster(seeds=["n1", "n2"], heartbeat=0.2, suspect_after=1, dead_after=1), ask_timeout=2.0, write_timeout=1.0)
+    world.run(until=2.0)
+    assert world.system("n1").placement(rep_counter, "x").replicas == ("n1", "n5", "n3")
+    assert [ask_from(world, "n3", rep_counter, "x", Inc()) for _ in range(3)] == [1, 2, 3]
+    assert world.node("n1").store is not None
+    assert world.node("n1").store._records[("@cluster", "n1")].state != b""  # type: ignore[union-attr]
+    for name in ("n3", "n5"):
+        world.pause(name)
+    for name in ("n1", "n2", "n4"):
+        world.crash(name)
+    world.run(until=world.now + 0.3)
+    back = world.now
+    for name in ("n1", "n2", "n4"):
+        world.restart(name)
+    world.run(until=world.now + 2.0)
+    answer = ask_from(world, "n4", rep_counter, "x", Inc(), run_for=2.5)
+    assert type(answer).__name__ == "Unavailable"
+    learned = [(r.node, r.get("alive"), r.get("members")) for r in world.trace.of("member.learned") if r.t > back]
+    assert learned == [("n1", 3, 5), ("n2", 3, 5), ("n4", 3, 5)]
+    assert world.system("n4").placement(rep_counter, "x").replicas == ("n1", "n5", "n3")
+    for name in ("n3", "n5"):
+        world.resume(name)
+    world.run(until=world.now + 3.0)
+    assert ask_from(world, "n4", rep_counter, "x", Inc(), run_for=3.0) == 4
+    assert [r.get("found") for r in world.trace.of("epoch.acquired") if r.t > back and r.get("key") == "x"] == [4]
 
 
 def test_two_restarted_nodes_own_nothing_while_the_members_that_remember_the_cluster_are_paused() -> None:

@@ -373,13 +373,8 @@ def test_operations_live_seed_181_an_acquisition_refused_for_a_round_it_never_sa
     assert _failed("swarm", 181) == []
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "open (sweep 0:2000), membership's known limit (casty/cluster/membership.py, 'Learning the view'): both seeds "
-    "n1 and n2 restarted with no memory while n3 and n5, the members that remembered the cluster, were paused "
-    "(19.7-30.7 s, 19.7-27.5 s); n1 heard every seed and founded {n1, n2, n4} at 23.75 s, whose ring put sw_log[e1] on "
-    "n4+n2+n1 instead of n3+n5+n4. The delete confirmed there at 25.35 s is on no quorum of the key's replicas; after "
-    "the heal the history n3 and n5 kept (notes 1, 2, 3) wins: deleted_stays_deleted. Closing it needs a restarted "
-    "seed to know the cluster it had (a member list kept on the node's disk), not a looser check"))
-def test_finding_open_a_delete_confirmed_by_seeds_that_founded_a_partial_cluster_seed_848() -> None:
-    """Seed 848, its own plan: a delete confirmed while the seeds took a partial cluster for the whole stays deleted."""
+def test_a_delete_confirmed_while_both_seeds_restarted_stays_deleted_seed_848() -> None:
+    """Seed 848, its own plan, holds every check: n1, n2 and n4, restarted with their disks while n3 and n5 were paused,
+    remember the five ("The remembered view"), so they learn 3 of 5 and keep sw_log[e1] on n3+n5+n4 (before: they founded
+    {n1, n2, n4} at 23.75 s, confirmed a delete of e1 on n4+n2+n1, and the heal brought notes 1, 2, 3 back)."""
     assert _failed("swarm", 848) == []

@@ -285,16 +285,18 @@ class MembershipService:
         *,
         loop: asyncio.AbstractEventLoop | None = None,
         channel: str = MEMBERSHIP_CHANNEL,
+        recall: bool = False,
     ) -> None:
         """Start membership at once (hello to the seeds, heartbeat armed); build it on the node's loop.
 
         ``incarnation`` must grow with every life of the node (a restarted node uses a higher one).
+        ``recall``: the node has a disk; it learns no view before ``recall`` gave what the disk remembers.
         """
         if transport.node != node:
             raise ValueError(f"MembershipService of {node!r} given the transport of {transport.node!r}")
         wire.require(MEMBERSHIP_FRAMES, who="membership")
         self.observer = observer
-        self.core: Final = Membership(node, incarnation, seeds, config)
+        self.core: Final = Membership(node, incarnation, seeds, config, recall=recall)
         self.driver: Final = CoreDriver(
             self.core,
             channel=channel,
@@ -339,6 +341,10 @@ class MembershipService:
         return self.core.ring_nodes()
 
     # --- lifecycle ---------------------------------------------------------------------
+
+    def recall(self, members: Sequence[tuple[str, int]]) -> None:
+        """Give the core the member list the disk remembers (membership's "The remembered view")."""
+        self.driver.perform(self.core.recall(members, self.driver.now()))
 
     def leave(self) -> None:
         """Leave in order (tell every member), then stop."""

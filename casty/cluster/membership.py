@@ -317,6 +317,8 @@ class Membership:
         incarnation: int,
         seeds: Sequence[str],
         config: MembershipConfig | None = None,
+        *,
+        recall: bool = False,
     ) -> None:
         if incarnation < 0:
             raise ValueError(f"incarnation cannot be negative, got {incarnation}")
@@ -340,6 +342,7 @@ class Membership:
         self._learned = False
         self._listen_until = 0.0  # set by start
         self._listening = True  # the listen window has not been seen to end yet (the "check" timer waits for it)
+        self._recalled = not recall  # "The remembered view": no learning before the driver gave what the disk holds
         self._told: dict[str, dict[str, DigestEntry]] = {}  # until learned: per member heard, the present nodes its last digest named
         self._knowing: set[str] = set()  # until learned: the members heard whose last heartbeat said they learned the view
         self._rumours: dict[str, float] = {}  # nodes named in digests but never heard directly -> when the rumour expires
@@ -369,6 +372,17 @@ class Membership:
     def learned(self) -> bool:
         """True once this node has learned the view (see "Learning the view"); it stays so for this life."""
         return self._learned
+
+    def remembered(self) -> tuple[tuple[str, int], ...]:
+        """What a durable store keeps ("The remembered view"): once learned, every other member not removed, with its incarnation.
+
+        Empty before the view is learned (a node still listening knows only whom it heard). It
+        changes only when a member joins, leaves, is removed or starts a new incarnation, never
+        with a status or a heartbeat: the driver writes it when it changes.
+        """
+        if not self._learned:
+            return ()
+        return tuple((node, r.incarnation) for node in sorted(self._records) if node != self.node and (r := self._records[node]).status in _PRESENT)
 
     def rumours(self) -> tuple[str, ...]:
         """Nodes named by a digest that this node has not heard directly (it probes them), sorted."""
@@ -437,6 +451,26 @@ class Membership:
         out.append(SetTimer(HEARTBEAT_TIMER, self._heartbeat_due))
         out.extend(self._arm_check())
         return out
+
+    def recall(self, members: Sequence[tuple[str, int]], now: float) -> list[Output]:
+        """What the node's disk remembers of the view of its previous life (see "The remembered view"); once, with ``recall=True``.
+
+        Each ``(node, incarnation)`` not heard yet in this life is held dead at that incarnation on
+        no evidence (verdict seq 0). Empty: the disk remembers nothing (none, a wiped one, or an
+        unreadable one); learning may go on as without a disk.
+        """
+        if self._recalled:
+            raise RuntimeError(f"membership of {self.node} recalled its view already (or was built without recall=True)")
+        self._recalled = True
+        events: list[MemberChanged] = []
+        if self._started and not self._left:
+            for node, incarnation in sorted(dict(members).items()):
+                if node == self.node or node in self._records or incarnation < 0:
+                    continue  # heard already in this life (or our own): what it said is fresher than the disk
+                self._records[node] = _Record(incarnation, "dead", 0, now, now, 0)
+                self._rumours.pop(node, None)
+                events.append(MemberChanged(node, incarnation, "dead"))
+        return self._finish(events, [], [], now)
 
     def timer(self, name: str, now: float) -> list[Output]:
         """A timer this core asked for fired."""
@@ -599,6 +633,8 @@ class Membership:
             return
         if record.status == "removed" or incarnation < record.incarnation:
             return
+        if not direct and status in _VERDICTS and seq == 0:
+            return  # a verdict on no evidence (a remembered member): nothing for anyone who heard it, or knows a life
         if incarnation > record.incarnation:
             if status == "removed":
                 return
@@ -606,6 +642,10 @@ class Membership:
             record.incarnation, record.status = incarnation, status
             record.seq, record.last_heard, record.since, record.verdict = seq, now, now, seq
             events.append(MemberChanged(node, incarnation, status))
+            return
+        if record.status == "dead" and record.verdict == 0 and status == "alive" and seq > 0:
+            record.seq, record.last_heard = max(seq, record.seq), now  # remembered, now heard of in this life: alive
+            self._set(node, record, "alive", now, events)
             return
         # Same incarnation: the status only moves forward; a verdict needs evidence as fresh as ours.
         adopt = _RANK[status] > _RANK[record.status] and status != "removed" and (status == "left" or seq >= record.seq)
@@ -621,8 +661,8 @@ class Membership:
         """Someone says something about us: refute anything we did not say ourselves.
 
         ``claimant``: the member that said it, when this node heard it fine until now (see "Doubt")."""
-        if self._left:
-            return
+        if self._left or (status in _VERDICTS and seq == 0):
+            return  # (a verdict on no evidence: a restarted node's remembered member list, nothing to refute)
         me = self._records[self.node]
         self._saw_previous_life(incarnation)
         stale = incarnation < me.incarnation or (incarnation == me.incarnation and seq <= me.seq and status == "alive")
@@ -648,7 +688,7 @@ class Membership:
         On learning, the members that more than half of the informants (the members held
         alive) name, and that this node has not heard, are taken into the view as told.
         """
-        if self._learned or not self._started or self._left or now < self._listen_until:
+        if self._learned or not self._started or self._left or now < self._listen_until or not self._recalled:
             return None
         self._listening = False
         if not self._joined:
@@ -659,12 +699,15 @@ class Membership:
         knowing = [member for member in informants if member in self._knowing]
         if self.seeds and not knowing and not all(seed in alive for seed in self.seeds):
             return None  # (2): nobody heard remembers the cluster, and the seeds have not all been heard to found it
-        union = {node for node, r in records.items() if r.status in _PRESENT}
+        # The remembered view: members only the disk spoke of, not heard of in this life. Where members that know
+        # the cluster are heard, their view replaces the disk's (a member they do not name was removed meanwhile).
+        memory = {n for n, r in records.items() if knowing and n != self.node and r.status == "dead" and r.verdict == 0}
+        union = {node for node, r in records.items() if r.status in _PRESENT and node not in memory}
         named: dict[str, list[tuple[str, DigestEntry]]] = {}
         for member in informants:
             for node, entry in self._told.get(member, {}).items():
                 known = records.get(node)
-                if known is None or known.status == "removed":
+                if known is None or known.status == "removed" or node in memory:
                     named.setdefault(node, []).append((member, entry))
         voters = knowing or informants  # (5): the silence of one that learned nothing yet is no evidence
         vouched = [node for node in sorted(named) if 2 * sum(1 for member, _ in named[node] if member in voters) > len(voters)]
@@ -677,6 +720,10 @@ class Membership:
         self._learned = True
         self._told.clear()
         self._knowing.clear()
+        for node in sorted(memory):  # the disk's word gives way to the members that know the cluster
+            gone = records.pop(node)
+            if node not in vouched:
+                events.append(MemberChanged(node, gone.incarnation, "removed"))
         for node in vouched:  # the cluster as last known, on the word of a majority of those we hear that know it
             for member, entry in named[node]:
                 if member in voters:

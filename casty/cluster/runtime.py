@@ -55,7 +55,9 @@ counter returned the count of another key, an increment asked by the previous li
 it, tombstones included, into its replica before the replica opens: after every node
 restarted, the disk of a durable key's last owner is then in the read quorums (its replica
 answers a ``Prepare`` with the saved pages, and its sync rounds hand them to the others),
-not only the disk of whichever node owns the key next.
+not only the disk of whichever node owns the key next. The same read gives membership the
+member list the previous life had learned (``casty.cluster.viewstore``, one reserved record,
+written when that list changes): membership learns no view before it (its "The remembered view").
 
 Placement: the ring is built over ``membership.ring_nodes()`` (members alive, suspect or
 dead; rebuilt only when that set changes); a key's replicas are the first ``replicas``
@@ -87,6 +89,7 @@ from .handoff import RoundEnded, RoundStarted
 from .replicas import ReplicationService
 from .replication import Entity, Epoch, Snapshot, Stamp
 from .routing import CLUSTER_WIRE, Deliver, Failed, Reply, Router, clip
+from .viewstore import VIEW_ACTOR, ViewKeeper
 
 if TYPE_CHECKING:
     from ..system import ActorSystem, Placement
@@ -155,6 +158,13 @@ class ClusterNode:
                 if self._built:
                     self._quorum = self.membership.has_quorum()
                 self._membership_changed()  # a first quorum: open the replica, resume the keys this node owns
+            if self._keeper is not None and isinstance(event, (MemberChanged, ViewLearned)) and self._recalled:
+                if self.membership.core.learned:
+                    self._keeper.keep(self.membership.core.remembered())  # a write only when the list changed
+
+        # The remembered view (membership): a node with a disk learns no view before it read it back.
+        self._keeper = ViewKeeper(system.store, system.codec, born, system.loop, node=system.node) if system.store is not None else None
+        self._recalled = False
 
         self.dispatcher: Final = Dispatcher.of(transport, CLUSTER_WIRE, observer=system._observer)
         self.membership: Final = MembershipService(
@@ -166,6 +176,7 @@ class ClusterNode:
             CLUSTER_WIRE,
             observer,
             loop=system.loop,
+            recall=self._keeper is not None,
         )
         self.router: Final = Router(
             system.node,
@@ -287,6 +298,8 @@ class ClusterNode:
         for actor_name, key in sorted(await store.keys()):
             if not system.running or not self.membership.has_quorum():
                 return
+            if actor_name == VIEW_ACTOR:
+                continue  # the remembered view, not a key
             if (actor_name, key) in system._activations:
                 continue
             try:
@@ -351,6 +364,17 @@ class ClusterNode:
         store = system.store
         assert store is not None
         snapshots: list[Snapshot] = []
+        members: tuple[tuple[str, int], ...] = ()
+        try:
+            assert self._keeper is not None
+            remembered = await self._keeper.read()
+            members = remembered.members if remembered is not None else ()
+        except Exception as exc:  # noqa: BLE001 - an unreadable memory is no memory: learn as a node without a disk
+            _log.error("%s: the remembered member list could not be read: %r", system.node, exc)
+        if self.replication.closed:
+            return
+        self._recalled = True
+        self.membership.recall(members)
         try:
             if isinstance(store, ListsRecords):
                 listed = list(await store.records())
@@ -361,6 +385,8 @@ class ClusterNode:
                     if record is not None:
                         listed.append((actor_name, key, record))
             for actor_name, key, record in listed:
+                if actor_name == VIEW_ACTOR:
+                    continue  # the remembered view, not a key
                 epoch = Epoch(int(record.epoch[0]), str(record.epoch[1]))
                 pages = system.codec.decode_pages(record.state) if record.state else {}  # b"": a tombstone (rule 6)
                 snapshots.append(Snapshot((actor_name, key), epoch, Stamp(epoch, int(record.version)), pages))
@@ -710,6 +736,8 @@ class ClusterNode:
         for timer in (self._grace_timer, self._resweep, self._orphan_timer):
             if timer is not None:
                 timer.cancel()
+        if crashed and self._keeper is not None:
+            self._keeper.close()  # a crash writes nothing more (an orderly leave keeps the last list it wrote)
         if crashed:
             self.membership.close()
         else:
