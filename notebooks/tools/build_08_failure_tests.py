@@ -357,6 +357,26 @@ assert sim.Trace.from_jsonl(trace_file).digest() == worlds[seed].trace.digest()
 ''')
 
 md("""
+The report's chart is the catch-up chart of the run's schedule (`bill` of `alice`): one delivery per period, the
+crashes and the restarts. It says *0 repeated*, and that is true: the schedule told `Bill` once per period. The repeat
+is the body's, which charged a period the state did not remember; the effects ledger (section 3's chart, and
+`exactly_once`) is where it shows.
+""")
+
+code('''
+from IPython.display import Image
+
+chart_file = Path(re.search(r"^chart: (\\S+\\.png)$", out, re.M).group(1))
+Image(filename=str(chart_file), width=900)
+''')
+
+code('''
+assert chart_file.stat().st_size > 10_000
+assert len(worlds[seed].trace.of("schedule.fired", key="alice")) == 8     # 8 deliveries, none repeated
+assert len(charges(worlds[seed])["charge:alice:2026-01-01T00:00:00Z"]) == 2  # the body charged 00:00 twice
+''')
+
+md("""
 **Predict.** You paste the reproduce line. Does it run the same *trace*, or only the same plan?
 
 The reproduce line names the seed and the plan; the seed also fixes everything else random in the world (latencies,
@@ -445,9 +465,16 @@ md("""
   (What does `fixed_subscription` do to the period when the crash hits the same millisecond? Look at `exactly_once`
   and the example's docstring: is that outcome better for a customer?)
 * Give `find` `kinds=("crash", "pause")`. Can a pause alone double-charge? (Hint: the save has `write_timeout`.)
-* In a terminal: `pytest examples/test_daily_charge.py -k fixed --sim-seeds 0:50`, then replay the reproduce line
-  printed in section 4 from the scratch folder.
+* In a terminal, from the project root: `pytest examples/test_daily_charge.py -k fixed --sim-seeds 0:50`. To replay
+  section 4's reproduce line yourself, write `example.PLANTED` to `test_planted.py` in a folder and run the line there
+  with `PYTHONPATH` set to `examples/`.
 """)
+
+code('''
+import shutil
+
+shutil.rmtree(scratch)  # section 4's scratch folder (the planted test, its trace files and chart)
+''')
 
 for i, cell in enumerate(cells):
     cell["id"] = f"failure-tests-{i:02d}"  # stable ids: rebuilding gives the same file

@@ -365,7 +365,8 @@ print("seeds that caught counter:", [r.seed for r in held if not r.ok])
 ''')
 
 code('''
-assert bad and all("crash(" in r.plan for r in found if not r.ok)
+assert bad and all("crash(" in r.plan for r in found if not r.ok)   # only seeds with crashes caught it
+assert any("crash(" in r.plan and r.ok for r in found)              # and not every one of those
 assert [r.plan for r in held] == [r.plan for r in found]     # the same seeds drew the same plans
 assert all(r.ok for r in held)                                # and the fixed counter holds on all of them
 times = {}
@@ -386,7 +387,7 @@ seed (`python -m sim run swarm --seed N --check`) and replay its exact plan (`..
 `executor=ProcessPoolExecutor(...)` (or a Dask client) the seeds run in parallel; `workers=1` runs them here. From a
 terminal, `python -m sim sweep swarm --seeds 0:200 --workers 2` does the same and prints `violations=N` last.
 
-**Predict.** Seeds 1 and 2: same cluster size as seed 0? Same mix?
+**Predict.** Do seeds 1 and 2 pass every check? Do they run seed 0's plan again?
 """)
 
 code('''
