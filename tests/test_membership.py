@@ -1030,3 +1030,95 @@ def test_a_claim_of_death_from_a_member_heard_fine_is_a_doubt() -> None:
     doubts = [o.event for o in out if isinstance(o, Report) and isinstance(o.event, Doubted)]
     assert doubts == [Doubted("n2, heard fine until now, held it dead")]
     assert core.incarnation == me + 1
+
+
+# --- the remembered view: what a node's disk says its previous life had learned -------------------------------
+
+
+def _learned(out: list[Output]) -> list[ViewLearned]:
+    return [o.event for o in out if isinstance(o, Report) and isinstance(o.event, ViewLearned)]
+
+
+def _seed_848(recall: bool) -> Membership:
+    """n1 (seed, with n2) back from a crash; it hears n2 and n4, both restarted and still listening, never n3 or n5."""
+    core = Membership("n1", 9, ("n1", "n2"), CONFIG, recall=recall)
+    core.start(0.0)
+    if recall:
+        core.recall([("n2", 3), ("n3", 2), ("n4", 5), ("n5", 1)], 0.001)
+    for src, incarnation in (("n2", 7), ("n4", 8)):
+        core.receive(src, hb(src, 2, (src, incarnation, "alive", 2), ("n1", 9, "alive", 1), incarnation=incarnation, heard=(9, 1)), 0.5)
+    return core
+
+
+def test_seeds_that_remember_five_members_learn_three_of_five_not_a_cluster_of_three() -> None:
+    """Swarm seed 848: seeds n1 and n2 and n4 restart while n3 and n5 are paused; n1's disk remembers the five, so it
+    learns 3 of 5 with n3 and n5 dead on its ring (each key keeps its replica set); with no disk it founds {n1, n2, n4}."""
+    core = _seed_848(recall=True)
+    assert _learned(core.timer(CHECK_TIMER, 3.0)) == [ViewLearned(3, 5)]
+    assert core.ring_nodes() == ("n1", "n2", "n3", "n4", "n5") and core.quorum_counts() == (3, 5)
+    assert (core.status("n3"), core.status("n5")) == ("dead", "dead")
+    without = _seed_848(recall=False)
+    assert _learned(without.timer(CHECK_TIMER, 3.0)) == [ViewLearned(3, 3)]
+    assert without.ring_nodes() == ("n1", "n2", "n4")
+
+
+def test_a_node_with_a_disk_learns_nothing_before_the_disk_was_read() -> None:
+    """With recall=True nothing is learned, window over or not, until ``recall``; an empty recall (nothing on the disk)
+    learns as a node without a disk does; a second recall is refused."""
+    core = Membership("n3", 0, ("n1", "n2"), CONFIG, recall=True)
+    core.start(0.0)
+    for src in ("n1", "n2"):
+        core.receive(src, hb(src, 2, (src, 0, "alive", 2), ("n3", 0, "alive", 1)), 0.1)
+    assert _learned(core.timer(CHECK_TIMER, 3.0)) == [] and not core.learned
+    assert _learned(core.recall([], 3.2)) == [ViewLearned(3, 3)]
+    with pytest.raises(RuntimeError, match="recalled its view already"):
+        core.recall([], 3.3)
+
+
+def test_a_remembered_member_is_alive_once_heard_of_and_its_no_evidence_verdict_is_news_to_nobody() -> None:
+    """A remembered member is dead on no evidence (verdict seq 0, in the digest as such): its heartbeat at that incarnation
+    makes it alive at once (no refutation needed); that verdict about a node is adopted by nobody who knows it, and
+    about oneself is not refuted (no new incarnation, no doubt)."""
+    core = Membership("n1", 9, ("n1", "n2"), CONFIG, recall=True)
+    core.start(0.0)
+    core.recall([("n2", 3), ("n3", 4)], 0.0)
+    assert ("n3", 4, "dead", 0) in core._digest()
+    out = core.receive("n3", hb("n3", 7, ("n3", 4, "alive", 7), incarnation=4, heard=(9, 1)), 0.5)
+    assert reports(out) == [("n3", 4, "alive")] and core.member("n3") is not None and core.member("n3").seq == 7  # type: ignore[union-attr]
+    other = joined_core()
+    before = other.incarnation
+    out = other.receive("n2", hb("n2", 6, ("n1", 0, "dead", 0), ("n3", 0, "dead", 0)), 1.5)
+    assert reports(out) == [] and other.incarnation == before and other.status("n3") == "alive"
+
+
+def test_the_view_of_members_that_know_the_cluster_replaces_the_disks() -> None:
+    """n1 remembers n2..n6; n2, which learned the view, names n1..n5 (n6 was removed while n1 was down) with n3 dead:
+    on learning n6 leaves n1's view (reported removed) and n3 is held as n2 tells it (its verdict's seq, not 0)."""
+    core = Membership("n1", 9, ("n1", "n2"), CONFIG, recall=True)
+    core.start(0.0)
+    core.recall([("n2", 3), ("n3", 2), ("n4", 5), ("n5", 1), ("n6", 1)], 0.0)
+    digest = [("n2", 3, "alive", 40), ("n3", 2, "dead", 30), ("n4", 5, "alive", 40), ("n5", 1, "alive", 40)]
+    core.receive("n2", hb("n2", 40, *digest, incarnation=3, heard=(9, 1), learned=True), 0.5)
+    for src, incarnation in (("n4", 5), ("n5", 1)):
+        core.receive(src, hb(src, 40, *digest, incarnation=incarnation, heard=(9, 1), learned=True), 0.6)
+    out = core.timer(CHECK_TIMER, 3.0)
+    assert reports(out) == [("n3", 2, "dead"), ("n6", 1, "removed")] and _learned(out) == [ViewLearned(4, 5)]
+    assert core.ring_nodes() == ("n1", "n2", "n3", "n4", "n5") and core.member("n6") is None
+    assert ("n3", 2, "dead", 30) in core._digest()
+
+
+def test_the_remembered_list_is_the_learned_members_and_changes_with_membership_not_with_status() -> None:
+    """``remembered()`` is empty until the view is learned, then every other member not removed with its incarnation; a
+    member turning suspect leaves it as it was (no write per heartbeat or verdict), a new incarnation changes it."""
+    core = Membership("n1", 0, (), CONFIG)
+    core.start(0.0)
+    assert core.remembered() == ()
+    core.receive("n2", hb("n2", 5, ("n2", 0, "alive", 5)), 1.0)
+    core.receive("n3", hb("n3", 5, ("n3", 0, "alive", 5)), 1.0)
+    core.timer(CHECK_TIMER, 3.0)
+    assert core.learned and core.remembered() == (("n2", 0), ("n3", 0))
+    core.receive("n2", hb("n2", 9, ("n2", 0, "alive", 9)), 5.5)
+    core.timer(CHECK_TIMER, 6.5)
+    assert core.status("n3") == "suspect" and core.remembered() == (("n2", 0), ("n3", 0))
+    core.receive("n3", hb("n3", 1, ("n3", 2, "alive", 1), incarnation=2), 7.0)
+    assert core.remembered() == (("n2", 0), ("n3", 2))

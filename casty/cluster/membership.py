@@ -117,12 +117,30 @@ How it works, and why:
   cluster restarted together has no live member to hear: once every seed is back and the
   window has passed, the nodes that found each other (through the seeds) are the whole
   view, and they regain a quorum; the nodes back later hear a member that knows it. Once
-  learned, the rules above alone decide. (Known limits: if every seed restarts with no
-  memory while every member that remembers the cluster is paused or cut off for longer
-  than the window, the seeds found a cluster of whom they hear; a seed that never comes
-  back keeps a whole-cluster restart from learning until the seed list is changed; and a
-  member that only a minority of the voters name counts in (4) but is not on the restarted
-  node's ring until it is heard.)
+  learned, the rules above alone decide. (Known limits: a seed that never comes back keeps
+  a whole-cluster restart from learning until the seed list is changed; a member that only
+  a minority of the voters name counts in (4) but is not on the restarted node's ring until
+  it is heard; and the remembered view below needs a disk that came through: if every seed
+  restarts with no memory (no disk, or a wiped one) while every member that remembers the
+  cluster is paused or cut off for longer than the window, the seeds found a cluster of
+  whom they hear, since no local fact tells that apart from a new cluster.)
+- **The remembered view.** A node with a disk keeps the member list it learned
+  (``remembered()``: every other member not removed, with its incarnation; the driver
+  writes it only when that list changes, ``casty.cluster.viewstore``), and a core built
+  with ``recall=True`` learns nothing before ``recall`` gave it what the disk holds. Each
+  remembered member not heard yet is held *dead on no evidence* (its verdict's seq is 0):
+  it counts in the quorum and stays on the ring, as on the ring of a member that remembers
+  the cluster, so seeds back from a crash with their disks while the members that remember
+  the cluster are paused do not found a cluster of themselves: n1, n2 and n4 of five learn
+  3 of 5, and a key on n3, n5 and n4 keeps those replicas (swarm seed 848 confirmed a delete
+  on n4, n2 and n1 that the heal undid). Such a verdict is news to nobody: any evidence of
+  life at that incarnation (heard directly, or a digest's seq above 0) makes the member
+  alive, others never adopt it, and the member never refutes it (no churn, no doubt).
+  Where members that know the cluster are heard, their view replaces the disk's on
+  learning: a remembered member that a majority of them do not name was removed while
+  this node was down, and leaves its view (reported ``removed``). A whole cluster restarted
+  with its disks thus needs a majority of the remembered view back, not only the seeds.
+  A disk that says nothing (none, wiped, unreadable: ``recall([])``) learns as before.
   The nodes taken in on learning are the other exception to "proves a round trip": they
   were vouched for by a majority of members that did prove theirs.
 - **Doubt.** A node reports ``Doubted`` when it learns that others may have stopped hearing
