@@ -154,8 +154,10 @@ class SimSpec:
             raise TypeError(f"@pytest.mark.sim: node_options must be a dict of World.add_node keywords, got {options!r}")
         if "cluster" in options:
             raise TypeError("@pytest.mark.sim: give the cluster as cluster=, not in node_options")
-        draw = _drawer(kwargs.get("faults", _UNSET), names, float(start), float(until))
-        return cls(seeds, names, draw, float(start), float(until), _cluster(kwargs.get("cluster", _UNSET), names), dict(options))
+        cluster = _cluster(kwargs.get("cluster", _UNSET), names)
+        seed_nodes = tuple(cluster.seeds) if cluster is not None else ()
+        draw = _drawer(kwargs.get("faults", _UNSET), names, float(start), float(until), seed_nodes)
+        return cls(seeds, names, draw, float(start), float(until), cluster, dict(options))
 
     def plan(self, seed: int) -> FaultPlan:
         """The seed's fault plan (an empty one for ``faults=None``), from a stream of its own."""
@@ -216,8 +218,12 @@ def _cluster(value: Any, names: tuple[str, ...]) -> Any:
     raise TypeError(f"@pytest.mark.sim: cluster must be True, False or a casty Cluster, got {value!r}")
 
 
-def _drawer(faults: Any, names: tuple[str, ...], start: float, until: float) -> Callable[[random.Random], FaultPlan] | None:
-    """How a seed's plan is drawn from the marker's ``faults`` (checked now, so a bad marker fails at collection)."""
+def _drawer(
+    faults: Any, names: tuple[str, ...], start: float, until: float, seed_nodes: tuple[str, ...]
+) -> Callable[[random.Random], FaultPlan] | None:
+    """How a seed's plan is drawn from the marker's ``faults`` (checked now, so a bad marker fails at collection).
+
+    ``seed_nodes``: the cluster's seeds, which a ``FaultMix`` with ``seeds=False`` leaves alone."""
     from .faults import GENERATED_KINDS, FaultMix, FaultPlan, generate
     from .testing import space_of
 
@@ -225,7 +231,7 @@ def _drawer(faults: Any, names: tuple[str, ...], start: float, until: float) -> 
         return None
     window = until - start
     if faults is _UNSET or faults == _SWARM:
-        return lambda rng: generate(FaultMix.draw(rng, len(names)), rng, names, window, start=start)
+        return lambda rng: generate(FaultMix.draw(rng, len(names)), rng, names, window, start=start, seed_nodes=seed_nodes)
     if isinstance(faults, str):
         faults = (faults,)
     if isinstance(faults, FaultPlan):
@@ -233,7 +239,7 @@ def _drawer(faults: Any, names: tuple[str, ...], start: float, until: float) -> 
         return lambda rng: plan
     if isinstance(faults, FaultMix):
         mix = faults
-        return lambda rng: generate(mix, rng, names, window, start=start)
+        return lambda rng: generate(mix, rng, names, window, start=start, seed_nodes=seed_nodes)
     space = space_of(faults)
     if space is not None:
         return space.draw
@@ -247,7 +253,7 @@ def _drawer(faults: Any, names: tuple[str, ...], start: float, until: float) -> 
         if unknown or not faults:
             raise ValueError(f"@pytest.mark.sim: faults names unknown kind(s) {unknown}; known: {', '.join(GENERATED_KINDS)}, or 'swarm'")
         mix = FaultMix(kinds=tuple(k for k in GENERATED_KINDS if k in faults))
-        return lambda rng: generate(mix, rng, names, window, start=start)
+        return lambda rng: generate(mix, rng, names, window, start=start, seed_nodes=seed_nodes)
     if callable(faults):
         user: Callable[[random.Random, tuple[str, ...]], FaultPlan] = faults
         return lambda rng: user(rng, names)

@@ -131,9 +131,7 @@ class _HypothesisDraw:
         self._st = st
 
     def integer(self, low: int, high: int) -> int:
-        if low == high:
-            # no draw for a choice of one: with one, Hypothesis (6.170) could no longer delete the incident
-            # that holds it from a list, and shrinking stopped at plans with faults that did not matter
+        if low == high:  # a choice of one is no choice: drawing it would only make the incident longer to shrink
             return low
         value: int = self._draw(self._st.integers(low, high))
         return value

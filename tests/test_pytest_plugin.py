@@ -136,6 +136,26 @@ def test_world_has_the_nodes_the_cluster_and_the_seeds_plan(pytester: pytest.Pyt
     run(pytester, "-q").assert_outcomes(passed=4)
 
 
+def test_a_mix_that_spares_seed_nodes_spares_the_clusters_seed(pytester: pytest.Pytester) -> None:
+    """FaultMix(seeds=False) on a three-node cluster never crashes n1, its seed, in 20 seeds; n2 and n3 are crashed."""
+    pytester.makepyfile(
+        """
+        import pytest
+        from sim.faults import Crash, FaultMix
+
+        CRASHED = set()
+
+        @pytest.mark.sim(seeds=20, nodes=3, faults=FaultMix(kinds=("crash",), seeds=False), until=20)
+        def test_spared(world):
+            CRASHED.update(f.node for f in world.results["plan"].faults if isinstance(f, Crash))
+
+        def test_zz_after_all():
+            assert CRASHED == {"n2", "n3"}
+        """
+    )
+    run(pytester, "-q").assert_outcomes(passed=21)
+
+
 def test_faults_take_kinds_a_mix_a_plan_a_strategy_or_a_callable(pytester: pytest.Pytester) -> None:
     """Each form of faults= gives the plan it says: pauses only, the FaultMix's kinds, the fixed plan, the space's draw."""
     pytester.makepyfile(
