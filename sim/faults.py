@@ -46,7 +46,7 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Generator, Iterable, Sequence
+from collections.abc import Generator, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, ClassVar, Final, Union
 
@@ -649,6 +649,13 @@ class FaultPlan:
 
     def __len__(self) -> int:
         return len(self.faults)
+
+    def __iter__(self) -> Iterator[Fault]:
+        """The faults in time order: a plan reads like the sequence it is (``for fault in plan``)."""
+        return iter(self.faults)
+
+    def __getitem__(self, index: int) -> Fault:
+        return self.faults[index]
 
     def to_json(self) -> str:
         """``{"faults": [{"kind": ..., "at": ..., ...}, ...]}``: stable text, one tagged object per fault."""

@@ -89,6 +89,14 @@ def test_json_is_stable_and_omits_defaults() -> None:
     )
 
 
+def test_a_plan_iterates_and_indexes_its_faults_in_time_order() -> None:
+    """for fault in plan, plan[i] and list(plan) see the faults sorted by time, as plan.faults holds them."""
+    plan = FaultPlan.of(Restart(at=5.0, node="n1"), Crash(at=3.2, node="n1"))
+    assert [f.at for f in plan] == [3.2, 5.0]
+    assert plan[0] == Crash(at=3.2, node="n1") and plan[-1] == Restart(at=5.0, node="n1")
+    assert list(plan) == list(plan.faults)
+
+
 def test_a_plan_prints_as_one_sorted_line() -> None:
     """str(plan) is one line, faults sorted by time (ties in given order), each as kind(args)@time."""
     assert str(FaultPlan(ONE_OF_EACH)) == (
