@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from casty.clock import to_us
@@ -14,7 +15,10 @@ S = 1_000_000_000
 E = to_us(DEFAULT_START)
 
 
-def _trace(rows: list[tuple[float, str, int | None, str, dict[str, Any]]]) -> Trace:
+_Rows = Sequence[tuple[float, str, int | None, str, dict[str, Any]]]
+
+
+def _trace(rows: _Rows) -> Trace:
     return Trace(Row(i, round(t * S), node, wall, kind, fields) for i, (t, node, wall, kind, fields) in enumerate(rows))
 
 
@@ -58,3 +62,60 @@ def test_the_chart_names_each_step_and_drift() -> None:
     texts = [t.get_text() for t in fig.axes[0].texts]
     assert "n1 stepped -3 s" in texts and "n2 drifts +500 ppm" in texts
     assert fig.axes[0].get_ylabel() == "wall clock \u2212 true time (s)"
+
+
+def _lines(fig: Any) -> list[tuple[str, list[float], str]]:
+    """The node lines of a clock chart: (label, y data, line style); the zero line and the markers have no label."""
+    return [(ln.get_label(), [float(y) for y in ln.get_ydata()], ln.get_linestyle())
+            for ln in fig.axes[0].get_lines() if not ln.get_label().startswith("_")]
+
+
+def _overlapping_texts(fig: Any) -> list[tuple[str, str]]:
+    """Pairs of texts of the chart's axes whose drawn boxes overlap (a label a reader cannot read)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.text import Text
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()  # type: ignore[no-untyped-call]
+    renderer = canvas.get_renderer()  # type: ignore[no-untyped-call]
+    boxes = [(t.get_text(), Text.get_window_extent(t, renderer)) for t in fig.axes[0].texts]  # the text, not its leader
+    return [(a, b) for i, (a, box_a) in enumerate(boxes) for b, box_b in boxes[i + 1:] if box_a.overlaps(box_b)]
+
+
+_SKEWED_TAKEOVER: _Rows = [  # the skewed-takeover shape: n1 3.25 s ahead, n2 and n3 exact, ending a few ms apart
+    (0.0, "n1", E + 3_250_000, "node.started", {}),
+    (0.0, "n2", E, "node.started", {}),
+    (0.0, "n3", E, "node.started", {}),
+    (24.8018, "n1", E + 24_801_800 + 3_250_000, "note", {}),
+    (24.8014, "n2", E + 24_801_400, "note", {}),
+    (24.8011, "n3", E + 24_801_100, "note", {}),
+]
+
+
+def test_nodes_with_the_same_offset_share_one_line_named_for_both() -> None:
+    """Two exact clocks (n2, n3) draw one line labelled 'n2, n3', not n3's line hiding n2's."""
+    fig = clock_chart(_trace(_SKEWED_TAKEOVER))
+    assert [(label, ys) for label, ys, _ in _lines(fig)] == [("n1", [3.25, 3.25]), ("n2, n3", [0.0, 0.0])]
+    texts = [t.get_text() for t in fig.axes[0].texts]
+    assert sorted(texts) == ["n1", "n2, n3", "true time"]
+
+
+def test_end_labels_and_the_true_time_label_do_not_overlap() -> None:
+    """The end labels and 'true time' never overlap, also for lines close together (50 ms apart on a 3 s scale)."""
+    fig = clock_chart(_trace(_SKEWED_TAKEOVER))
+    assert _overlapping_texts(fig) == []
+    close = [(t, n, (w or 0) + (50_000 if n == "n2" else 0), k, f) for t, n, w, k, f in _SKEWED_TAKEOVER]
+    fig = clock_chart(_trace(close))
+    assert sorted(label for label, _, _ in _lines(fig)) == ["n1", "n2", "n3"]
+    assert _overlapping_texts(fig) == []
+
+
+def test_a_line_that_coincides_with_another_for_part_of_the_run_is_dashed() -> None:
+    """n1 and n2 agree at 0 until n1 steps +2 s at 4 s: n2 (drawn over n1) is dashed so n1's start shows through."""
+    fig = clock_chart(_trace([
+        (0.0, "n1", E, "node.started", {}),
+        (0.0, "n2", E, "node.started", {}),
+        (4.0, "n1", E + 4_000_000 + 2_000_000, "clock.step", {"delta_us": 2_000_000}),
+        (8.0, "n1", E + 8_000_000 + 2_000_000, "note", {}),
+        (8.0, "n2", E + 8_000_000, "note", {}),
+    ]))
+    assert [(label, style) for label, _, style in _lines(fig)] == [("n1", "-"), ("n2", "--")]
