@@ -38,10 +38,10 @@ def _rows(ax: Axes) -> list[str]:
 
 
 def test_after_a_crash_only_the_persisted_schedule_ticks_on() -> None:
-    """timers-vs-schedules: rows schedule/node/timer on n1, told 16/6/6 (the trace's counts), one 'skipped 1' label."""
+    """timers-vs-schedules: rows schedule/timer of key k, then the node schedule, on n1, told 16/6/6 (the trace's counts), one 'skipped 1' label."""
     trace = scenarios.run("timers-vs-schedules", seed=0).trace
     ax = ticks_chart(trace).axes[0]
-    assert _rows(ax) == ["n1  actor schedule 'persisted'", "n1  node schedule 'node-beat'", "n1  timer 'volatile'"]
+    assert _rows(ax) == ["n1  counted[k] · actor schedule 'persisted'", "n1  counted[k] · timer 'volatile'", "n1  node schedule 'node-beat'"]
     assert [_points(ax, "told", y) for y in range(3)] == [len(trace.of("schedule.fired")), 6, 6] == [18, 6, 6]
     assert [t.get_text() for t in ax.texts] == ["skipped 1"]
     assert ax.get_title(loc="left") == "Periodic deliveries: 30 told"
@@ -61,7 +61,7 @@ def test_claim_keys_own_schedules_are_hidden_unless_asked_for() -> None:
     trace = scenarios.run("cron-single-fire", seed=0).trace
     assert sorted(tick_rows(trace)) == [(n, "node schedule 'report-every-5s'") for n in ("n1", "n2", "n3")]
     internal = tick_rows(trace, internal=True)
-    assert sum(len(v) for (n, s), v in internal.items() if s.startswith("actor schedule")) == 9
+    assert sum(len(v) for (n, s), v in internal.items() if "· actor schedule" in s) == 9
 
 
 @dataclass(frozen=True)
@@ -97,3 +97,37 @@ def test_dead_letters_and_a_pause_are_drawn_on_the_schedule_s_row() -> None:
     (pause,) = [p for p in ax.patches if p.get_gid() == "schedule.paused" and isinstance(p, Rectangle)]
     assert (round(pause.get_x()), round(pause.get_width())) == (25, 20)
     assert ax.get_title(loc="left") == "Periodic deliveries: 3 told, 3 dead letters"
+
+
+@dataclass(frozen=True)
+class _Start:
+    every_s: int
+
+
+@actor(initial=0)
+async def _beating(ctx: Context[int, _Start | _Tick]) -> None:
+    """Arms a timer and a schedule, both named 'beat', on its own key."""
+    async for msg in ctx.inbox:
+        if isinstance(msg, _Start):
+            ctx.timer("beat", timedelta(seconds=msg.every_s), timedelta(seconds=msg.every_s), _Tick("timer"))
+            await ctx.schedule("beat", timedelta(seconds=msg.every_s), timedelta(seconds=msg.every_s), _Tick("schedule"))
+
+
+def test_a_timer_or_schedule_name_on_two_keys_gives_each_key_its_row() -> None:
+    """Keys a (every 2 s) and b (every 5 s) on n1, each with a timer and a schedule 'beat': four rows 'key · source', 10/4 told each."""
+    world = World(seed=0)
+    world.add_node("n1")
+
+    async def client(system: ActorSystem) -> None:
+        system.ref(_beating, "a").tell(_Start(2))
+        system.ref(_beating, "b").tell(_Start(5))
+
+    world.spawn("n1", client)
+    world.run(until=21)
+    world.close()
+    ax = ticks_chart(world.trace).axes[0]
+    assert _rows(ax) == ["n1  _beating[a] · actor schedule 'beat'", "n1  _beating[a] · timer 'beat'",
+                         "n1  _beating[b] · actor schedule 'beat'", "n1  _beating[b] · timer 'beat'"]
+    assert [_points(ax, "told", y) for y in range(4)] == [10, 10, 4, 4]
+    assert sorted(tick_rows(world.trace)) == [("n1", "_beating[a] · actor schedule 'beat'"), ("n1", "_beating[a] · timer 'beat'"),
+                                              ("n1", "_beating[b] · actor schedule 'beat'"), ("n1", "_beating[b] · timer 'beat'")]

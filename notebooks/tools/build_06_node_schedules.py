@@ -267,7 +267,7 @@ code("""
 crash_t = restart.trace.of("fault.crash")[0].t
 after = {source: sum(1 for row in rows if row.kind.endswith("fired") and row.t > crash_t)
          for (node, source), rows in tick_rows(restart.trace).items()}
-assert after == {"actor schedule 'persisted'": 12, "node schedule 'node-beat'": 0, "timer 'volatile'": 0}, after
+assert after == {"counted[k] · actor schedule 'persisted'": 12, "node schedule 'node-beat'": 0, "counted[k] · timer 'volatile'": 0}, after
 assert restart.world.results["before"] == {"schedule": 6, "timer": 6, "node": 6}
 assert restart.world.results["after"] == {"schedule": 16, "timer": 6, "node": 6}
 print("after the restart:", after)

@@ -3,8 +3,9 @@
 The catch-up chart follows one persisted schedule's grid; this view puts the three kinds of
 periodic work side by side, so a crash shows which kind survives it:
 
-* ``schedule.fired``: a persisted actor schedule (``ctx.schedule``), row "actor schedule 'name'";
-* ``timer.fired``: an activation timer (``ctx.timer``), row "timer 'name'";
+* ``schedule.fired``: a persisted actor schedule (``ctx.schedule``), row "type[key] · actor schedule 'name'";
+* ``timer.fired``: an activation timer (``ctx.timer``), row "type[key] · timer 'name'" (a name is
+  only unique within its key, so two keys' timers of one name get a row each);
 * ``node_schedule.*``: a node schedule (``system.schedule*``), row "node schedule 'reference'",
   with its cron claims: a tick told is a filled dot, a claim lost to another node a hollow
   circle (that node did not tell it), a claim won but never told by anyone (the winner died
@@ -63,11 +64,17 @@ _DEAD_ORIGIN = "node-schedule:"  # a dead letter's origin when a node schedule's
 
 
 def _source(row: Row) -> str:
+    """The row's name: a node schedule by its reference; a timer or actor schedule by its key and name.
+
+    A timer's or a schedule's name is only unique within its key (every key of a type arms its
+    own ``'beat'``), so the key is part of the row: ``counted[k] · timer 'beat'``.
+    """
     if row.kind.startswith("node_schedule."):
         return f"node schedule '{row.get('reference')}'"
+    owner = f"{str(row.get('actor')).split(':')[-1]}[{row.get('key')}]"
     if row.kind.startswith("timer."):
-        return f"timer '{row.get('name')}'"
-    return f"actor schedule '{row.get('name')}'"
+        return f"{owner} \u00b7 timer '{row.get('name')}'"
+    return f"{owner} \u00b7 actor schedule '{row.get('name')}'"
 
 
 def tick_rows(trace: Trace, *, internal: bool = False) -> dict[tuple[str, str], list[Row]]:
