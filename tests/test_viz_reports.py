@@ -14,6 +14,7 @@ os.environ.setdefault("MPLBACKEND", "Agg")
 import numpy as np  # noqa: E402
 from matplotlib.axes import Axes  # noqa: E402
 from matplotlib.collections import PathCollection  # noqa: E402
+from matplotlib.patches import Rectangle  # noqa: E402
 
 from sim.trace import Trace  # noqa: E402
 from sim.viz import activation_timeline, catchup_chart  # noqa: E402
@@ -75,3 +76,39 @@ def test_the_catchup_chart_marks_the_omitted_day_of_the_world_s_report_rows() ->
     top = catchup_chart(_trace("report.built"), schedule="daily").axes[0]
     assert _points(top, "report.omitted") == 1
     assert "report Jan 03 omitted" in _texts(top)
+
+
+def _two_keys() -> Trace:
+    """Keys 'acme' and 'bolt' of one type, both active on n1 for three days; each reports Jan 01 and Jan 02 (bolt 30 s later)."""
+    trace = Trace()
+
+    def add(t_us: int, kind_: str, **fields: object) -> None:
+        trace.add(t_us * 1000, "n1", START_US + t_us, kind_, fields)
+
+    for lease, key in enumerate(("acme", "bolt"), start=1):
+        add(0, "activation.started", actor="reporter", key=key, lease=lease, behavior="run", recovered=False, restart=0)
+    for day in (0, 1):
+        for late, key in enumerate(("acme", "bolt")):
+            date = f"2026-01-{day + 1:02d}"
+            add((day + 1) * DAY_US + (1 + late) * 30_000_000, "effect", actor="reporter", key=key,
+                effect=f"report:{key}:{date}", node="n1", details={"day": date})
+    add(3 * DAY_US, "activation.ended", actor="reporter", key="acme", lease=1, reason="idle")
+    add(3 * DAY_US, "activation.ended", actor="reporter", key="bolt", lease=2, reason="idle")
+    return trace
+
+
+def test_the_reports_of_two_keys_on_one_node_sit_on_their_keys_bars_and_name_their_key() -> None:
+    """acme's stars on acme's bar, bolt's on bolt's (not both on the node's row), labels name the key; bar names off the labels."""
+    fig = activation_timeline(_two_keys())
+    ax = fig.axes[0]
+    centre = {str(p.get_gid()).split(":", 1)[1]: p.get_y() + p.get_height() / 2
+              for p in ax.patches if str(p.get_gid()).startswith("activation:") and isinstance(p, Rectangle)}
+    (stars,) = [c for c in ax.collections if c.get_gid() == "report.built" and isinstance(c, PathCollection)]
+    ys = [float(y) for _, y in np.asarray(stars.get_offsets())]
+    assert sorted(centre) == ["acme", "bolt"] and centre["acme"] != centre["bolt"]
+    assert ys == [centre["acme"], centre["bolt"], centre["acme"], centre["bolt"]]
+    assert [t for t in _texts(ax) if "report" in t] == ["acme: report Jan 01", "bolt: report Jan 01", "acme: report Jan 02", "bolt: report Jan 02"]
+    renderer = fig._get_renderer()  # type: ignore[attr-defined]  # the one the chart laid its labels out with
+    reports = [t.get_window_extent(renderer) for t in ax.texts if "report" in t.get_text()]
+    names = [t for t in ax.texts if t.get_text().endswith(" as run")]
+    assert len(names) == 2 and not any(n.get_window_extent(renderer).overlaps(r) for n in names for r in reports)

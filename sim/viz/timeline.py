@@ -613,19 +613,39 @@ def activation_timeline(
             labels.append(label(ax, unit.x(t), tops[node] + 0.08, f"clock {fmt_signed(delta / 1e6)}", colour="#9E4A7E"))
     reports = [r for r in report_rows(trace) if r.node in tops and (key_filter is None or str(r.get("key")) in key_filter)]
     omitted = [(r, day) for r, day in omitted_reports(reports) if r.node in tops]
+    report_labels: list[Annotation] = []  # kept so a bar's own name can step aside from them (below)
+    keys_on = {node: {b.entity for b in bars if b.node == node} for node in tops}
+
+    def report_y(r: Row) -> float:
+        """A report's star sits on its key's bar on its node (the run at its time, else the last one before it).
+
+        Several keys report from one node: on the node's header row their stars would say nothing of
+        which key built what. Only a report with no bar of its key on that node stays on the header.
+        """
+        actor = r.get("actor")
+        mine = [b for b in bars if b.node == r.node and b.entity[1] == str(r.get("key")) and (actor is None or b.entity[0] == str(actor))]
+        at = [b for b in mine if b.start_ns <= r.t_ns <= b.end_ns] or [b for b in mine if b.start_ns <= r.t_ns] or mine
+        return slot_y(r.node, at[-1].slot) if at else lane(r.node)[0] - 0.3
+
+    def whose(r: Row) -> str:
+        """The key, when the report's node runs several: there a star alone would not say whose report it is."""
+        return f"{r.get('key')}: " if len(keys_on.get(r.node, ())) > 1 else ""
+
     if reports:
-        ax.scatter([unit.x(r.t_ns) for r in reports], [lane(r.node)[0] - 0.3 for r in reports], marker="*", s=90, color=INK, zorder=5, gid="report.built", clip_on=False)
+        ax.scatter([unit.x(r.t_ns) for r in reports], [report_y(r) for r in reports], marker="*", s=110, color=INK, edgecolors="white",
+                   linewidths=0.7, zorder=5, gid="report.built", clip_on=False)
         built: dict[Any, int] = {}
         for r in reports:
             which = (r.get("key"), report_day(r))
             built[which] = built.get(which, 0) + 1
             again = built[which] > 1
-            labels.append(label(ax, unit.x(r.t_ns), lane(r.node)[0] - 0.3, f"report {day_label(report_day(r))}" + (" again" if again else ""),
-                                colour=VERMILLION if again else INK, weight="bold" if again else "normal", va="center", dx=6))
+            report_labels.append(label(ax, unit.x(r.t_ns), report_y(r), f"{whose(r)}report {day_label(report_day(r))}" + (" again" if again else ""),
+                                       colour=VERMILLION if again else INK, weight="bold" if again else "normal", va="center", dx=6))
     for r, day in omitted:  # drawn where the missing day's report was due: one period after the report before it
-        ax.scatter([unit.x(r.t_ns)], [lane(r.node)[0] - 0.3], marker="*", s=110, facecolors="white", edgecolors=VERMILLION, linewidths=1.4,
+        ax.scatter([unit.x(r.t_ns)], [report_y(r)], marker="*", s=120, facecolors="white", edgecolors=VERMILLION, linewidths=1.4,
                    zorder=5, gid="report.omitted", clip_on=False)
-        labels.append(label(ax, unit.x(r.t_ns), lane(r.node)[0] - 0.3, f"report {day_label(day)} omitted", colour=VERMILLION, weight="bold", va="center", dx=6))
+        report_labels.append(label(ax, unit.x(r.t_ns), report_y(r), f"{whose(r)}report {day_label(day)} omitted", colour=VERMILLION, weight="bold", va="center", dx=6))
+    labels += report_labels
 
     # axes
     ax.set_xlim(0, end_x * 1.01 if end_x > 0 else 1)
@@ -666,9 +686,11 @@ def activation_timeline(
     declutter(fig, labels, max_levels=2)
     renderer = fig._get_renderer()  # type: ignore[attr-defined]
     to_px = ax.transData.transform
+    report_boxes = [a.get_window_extent(renderer) for a in report_labels]
     for text, rect, free_until in bar_texts:
         width = text.get_window_extent(renderer).width
         if width + 4 <= rect.get_window_extent(renderer).width:
+            _name_beside_reports(text, rect, report_boxes, renderer, ax)
             continue
         # too short for its name: write it just after the bar when the sub-row is free there
         bar_end = rect.get_x() + rect.get_width()
@@ -683,6 +705,33 @@ def activation_timeline(
         else:
             text.remove()
     return fig
+
+
+def _name_beside_reports(text: Any, rect: Rectangle, boxes: Sequence[Bbox], renderer: Any, ax: Axes) -> None:
+    """Move a bar's name off the report labels drawn on its bar: into the bar's widest free stretch, or drop it.
+
+    Report stars sit on their key's bar, and so do their labels; the name is in the legend too, so a
+    bar with no stretch wide enough loses its name rather than show two texts on top of each other.
+    """
+    box, bar = text.get_window_extent(renderer), rect.get_window_extent(renderer)
+    on_bar = [b for b in boxes if b.y1 > bar.y0 and b.y0 < bar.y1]
+    if not any(Bbox.from_extents(box.x0 - 4, box.y0, box.x1 + 4, box.y1).overlaps(b) for b in on_bar):  # a little air too
+        return
+    taken = sorted((b.x0 - 10, b.x1 + 4) for b in on_bar)  # a label, and its star just left of it
+    free: list[tuple[float, float]] = []
+    at = bar.x0
+    for x0, x1 in taken:
+        if x0 > at:
+            free.append((at, min(x0, bar.x1)))
+        at = max(at, x1)
+    if at < bar.x1:
+        free.append((at, bar.x1))
+    widest = max(free, key=lambda f: f[1] - f[0], default=None)
+    if widest is None or widest[1] - widest[0] < box.width + 8:
+        text.remove()
+        return
+    x, _ = ax.transData.inverted().transform(((widest[0] + widest[1]) / 2, 0))
+    text.set_x(x)
 
 
 def day_label(day: Any) -> str:
