@@ -88,8 +88,10 @@ def _parse_seeds(text: str) -> tuple[int, ...]:
             seeds = (int(text),)
     except ValueError:
         raise pytest.UsageError(f"--sim-seeds: expected A:B or N (integers), got {text!r}") from None
-    if not seeds or min(seeds) < 0:
-        raise pytest.UsageError(f"--sim-seeds: {text!r} names no seed >= 0")
+    if text.lstrip().startswith("-"):
+        raise pytest.UsageError(f"--sim-seeds: seeds are >= 0, got {text!r}")
+    if not seeds:
+        raise pytest.UsageError(f"--sim-seeds: {text!r} is empty: A:B runs the seeds A..B-1, so B must be greater than A")
     return seeds
 
 
@@ -154,6 +156,12 @@ class SimSpec:
             raise TypeError(f"@pytest.mark.sim: node_options must be a dict of World.add_node keywords, got {options!r}")
         if "cluster" in options:
             raise TypeError("@pytest.mark.sim: give the cluster as cluster=, not in node_options")
+        unknown = sorted(set(options) - _node_keywords())
+        if unknown:
+            raise TypeError(
+                f"@pytest.mark.sim: node_options: unknown keyword(s) {', '.join(unknown)} for World.add_node; "
+                f"it takes {', '.join(sorted(_node_keywords() - {'cluster'}))}"
+            )
         cluster = _cluster(kwargs.get("cluster", _UNSET), names)
         seed_nodes = tuple(cluster.seeds) if cluster is not None else ()
         draw = _drawer(kwargs.get("faults", _UNSET), names, float(start), float(until), seed_nodes)
@@ -188,6 +196,22 @@ class SimSpec:
             world.close()
             raise
         return world
+
+
+def _node_keywords() -> set[str]:
+    """The keywords ``World.add_node`` takes: its own and, through ``**system``, ``ActorSystem``'s."""
+    import inspect
+
+    from casty.system import ActorSystem
+
+    from .world import World
+
+    names: set[str] = set()
+    for function in (World.add_node, ActorSystem.__init__):
+        for parameter in inspect.signature(function).parameters.values():
+            if parameter.kind is inspect.Parameter.KEYWORD_ONLY:
+                names.add(parameter.name)
+    return names
 
 
 def _seeds(value: Any) -> tuple[int, ...]:
@@ -252,6 +276,15 @@ def _drawer(
         unknown = [k for k in faults if k not in GENERATED_KINDS]
         if unknown or not faults:
             raise ValueError(f"@pytest.mark.sim: faults names unknown kind(s) {unknown}; known: {', '.join(GENERATED_KINDS)}, or 'swarm'")
+        # generate skips what it cannot draw: a test of only such kinds would run with no faults and pass
+        if "forged_ref" in faults:
+            raise ValueError(
+                "@pytest.mark.sim: faults forged_ref need(s) an actor, key and message to forge, which the marker does not know: "
+                "give faults= a FaultPlan with a sim.faults.ForgedRef, or a callable (rng, names) -> FaultPlan"
+            )
+        lonely = [k for k in faults if k in ("partition", "flap") and len(names) < 2]
+        if lonely:
+            raise ValueError(f"@pytest.mark.sim: faults {', '.join(lonely)} need(s) at least two nodes; the test has {', '.join(names)}")
         mix = FaultMix(kinds=tuple(k for k in GENERATED_KINDS if k in faults))
         return lambda rng: generate(mix, rng, names, window, start=start, seed_nodes=seed_nodes)
     if callable(faults):
@@ -267,7 +300,11 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     try:
         spec = SimSpec.of(marker)
     except (TypeError, ValueError) as exc:
-        pytest.fail(f"{metafunc.definition.nodeid}: {exc}", pytrace=False)
+        reason = f"{metafunc.definition.nodeid}: {exc}"
+    else:
+        reason = ""
+    if reason:  # failed outside the except block: the report is the reason alone, not a chained traceback
+        pytest.fail(reason, pytrace=False)
     if "sim_seed" not in metafunc.fixturenames:
         pytest.fail(f"{metafunc.definition.nodeid}: a @pytest.mark.sim test takes the `world` or the `sim_seed` fixture", pytrace=False)
     given = metafunc.config.stash[_OPTIONS].seeds
@@ -305,10 +342,21 @@ def world(request: pytest.FixtureRequest, sim_seed: int, tmp_path: Path) -> Gene
     try:
         spec = SimSpec.of(request.node.get_closest_marker("sim"))
     except (TypeError, ValueError) as exc:
-        pytest.fail(str(exc), pytrace=False)
+        reason = str(exc)
+    else:
+        reason = ""
+    if reason:
+        pytest.fail(reason, pytrace=False)
     given = request.config.stash[_OPTIONS].plan
     plan = given if given is not None else spec.plan(sim_seed)
-    built = spec.build(sim_seed, plan)
+    try:
+        built = spec.build(sim_seed, plan)
+    except ValueError as exc:
+        if given is None:  # the seed's own plan fits the nodes: a ValueError is a real error, with its traceback
+            raise
+        reason = f"--sim-plan: {exc}"  # the operator's plan does not fit this test (a node it lacks)
+    if reason:
+        pytest.fail(reason, pytrace=False)
     request.node.stash[_RUN] = _Run(sim_seed, plan, built, tmp_path)
     try:
         yield built

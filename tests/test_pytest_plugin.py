@@ -90,7 +90,7 @@ def test_seed_options_replace_the_markers_seeds(pytester: pytest.Pytester) -> No
     [
         (("--sim-seeds", "1:3", "--sim-seed", "2"), "give --sim-seeds A:B or --sim-seed N, not both"),
         (("--sim-seeds", "x:3"), "--sim-seeds: expected A:B or N (integers), got 'x:3'"),
-        (("--sim-seeds", "5:5"), "--sim-seeds: '5:5' names no seed >= 0"),
+        (("--sim-seeds", "5:5"), "--sim-seeds: '5:5' is empty: A:B runs the seeds A..B-1"),
         (("--sim-plan", '{"faults": [{"kind": "crash"}]}'), "--sim-plan: not a fault plan: Object missing required field `at`"),
     ],
 )
@@ -362,3 +362,68 @@ def test_a_failure_with_a_schedule_draws_the_catch_up_chart(pytester: pytest.Pyt
     chart = Path(section(found)["chart"])
     assert chart.name == "catchup-seed0.png"
     assert chart.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+# ============================================================ a new user's bad input (issue 11) ======
+
+
+@pytest.mark.parametrize(
+    ("marker", "message"),
+    [
+        ("nodes=1, faults='partition'", "@pytest.mark.sim: faults partition need(s) at least two nodes; the test has n1"),
+        ("nodes=1, faults=('crash', 'flap')", "@pytest.mark.sim: faults flap need(s) at least two nodes; the test has n1"),
+        ("faults='forged_ref'", "@pytest.mark.sim: faults forged_ref need(s) an actor, key and message"),
+    ],
+)
+def test_a_fault_kind_the_marker_cannot_draw_is_refused(pytester: pytest.Pytester, marker: str, message: str) -> None:
+    """A kind that can never be drawn for the marker's nodes is a collection error, not a run with no faults."""
+    pytester.makepyfile(f"import pytest\n\n@pytest.mark.sim({marker})\ndef test_a(world):\n    pass\n")
+    result = run(pytester, "-q")
+    result.assert_outcomes(errors=1)
+    assert message in result.stdout.str()
+
+
+def test_a_bad_marker_error_shows_its_reason_once(pytester: pytest.Pytester) -> None:
+    """A bad marker's collection error is its one message, not a chained 'During handling of the above exception'."""
+    pytester.makepyfile("import pytest\n\n@pytest.mark.sim(nodez=3)\ndef test_a(world):\n    pass\n")
+    result = run(pytester, "-q")
+    result.assert_outcomes(errors=1)
+    out = result.stdout.str()
+    assert "During handling of the above exception" not in out
+    assert out.count("unknown argument(s) nodez") == 1  # the short summary line is cut before it
+
+
+def test_an_unknown_node_option_is_named_at_collection(pytester: pytest.Pytester) -> None:
+    """node_options with a keyword World.add_node does not take is a collection error naming it, not a TypeError per seed."""
+    pytester.makepyfile("import pytest\n\n@pytest.mark.sim(seeds=2, node_options={'stor': 'sqlite'})\ndef test_a(world):\n    pass\n")
+    result = run(pytester, "-q")
+    result.assert_outcomes(errors=1)
+    out = result.stdout.str()
+    assert "@pytest.mark.sim: node_options: unknown keyword(s) stor for World.add_node" in out
+    assert "ActorSystem.__init__() got an unexpected keyword" not in out
+
+
+def test_a_sim_plan_naming_a_missing_node_fails_with_a_short_reason(pytester: pytest.Pytester) -> None:
+    """--sim-plan naming a node the test does not have fails the test's setup with that reason, not a traceback through the plugin."""
+    pytester.makepyfile("import pytest\n\n@pytest.mark.sim(seeds=1, nodes=1)\ndef test_a(world):\n    pass\n")
+    plan = '{"faults":[{"kind":"crash","at":1,"node":"n7"}]}'
+    result = run(pytester, "-q", "--sim-plan", plan)
+    result.assert_outcomes(errors=1)
+    out = result.stdout.str()
+    assert "--sim-plan: the plan names node(s) n7; the world has n1" in out
+    assert "spec.build(" not in out
+
+
+@pytest.mark.parametrize(
+    ("seeds", "message"),
+    [
+        ("5:2", "--sim-seeds: '5:2' is empty: A:B runs the seeds A..B-1, so B must be greater than A"),
+        ("-3:2", "--sim-seeds: seeds are >= 0, got '-3:2'"),
+    ],
+)
+def test_an_empty_or_negative_seed_range_says_which(pytester: pytest.Pytester, seeds: str, message: str) -> None:
+    """--sim-seeds 5:2 is called empty (not 'names no seed >= 0'), a negative range is called negative."""
+    pytester.makepyfile("def test_nothing():\n    pass\n")
+    result = run(pytester, f"--sim-seeds={seeds}")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert message in result.stderr.str()
