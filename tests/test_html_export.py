@@ -83,6 +83,22 @@ def test_exported_page_loads_no_script_from_the_network(executed: object, tmp_pa
     assert "mathjax" not in page.lower()
 
 
+def test_exported_page_points_the_widget_modules_at_the_local_fonts(executed: object) -> None:
+    """require.js maps every @jupyter-widgets module beside embed-amd.js, where the bundle's CSS then finds its icon fonts.
+
+    The bundle's named AMD modules derive their asset path (webpack's public path, the base of the
+    Font Awesome urls) from their module URI: unmapped, ``@jupyter-widgets/controls`` resolves to
+    ``<page>/@jupyter-widgets/`` and the Play button's icons draw as empty boxes.
+    """
+    page = export_html.render(executed)
+    (config,) = re.findall(r"<script>\s*require\.config\((\{.*?\})\);\s*</script>", page, re.DOTALL)
+    import json
+    assert json.loads(config) == {"paths": {"@jupyter-widgets/html-manager/dist": "static/html-manager",
+                                            "@jupyter-widgets": "static/html-manager"}}
+    assert page.index("require.config(") < page.index("var widgetRendererSrc")
+    assert export_html.WIDGET_RENDERER.rsplit("/", 1)[0] == "static/html-manager"
+
+
 def test_exported_page_shows_the_explorer_frames_and_keeps_other_widgets(executed: object) -> None:
     """The explorer's output is its filmstrip (3 frames + lanes as inline PNGs); the plain slider stays a widget view."""
     page = export_html.render(executed)
