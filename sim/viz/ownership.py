@@ -23,8 +23,11 @@ One lane per node, true time on x. Read from the trace only:
   along the top of the lane, and the same in the title, so a stretch with no owner is explained;
 * writes of one instant share one mark, with their count beside it (``×5``);
 * the node's faults: crash (red line), down until its restart (grey), restart (green
-  triangle), pause (hatched), clock step (purple dashed); a network partition is a pale band
-  across every lane, from ``fault.partition`` to ``fault.heal``, labelled with its sides.
+  triangle), pause (hatched), clock step (purple dashed);
+* the network's cuts (``sim.viz.cuts``): a pale band across every lane per spell of cut links,
+  from its ``fault.partition`` to the ``fault.reconnect`` or ``fault.heal`` that made its links
+  whole (overlapping spells share one band, and the legend says how many), and above the lanes a
+  strip naming each cut once, with a mark per spell, packed in rows so that no name overlaps another.
 
 The title says which key and what happened to its ownership, in one line.
 """
@@ -44,6 +47,7 @@ from matplotlib.patches import Patch, Rectangle
 from matplotlib.text import Annotation
 
 from sim.trace import Row, Trace
+from sim.viz.cuts import band_handle, draw_bands, name_cuts, spells
 from sim.viz.keys import is_internal
 from sim.viz.spacetime import keep_free
 from sim.viz.timeline import (
@@ -74,7 +78,6 @@ from sim.viz.timeline import (
 
 __all__ = ["ownership_chart", "epoch_spans", "EpochSpan"]
 
-PARTITION_YELLOW = "#FFF3C4"
 _DROP_GREY = "#6E6E6E"
 
 
@@ -167,34 +170,6 @@ def epoch_spans(trace: Trace, actor: str, key: str) -> list[EpochSpan]:
     return spans
 
 
-@dataclass(frozen=True, slots=True)
-class _Partition:
-    start_ns: int
-    end_ns: int
-    sides: tuple[tuple[str, ...], tuple[str, ...]]
-    oneway: bool
-    healed: bool
-
-
-def partitions(trace: Trace) -> list[_Partition]:
-    """``fault.partition`` rows (the rows of one cut, recorded on several nodes, count once), each open until the next ``fault.heal`` (a heal restores every link)."""
-    out: list[_Partition] = []
-    open_: list[Row] = []
-    heals = sorted({r.t_ns for r in trace.of("fault.heal")})
-    seen: set[tuple[int, str]] = set()
-    for row in trace.of("fault.partition"):  # one row per node of a side: one partition
-        ident = (row.t_ns, repr((row.get("from"), row.get("to"), row.get("oneway"))))
-        if ident not in seen:
-            seen.add(ident)
-            open_.append(row)
-    last = end_ns(trace)
-    for row in open_:
-        heal = next((t for t in heals if t >= row.t_ns), None)
-        sides = (tuple(row.get("from") or ()), tuple(row.get("to") or ()))
-        out.append(_Partition(row.t_ns, heal if heal is not None else last, sides, bool(row.get("oneway")), heal is not None))
-    return out
-
-
 def _handoff_rounds(trace: Trace) -> dict[str, list[tuple[int, int]]]:
     """Per node, (start, end) of each handoff round: ended by its ``handoff.ended``, the node's next round, a crash, or the end."""
     out: dict[str, list[tuple[int, int]]] = {}
@@ -257,7 +232,7 @@ def _story(trace: Trace, spans: list[EpochSpan], unit: TimeUnit, fenced_rows: li
     first = spans[0]
     clauses = [f"{first.node} took epoch {first.name} at {_at(unit, first.start_ns)}"]
     crashes = trace.of("fault.crash")
-    parts = partitions(trace)
+    parts = spells(trace)
     shown = 1
     for before, span in zip(spans, spans[1:]):
         if shown >= 3:
@@ -331,7 +306,7 @@ def ownership_chart(
     unit = time_unit(end / 1e9)
     end_x = unit.x(end)
     events = node_events(trace)
-    parts = partitions(trace)
+    parts = spells(trace)
 
     own = ax is None
     if ax is None:
@@ -344,13 +319,7 @@ def ownership_chart(
     # lanes and partitions behind everything
     for node, y in row_of.items():
         ax.axhspan(y - _LANE, y + _LANE, color="#F5F5F5", lw=0, zorder=0)
-    for p in parts:  # a band across every lane; its sides above the axes (stacked when partitions follow closely)
-        x0, x1 = unit.x(p.start_ns), unit.x(p.end_ns)
-        ax.axvspan(x0, x1, color=PARTITION_YELLOW, lw=0, zorder=0.2, gid="partition")
-        arrow = " -/-> " if p.oneway else " | "
-        text = f"{' '.join(p.sides[0])}{arrow}{' '.join(p.sides[1])}" + ("" if p.healed else " (never healed)")
-        labels.append(label(ax, x0, 1.0, "cut " + text if len(parts) > 1 else "partition " + text, colour="#7A5C00",
-                            y_axes=True, down=False, va="bottom", dy=3, dx=1))
+    draw_bands(ax, parts, unit)  # a band across every lane; the cuts are named above the axes once laid out
 
     # node faults
     for node, y in row_of.items():
@@ -484,8 +453,8 @@ def ownership_chart(
     short = f"{actor_name.split(':')[-1]}[{key_name}]"
     story = _story(trace, spans, unit, fenced, len(repeated))
     # long node ids (a real cluster's HOST:PORT) would run the story off the figure: wrap each of its lines
-    text = title or "\n".join(textwrap.fill(part, 115) for part in f"{short}: {story}".split("\n"))
-    ax.set_title(text, fontsize=FONT + 1.5, loc="left", pad=8 + 12 * min(len(parts), 3))
+    heading = title or "\n".join(textwrap.fill(part, 115) for part in f"{short}: {story}".split("\n"))
+    ax.set_title(heading, fontsize=FONT + 1.5, loc="left", pad=8)
 
     handles: list[Any] = [Patch(facecolor=key_style(0)[0], edgecolor="white", label="holds the owner epoch\n(one colour per epoch)")]
     if any(s.superseded_ns is not None for s in spans):
@@ -508,7 +477,7 @@ def ownership_chart(
         handles.append(Patch(facecolor=SKY, label="handoff round\n(pulls replicas from peers)"))
     handles += fault_handles((events[n] for n in lanes if n in events), "restart (empty memory)")
     if parts:
-        handles.append(Patch(facecolor=PARTITION_YELLOW, label="network partition\n(until healed)"))
+        handles.append(band_handle(parts))
     ax.legend(handles=handles, fontsize=SMALL, borderaxespad=0, **outside_legend(fig, own))
 
     # span labels: inside the span when they fit; else after it, in full or as the bare epoch, when the lane is free there
@@ -538,6 +507,9 @@ def ownership_chart(
             ann.remove()
     declutter(fig, labels, max_levels=3)
     keep_free(fig, labels, optional)
+    strip = name_cuts(ax, parts, unit, renderer)  # after the layout: the names are packed by their width on the canvas
+    if strip:
+        ax.set_title(heading, fontsize=FONT + 1.5, loc="left", pad=8 + strip)
     return fig
 
 
