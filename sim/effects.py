@@ -27,7 +27,8 @@ matching key, and an action that never happened for one key of many goes unseen.
 fails with ``CheckFailed`` (``check`` is the function's name) whose message names each
 offending key, its count and every occurrence (node, true time, the actor key).
 
-In a scenario's checks: ``checks=(lambda world: exactly_once(world, "charge"),)``.
+In a scenario's checks: ``checks=(lambda world: exactly_once(world, "charge"),)``. Under pytest a failed
+check's traceback ends at the test's own call (``__tracebackhide__``): the user's line and the message.
 """
 
 from __future__ import annotations
@@ -72,20 +73,24 @@ def effects(source: World | Trace, pattern: str = "*") -> dict[str, list[Row]]:
 
 def exactly_once(source: World | Trace, pattern: str, *, expected: Iterable[str] | None = None) -> None:
     """Every effect key ``pattern`` selects (and each of ``expected``) happened exactly once."""
+    __tracebackhide__ = True  # pytest: a failure's traceback ends at the test's call, not in here
     _count("exactly_once", source, pattern, expected, low=1, high=1)
 
 
 def at_most_once(source: World | Trace, pattern: str) -> None:
     """No effect key ``pattern`` selects happened twice (none at all is fine: an omission is allowed)."""
+    __tracebackhide__ = True  # pytest: a failure's traceback ends at the test's call, not in here
     _count("at_most_once", source, pattern, None, low=0, high=1)
 
 
 def at_least_once(source: World | Trace, pattern: str, *, expected: Iterable[str] | None = None) -> None:
     """Each of ``expected`` (or, without it, some key ``pattern`` selects) happened at least once; repeats are fine."""
+    __tracebackhide__ = True  # pytest: a failure's traceback ends at the test's call, not in here
     _count("at_least_once", source, pattern, expected, low=1, high=None)
 
 
 def _count(check: str, source: World | Trace, pattern: str, expected: Iterable[str] | None, *, low: int, high: int | None) -> None:
+    __tracebackhide__ = True  # pytest: a failure's traceback ends at the test's call, not in here
     from .checks import CheckFailed  # sim.checks re-exports these checks: imported when first needed
 
     groups = effects(source, pattern)

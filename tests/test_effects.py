@@ -364,3 +364,28 @@ def test_exactly_once_over_every_report_names_both_checkpoint_orders_failures() 
         "exactly_once: report:save-first:2026-01-03 happened 0 times (want exactly 1); "
         "report:build-first:2026-01-03 happened 2 times (want exactly 1): build at 259230 s"
     )
+
+
+pytest_plugins = ["pytester"]
+
+_FAILING_CHECK = """
+from sim.checks import at_most_once
+from sim.trace import Trace
+
+def test_a():
+    trace = Trace()
+    for _ in range(2):
+        trace.add(0, "n1", None, "effect", {"actor": "m:a", "key": "k", "effect": "email:ann", "details": {}})
+    at_most_once(trace, "email")
+"""
+
+
+def test_a_failing_check_shows_the_users_line_not_the_checks_insides(pytester: pytest.Pytester) -> None:
+    """A failed effect check's pytest traceback ends at the test's call, with the message; no frame of sim/effects.py is shown."""
+    pytester.makepyfile(test_check=_FAILING_CHECK)
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    result.assert_outcomes(failed=1)
+    out = result.stdout.str()
+    assert ">       at_most_once(trace, \"email\")" in out
+    assert "E       sim.checks.CheckFailed: at_most_once: email:ann happened 2 times (want at most 1)" in out
+    assert "sim/effects.py" not in out and "def _count" not in out
