@@ -129,3 +129,26 @@ def test_export_writes_the_page_and_refuses_a_network_script(executed: object, t
     monkeypatch.setattr(export_html, "REQUIRE_JS", "https://cdn.example.com/require.js")
     with pytest.raises(RuntimeError, match=r"done.ipynb: the page would load from the network: https://cdn.example.com/require.js"):
         export_html.export(source, tmp_path / "html", run=False)
+
+
+def _npm(base: Path, fonts: list[str]) -> Path:
+    """A stand-in npm folder: require.js, and a dist whose bundle loads two fonts; only ``fonts`` are present."""
+    (base / "requirejs" / "package").mkdir(parents=True)
+    (base / "requirejs" / "package" / "require.js").write_text("var requirejs;", encoding="utf-8")
+    dist = base / "html-manager" / "package" / "dist"
+    dist.mkdir(parents=True)
+    (dist / "embed-amd.js").write_text('e.exports=n.p+"1551f4f60c37af51121f.woff2"},9:(e,t,o)=>{e.exports=o.p + "be9ee23c0c6390141475.ttf"',
+                                       encoding="utf-8")
+    (dist / "embed-amd.js.map").write_text("{}", encoding="utf-8")
+    for name in fonts:
+        (dist / name).write_bytes(b"font")
+    return base
+
+
+def test_install_assets_copies_the_fonts_the_bundle_loads_and_refuses_a_missing_one(tmp_path: Path) -> None:
+    """Both fonts named by the bundle land in static/html-manager/ (no .map); with one absent the install names it."""
+    fonts = ["1551f4f60c37af51121f.woff2", "be9ee23c0c6390141475.ttf"]
+    export_html.install_assets(_npm(tmp_path / "npm", fonts), tmp_path / "html")
+    assert sorted(p.name for p in (tmp_path / "html" / "static" / "html-manager").iterdir()) == [*fonts, "embed-amd.js"]
+    with pytest.raises(RuntimeError, match=r"not beside it in .*html-manager: be9ee23c0c6390141475.ttf$"):
+        export_html.install_assets(_npm(tmp_path / "npm2", fonts[:1]), tmp_path / "html2")

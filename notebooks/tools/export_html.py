@@ -8,7 +8,9 @@ page work offline:
 
 * every script a page loads is a relative path under ``OUT/static/``: ``require.js`` (the npm
   package ``requirejs``) and the widget manager's ``embed-amd.js`` (the npm package
-  ``@jupyter-widgets/html-manager``, which renders saved widget state without a kernel);
+  ``@jupyter-widgets/html-manager``, which renders saved widget state without a kernel), and so
+  are the icon fonts its CSS loads (its dist folder's Font Awesome files, found through the
+  template's require.js paths);
   MathJax and Mermaid, which the stock template loads from a CDN, are left out;
 * an output that carries a static fallback (``sim.viz.explorer``: its metadata says
   ``casty.static_fallback``) shows that fallback, pre-rendered frames as images inside the page,
@@ -89,8 +91,21 @@ def fetch_assets(npm_dir: Path) -> Path | None:
     return npm_dir
 
 
+_BUNDLE_ASSET = re.compile(r"""\.p\s*\+\s*["']([\w.-]+\.(?:woff2?|ttf|eot|svg))["']""")
+
+
+def bundle_assets(bundle: str) -> list[str]:
+    """The files the widget bundle's CSS loads beside itself (webpack ``public path + name``: the icon fonts)."""
+    return sorted(set(_BUNDLE_ASSET.findall(bundle)))
+
+
 def install_assets(npm_dir: Path, out: Path) -> None:
-    """Copy require.js and the widget manager's dist folder beside the pages."""
+    """Copy require.js and the widget manager's dist folder beside the pages; refuse if a font the bundle loads is missing.
+
+    The fonts (Font Awesome, the icons of Play and of every button) are in the dist folder under
+    hashed names; the page's require.js paths (the offline template) make the bundle look for them
+    there. A missing one would not fail any page: its icons would just draw as empty boxes.
+    """
     static = out / "static"
     static.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(npm_dir / "requirejs" / "package" / "require.js", out / REQUIRE_JS)
@@ -99,6 +114,10 @@ def install_assets(npm_dir: Path, out: Path) -> None:
         shutil.rmtree(target)
     shutil.copytree(npm_dir / "html-manager" / "package" / "dist", target,
                     ignore=shutil.ignore_patterns("*.map", "embed.js", "*.LICENSE.txt"))
+    bundle = (out / WIDGET_RENDERER).read_text(encoding="utf-8")
+    missing = [name for name in bundle_assets(bundle) if not (target / name).is_file()]
+    if missing:
+        raise RuntimeError(f"the widget bundle loads files that are not beside it in {target}: {', '.join(missing)}")
 
 
 def execute(nb: Any, cwd: Path, timeout: int = 600) -> Any:
