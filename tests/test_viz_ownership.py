@@ -51,10 +51,16 @@ def with_gid(ax: Axes, gid: str) -> list[Any]:
     return [a for a in ax.get_children() if a.get_gid() == gid]
 
 
-def x_extent(ax: Axes, artist: Any) -> tuple[float, float]:
-    """An artist's left and right edge in data x (seconds here)."""
+def x_extent(ax: Axes, artist: Any) -> tuple[Any, Any]:
+    """An artist's left and right edge in data x (seconds here); Any, to compare with ``pytest.approx``."""
     x0, x1 = artist.get_window_extent().transformed(ax.transData.inverted()).intervalx
     return float(x0), float(x1)
+
+
+def legend(ax: Axes) -> list[str]:
+    found = ax.get_legend()
+    assert found is not None
+    return [t.get_text() for t in found.get_texts()]
 
 
 def boxes_above(fig: Figure, ax: Axes) -> list[tuple[str, Bbox]]:
@@ -90,7 +96,7 @@ def _cut(t: float, a: list[str], b: list[str], kind: str = "fault.partition", on
 
 def _owned(*faults: tuple[float, str, str, dict[str, Any]], end: float = 20.0) -> Trace:
     """Three nodes, n1 owning app:acct[k] from 1 s, the given fault rows, a last row at ``end``."""
-    rows = [(0.0, n, "node.started", {"incarnation": 1}) for n in ("n1", "n2", "n3")]
+    rows: list[tuple[float, str, str, dict[str, Any]]] = [(0.0, n, "node.started", {"incarnation": 1}) for n in ("n1", "n2", "n3")]
     rows.append((1.0, "n1", "epoch.acquired", {"actor": "app:acct", "key": "k", "epoch_round": 1, "found": 0}))
     rows += sorted(faults, key=lambda r: r[0])
     rows.append((end, "n1", "note", {"text": "end"}))
@@ -161,19 +167,18 @@ def test_swarm_seed_0_draws_each_spell_of_cut_links_as_its_own_band(swarm: Run, 
     save(fig, "ownership_swarm0", tmp_path)
     ax = only_axes(fig)
     expected = _expected_spells(trace)
-    assert len(expected) == 19 and expected[0] == (pytest.approx(5.411), pytest.approx(6.487))
+    assert len(expected) == 19 and expected[0] == pytest.approx((5.411, 6.487))
     merged: list[list[float]] = []
     for start, end in sorted(expected):
         if merged and start < merged[-1][1]:
             merged[-1][1] = max(merged[-1][1], end)
         else:
             merged.append([start, end])
-    drawn = sorted(x_extent(ax, band) for band in with_gid(ax, "partition"))
+    drawn: list[Any] = sorted(x_extent(ax, band) for band in with_gid(ax, "partition"))
     assert len(drawn) == len(merged) == 13
     assert drawn == [(pytest.approx(a), pytest.approx(b)) for a, b in merged]
     assert drawn[0] == (pytest.approx(5.411), pytest.approx(6.487))  # the first flap's first cut, not 5.4 to 33 s
-    legend = [t.get_text() for t in ax.get_legend().get_texts()]
-    assert "network cut: 19 spells of 5 cuts\n(11 overlapping: merged into 5 bands)" in legend
+    assert "network cut: 19 spells of 5 cuts\n(11 overlapping: merged into 5 bands)" in legend(ax)
 
 
 def test_swarm_seed_0_names_each_cut_once_above_the_lanes_without_overlap(swarm: Run) -> None:
@@ -223,7 +228,7 @@ def test_one_partition_is_one_band_and_one_name() -> None:
     assert x_extent(ax, band) == (pytest.approx(run.trace.of("fault.partition")[0].t), pytest.approx(run.trace.of("fault.heal")[0].t))
     assert [a.get_text() for a in with_gid(ax, "cut.label")] == ["partition n3 | n1 n2"]
     assert len(with_gid(ax, "cut.spell")) == 1
-    assert "network partition\n(until healed)" in [t.get_text() for t in ax.get_legend().get_texts()]
+    assert "network partition\n(until healed)" in legend(ax)
     above = boxes_above(fig, ax)
     assert [a for a, _ in above if a.startswith("partition")] == ["partition n3 | n1 n2"]
     assert all(not a.overlaps(b) for (_, a), (_, b) in combinations(above, 2))
@@ -237,7 +242,8 @@ def test_cluster_random_names_its_two_cuts_once_each(tmp_path: Path) -> None:
     ax = only_axes(fig)
     expected = _expected_spells(run.trace)
     assert len(expected) == 3
-    assert sorted(x_extent(ax, b) for b in with_gid(ax, "partition")) == [(pytest.approx(a), pytest.approx(b)) for a, b in expected]
+    drawn: list[Any] = sorted(x_extent(ax, b) for b in with_gid(ax, "partition"))
+    assert drawn == [(pytest.approx(a), pytest.approx(b)) for a, b in expected]
     assert len(with_gid(ax, "cut.spell")) == 3
     fig.draw_without_rendering()
     renderer = fig._get_renderer()  # type: ignore[attr-defined]
@@ -252,7 +258,7 @@ def test_cuts_that_cannot_be_named_without_overlap_are_listed_in_a_caption() -> 
     """Eight cuts starting in the same instant: the first four fill the strip's four rows, the other four are named in a caption under the axes with their time span, not drawn on top of each other."""
     nodes = [f"n{i}" for i in range(1, 10)]
     faults = [(2.0, a, "fault.partition", {"from": [a], "to": [b for b in nodes if b != a], "oneway": False}) for a in nodes[:8]]
-    rows = [(0.0, n, "node.started", {"incarnation": 1}) for n in nodes]
+    rows: list[tuple[float, str, str, dict[str, Any]]] = [(0.0, n, "node.started", {"incarnation": 1}) for n in nodes]
     rows.append((1.0, "n1", "epoch.acquired", {"actor": "app:acct", "key": "k", "epoch_round": 1, "found": 0}))
     rows += faults + [(5.0, "n1", "fault.heal", {}), (60.0, "n1", "note", {"text": "end"})]
     fig = ownership_chart(_trace(rows))
