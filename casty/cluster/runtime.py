@@ -158,13 +158,12 @@ class ClusterNode:
                 if self._built:
                     self._quorum = self.membership.has_quorum()
                 self._membership_changed()  # a first quorum: open the replica, resume the keys this node owns
-            if self._keeper is not None and isinstance(event, (MemberChanged, ViewLearned)) and self._recalled:
+            if self._keeper is not None and isinstance(event, (MemberChanged, ViewLearned)) and self._built:
                 if self.membership.core.learned:
                     self._keeper.keep(self.membership.core.remembered())  # a write only when the list changed
 
         # The remembered view (membership): a node with a disk learns no view before it read it back.
         self._keeper = ViewKeeper(system.store, system.codec, born, system.loop, node=system.node) if system.store is not None else None
-        self._recalled = False
 
         self.dispatcher: Final = Dispatcher.of(transport, CLUSTER_WIRE, observer=system._observer)
         self.membership: Final = MembershipService(
@@ -373,7 +372,6 @@ class ClusterNode:
             _log.error("%s: the remembered member list could not be read: %r", system.node, exc)
         if self.replication.closed:
             return
-        self._recalled = True
         self.membership.recall(members)
         try:
             if isinstance(store, ListsRecords):
