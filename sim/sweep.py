@@ -88,6 +88,8 @@ def reference(scenario: str | Scenario | Callable[[World], None] | ScenarioRef) 
     if "<locals>" in getattr(chosen.setup, "__qualname__", ""):
         return ScenarioRef(chosen.name, spec=chosen.name, local=True)
     file = getattr(sys.modules.get(module), "__file__", None)
+    if module == "__main__" and (file is None or not Path(file).is_file()):
+        return ScenarioRef(chosen.name, spec=chosen.name, local=True)  # a notebook or a REPL (or <stdin>): no file to import
     return ScenarioRef(chosen.name, module, file, _spec(chosen.name, module, file))
 
 
@@ -191,6 +193,7 @@ class SeedResult:
     error: str | None = None
     plan: str | None = None  # the seed's fault plan, one line (scenarios that draw one: swarm)
     plan_json: str | None = None
+    local: bool = False  # the scenario's ref is local: only the session that defines it can run it again
 
     @property
     def ok(self) -> bool:
@@ -198,6 +201,9 @@ class SeedResult:
 
     @property
     def reproduce(self) -> str:
+        """The shell command; for a local scenario (a notebook's, a function's) the call to paste in its own session."""
+        if self.local:
+            return f"sim.scenarios.run({self.name!r}, {self.seed})  # in the session that defines it"
         return f"python -m sim run {shlex.quote(self.name)} --seed {self.seed} --check"
 
     @property
@@ -205,6 +211,8 @@ class SeedResult:
         """The command that replays the exact plan (None for a scenario without one)."""
         if self.plan_json is None:
             return None
+        if self.local:
+            return f"sim.scenarios.run({self.name!r}, {self.seed}, plan=sim.FaultPlan.from_json({self.plan_json!r}))  # in the session that defines it"
         return f"{self.reproduce} --plan {shlex.quote(self.plan_json)}"
 
 
@@ -221,9 +229,11 @@ def run_seed(scenario: str | ScenarioRef, seed: int) -> SeedResult:
         result = scenarios.run(chosen.name, seed, on_world=world.append)
     except Exception as exc:  # a scenario that blows up is a finding too
         plan = _plan_of(world[0]) if world else (None, None)
-        return SeedResult(str(ref), seed, (), "", 0, error=f"{type(exc).__name__}: {exc}", plan=plan[0], plan_json=plan[1])
+        return SeedResult(str(ref), seed, (), "", 0, error=f"{type(exc).__name__}: {exc}", plan=plan[0], plan_json=plan[1], local=ref.local)
     plan = _plan_of(result.world)
-    return SeedResult(str(ref), seed, tuple(str(f) for f in result.failures), result.trace.digest(), len(result.trace), plan=plan[0], plan_json=plan[1])
+    return SeedResult(
+        str(ref), seed, tuple(str(f) for f in result.failures), result.trace.digest(), len(result.trace), plan=plan[0], plan_json=plan[1], local=ref.local
+    )
 
 
 def _plan_of(world: World) -> tuple[str | None, str | None]:

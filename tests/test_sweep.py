@@ -236,3 +236,36 @@ def test_a_script_sweeping_its_own_scenario_in_spawn_workers_prints_reproduce_li
     again = subprocess.run([sys.executable, *shlex.split(done.stdout.splitlines()[1].split(": ", 1)[1])[1:]], cwd=tmp_path, capture_output=True, text=True, timeout=60)
     assert again.returncode == 1
     assert again.stderr.splitlines() == ["CHECK FAILED odd: seed 1 is odd", "reproduce: python -m sim run myscript.py:script-odd --seed 1 --check"]
+
+
+def test_a_notebook_scenarios_reproduce_line_is_a_call_that_works_in_its_session(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A scenario defined in a notebook (__main__ without a file) prints a sim.scenarios.run call, not `python -m sim run __main__:...`."""
+    import sim
+    from sim.checks import CheckFailed
+    from sim.faults import Crash, FaultPlan
+
+    monkeypatch.delattr(sys.modules["__main__"], "__file__", raising=False)
+    name = "test-notebook-odd"
+
+    def odd(world: World) -> None:
+        if world.seed % 2:
+            raise CheckFailed("odd", f"seed {world.seed} is odd")
+
+    def setup(world: World) -> None:
+        world.add_node("n1")
+        world.results["plan"] = plan = world.given_plan or FaultPlan.of(Crash(at=0.5, node="n1"))
+        plan.apply(world)
+
+    setup.__module__, setup.__qualname__ = "__main__", "setup"  # as a notebook cell defines it
+    monkeypatch.setitem(scenarios.SCENARIOS, name, scenarios.Scenario(name, "a cell", setup, timedelta(seconds=1), (odd,), ("fault-plan",)))
+    ref = reference(name)
+    assert (ref.local, str(ref)) == (True, name)
+    (failing,) = sweep(name, [1], progress=False)
+    assert failing.reproduce == "sim.scenarios.run('test-notebook-odd', 1)  # in the session that defines it"
+    assert failing.replay == (
+        "sim.scenarios.run('test-notebook-odd', 1, plan=sim.FaultPlan.from_json("
+        "'{\"faults\":[{\"kind\":\"crash\",\"at\":0.5,\"node\":\"n1\"}]}'))  # in the session that defines it"
+    )
+    for line in (failing.reproduce, failing.replay):
+        again = eval(line.partition("  #")[0], {"sim": sim})  # what a user pastes into the next cell
+        assert [str(f) for f in again.failures] == ["odd: seed 1 is odd"]
