@@ -114,7 +114,7 @@ def main(argv: list[str] | None = None) -> int:
                 for failure in result.failures:
                     print(f"CHECK FAILED {failure}", file=sys.stderr)
                 print(f"reproduce: python -m sim run {spec} --seed {args.seed} --check", file=sys.stderr)
-                if isinstance(drawn, FaultPlan):
+                if isinstance(drawn, FaultPlan) and "fault-plan" in result.scenario.tags:  # the others refuse --plan
                     print(f"replay:    python -m sim run {spec} --seed {args.seed} --check --plan {shlex.quote(drawn.to_json())}", file=sys.stderr)
                 status = 1
             else:

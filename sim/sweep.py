@@ -224,22 +224,25 @@ def run_seed(scenario: str | ScenarioRef, seed: int) -> SeedResult:
     """
     ref = scenario if isinstance(scenario, ScenarioRef) else ScenarioRef(scenario, spec=scenario)
     world: list[World] = []
+    replays = False  # only a scenario tagged "fault-plan" takes --plan: no replay line for the others
     try:
         chosen = _find(ref)
+        replays = "fault-plan" in chosen.tags
         result = scenarios.run(chosen.name, seed, on_world=world.append)
     except Exception as exc:  # a scenario that blows up is a finding too
-        plan = _plan_of(world[0]) if world else (None, None)
+        plan = _plan_of(world[0], replays) if world else (None, None)
         return SeedResult(str(ref), seed, (), "", 0, error=f"{type(exc).__name__}: {exc}", plan=plan[0], plan_json=plan[1], local=ref.local)
-    plan = _plan_of(result.world)
+    plan = _plan_of(result.world, replays)
     return SeedResult(
         str(ref), seed, tuple(str(f) for f in result.failures), result.trace.digest(), len(result.trace), plan=plan[0], plan_json=plan[1], local=ref.local
     )
 
 
-def _plan_of(world: World) -> tuple[str | None, str | None]:
+def _plan_of(world: World, replays: bool) -> tuple[str | None, str | None]:
+    """The plan a run recorded (``results["plan"]``), one line, and its JSON if the scenario takes ``--plan``."""
     drawn = world.results.get("plan")
     if isinstance(drawn, FaultPlan):
-        return str(drawn), drawn.to_json()
+        return str(drawn), drawn.to_json() if replays else None
     return None, None
 
 

@@ -269,3 +269,27 @@ def test_a_notebook_scenarios_reproduce_line_is_a_call_that_works_in_its_session
     for line in (failing.reproduce, failing.replay):
         again = eval(line.partition("  #")[0], {"sim": sim})  # what a user pastes into the next cell
         assert [str(f) for f in again.failures] == ["odd: seed 1 is odd"]
+
+
+def test_a_scenario_that_takes_no_plan_prints_no_replay_line(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """A user scenario that records its plan but is not tagged "fault-plan" gets no --plan replay line (run --plan refuses it)."""
+    from sim.checks import CheckFailed
+
+    name = "test-untagged-plan"
+
+    def always(world: World) -> None:
+        raise CheckFailed("always", "fails")
+
+    monkeypatch.setitem(scenarios.SCENARIOS, name, scenarios.Scenario(name, "records a plan", _records_a_plan, timedelta(seconds=1), (always,)))
+    (failing,) = sweep(name, [0], progress=False)
+    assert (failing.plan, failing.replay) == ("crash(n1)@0.50", None)
+    assert cli(["run", name, "--seed", "0", "--check"]) == 1
+    assert capsys.readouterr().err.splitlines() == ["CHECK FAILED always: fails", f"reproduce: python -m sim run {name} --seed 0 --check"]
+
+
+def _records_a_plan(world: World) -> None:
+    from sim.faults import Crash, FaultPlan
+
+    world.add_node("n1")
+    world.results["plan"] = plan = FaultPlan.of(Crash(at=0.5, node="n1"))
+    plan.apply(world)
