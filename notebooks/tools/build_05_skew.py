@@ -24,7 +24,8 @@ against the run's trace, so what the text says and what the figure shows come fr
 Two views are used throughout:
 
 * `clock_chart(trace)`: each node's wall clock **minus** true time. A flat line at 0 is a good clock, a flat
-  line elsewhere a skewed one, a vertical jump a step, a slope drift.
+  line elsewhere a skewed one, a vertical jump a step, a slope drift. Nodes whose clocks agree share one line,
+  named for all of them (`n2, n3`); a line that agrees with another for part of the run only is dashed.
 * `catchup_chart(trace, schedule=...)`: the schedule's deliveries by true time (top) and by the node's wall
   clock (bottom), over the nominal grid. A dotted line joins the two positions of one delivery when the
   clocks disagree.

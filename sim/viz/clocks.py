@@ -3,7 +3,9 @@
 Every trace row carries the true time (``t_ns``) and the wall clock of the node that recorded
 it (``wall_us``), so the offset ``wall - (start + t)`` of a node is known at each of its rows
 with no model of the clock at all. One line per node, true time on x, the offset on y (ms when
-every offset stays under 2 s, seconds otherwise):
+every offset stays under 2 s, seconds otherwise); nodes whose lines would lie on each other share
+one line named for all of them (``n2, n3``), and a line that agrees with another for part of the
+run only is dashed:
 
 * a flat line away from zero is a **skewed** clock (a constant offset, as ``add_node(offset=)``
   gives);
