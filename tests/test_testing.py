@@ -8,7 +8,7 @@ import sys
 from collections.abc import Callable
 
 import pytest
-from hypothesis import find, given, settings
+from hypothesis import Phase, find, given, settings
 from hypothesis import strategies as st
 
 from sim.faults import (
@@ -209,3 +209,27 @@ def test_sim_testing_imports_without_hypothesis() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.splitlines()
     expected = str(PlanSpace.of(2, 10.0, kinds=("crash",)).draw(random.Random(1)))
     assert out == [expected, "ModuleNotFoundError"]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="fault_plans draws each time and length as one Hypothesis integer, which Hypothesis draws evenly only within about "
+    "256 of the end it shrinks toward: 80-92 % of the crashes fall in the window's last third, 10 % of the pauses reach 3 s. "
+    "Base-256 digits spread them but the shrinker then stops at local minima (a crash 'before 10 s' shrank to 9.759, "
+    "not 9.999); a spread that keeps exact shrinking is open",
+)
+def test_hypothesis_spreads_fault_times_and_lengths_over_their_ranges() -> None:
+    """Generated crashes fall in every third of the window and pauses reach long lengths (Hypothesis' integers crowd near 0)."""
+    ats: list[float] = []
+    pauses: list[float] = []
+
+    @settings(max_examples=300, database=None, derandomize=True, phases=(Phase.generate,))
+    @given(plan=fault_plans(1, duration=30.0, start=0.0, kinds=("crash", "pause")))
+    def collect(plan: FaultPlan) -> None:
+        ats.extend(f.at for f in plan if isinstance(f, Crash))
+        pauses.extend(f.duration for f in plan if isinstance(f, Pause))
+
+    collect()
+    thirds = [sum(1 for t in ats if k * 10 <= t < (k + 1) * 10) / len(ats) for k in range(3)]
+    assert min(thirds) >= 0.2, thirds  # even: a third each; measured: 0.03-0.1 in each of the first two thirds
+    assert sum(1 for d in pauses if d >= 3.0) / len(pauses) >= 0.3  # past a failure detector; measured: 0.1
