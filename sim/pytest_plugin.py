@@ -211,7 +211,11 @@ def _node_keywords() -> set[str]:
         for parameter in inspect.signature(function).parameters.values():
             if parameter.kind is inspect.Parameter.KEYWORD_ONLY:
                 names.add(parameter.name)
-    return names
+    return names - _WORLD_SETS
+
+
+_WORLD_SETS = frozenset({"node", "clock", "rng", "observer", "transport"})
+"""ActorSystem keywords the world gives each node itself (its name, virtual clock, seeded stream, trace, network)."""
 
 
 def _seeds(value: Any) -> tuple[int, ...]:

@@ -401,6 +401,15 @@ def test_an_unknown_node_option_is_named_at_collection(pytester: pytest.Pytester
     out = result.stdout.str()
     assert "@pytest.mark.sim: node_options: unknown keyword(s) stor for World.add_node" in out
     assert "ActorSystem.__init__() got an unexpected keyword" not in out
+    assert "it takes ask_timeout, backoff, clock_noise_us, drift_ppm, fsync, idle_after, leave_timeout, offset, start, store, timezone, write_timeout" in out
+
+
+def test_a_node_option_the_world_sets_itself_is_refused(pytester: pytest.Pytester) -> None:
+    """node_options={'rng': ...} (the world gives each node its own clock, rng, observer, name, transport) is a collection error."""
+    pytester.makepyfile("import pytest\n\n@pytest.mark.sim(seeds=2, node_options={'rng': None})\ndef test_a(world):\n    pass\n")
+    result = run(pytester, "-q")
+    result.assert_outcomes(errors=1)
+    assert "@pytest.mark.sim: node_options: unknown keyword(s) rng for World.add_node" in result.stdout.str()
 
 
 def test_a_sim_plan_naming_a_missing_node_fails_with_a_short_reason(pytester: pytest.Pytester) -> None:
