@@ -119,7 +119,7 @@ def test_the_plugin_finds_the_planted_bug(pytester: pytest.Pytester) -> None:
     seed = int(re.search(r"^seed: (\d+)$", out, re.M).group(1))  # type: ignore[union-attr]
     assert seed < 200
     assert f"FAILED test_planted.py::test_never_charged_twice[seed={seed}]" in out
-    assert "E           sim.checks.CheckFailed: exactly_once: charge:" in out
+    assert "E       sim.checks.CheckFailed: exactly_once: charge:" in out  # at the user's call: the check hides its frames
     plan = re.search(r"^plan: (.+)$", out, re.M).group(1)  # type: ignore[union-attr]
     assert "crash(n1)@" in plan
     line = re.search(r"^reproduce: (pytest .+)$", out, re.M).group(1)  # type: ignore[union-attr]
