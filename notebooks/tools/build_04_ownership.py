@@ -373,8 +373,8 @@ md("""
 ### Scrub it, then break it yourself
 
 The **explorer** replays the stale-owner run frame by frame: press play or drag the slider (it draws when you let go).
-At each time `t` it shows the **cluster graph** (green: up, orange: paused, grey: down; a red dashed line is a cut
-link; the thick ring is the key's owner; under each node, what the others believe about it), the **events** of that
+At each time `t` it shows the **cluster graph** (green: up, orange: paused, grey: down; a red dashed line is a link
+cut both ways, a purple dashed arrow a link cut one way, in the arrow's direction; the thick ring is the key's owner; under each node, what the others believe about it), the **events** of that
 step in words, and the ownership chart **up to t** (the future is veiled).
 
 Then pick a node and press a fault button: the explorer **forks** the run, the same seed with exactly one more fault

@@ -186,7 +186,7 @@ md("""
 **Predict.** Swarm seed 0 draws a cluster size, a mix and a plan. Does the runtime pass all twelve checks on it?
 The pictures are the cluster graph (`sim.viz.cluster_graph` of `sim.viz.frame_at`) at 12 s, in the middle of the faults,
 and at 45 s, in the liveness phase: the members and their status, the cut links (a red dashed line is cut both ways,
-an orange dashed arrow one way only, in the arrow's direction), and the owner and replicas of the key whose owner
+a purple dashed arrow one way only, in the arrow's direction), and the owner and replicas of the key whose owner
 changed most (`sw_log[e1]`: nobody holds it at 12 s, two of its replicas are down).
 """)
 
