@@ -197,3 +197,22 @@ def test_a_scenario_name_used_twice_by_a_script_is_refused() -> None:
             _run_cell()
     finally:
         scenarios.SCENARIOS.pop("test-notebook-cell", None)
+
+
+def test_a_setup_that_raises_leaves_no_node_running() -> None:
+    """A scenario whose setup raises after adding a node: run() re-raises and the world it built is closed (node down)."""
+    built: list[Any] = []
+
+    def setup(world: Any) -> None:
+        world.add_node("n1")
+        built.append(world)
+        raise RuntimeError("bad setup")
+
+    name = "test-setup-raises"
+    scenarios.SCENARIOS[name] = scenarios.Scenario(name, "setup raises", setup, timedelta(seconds=1), ())
+    try:
+        with pytest.raises(RuntimeError, match="bad setup"):
+            scenarios.run(name, 0)
+    finally:
+        del scenarios.SCENARIOS[name]
+    assert [node.status for node in built[0].nodes.values()] == ["down"]

@@ -120,10 +120,14 @@ def run(
         raise ValueError(f"scenario {name!r} draws no fault plan: --plan is for {', '.join(n for n, s in SCENARIOS.items() if 'fault-plan' in s.tags)}")
     world = World(seed, keep=chosen.keep)
     world.given_plan = plan
-    chosen.setup(world)
-    if on_world is not None:
-        on_world(world)
-    world.run(until=until if until is not None else chosen.until)
+    try:
+        chosen.setup(world)
+        if on_world is not None:
+            on_world(world)
+        world.run(until=until if until is not None else chosen.until)
+    except BaseException:
+        world.close()  # a setup or a run that raised leaves no task pending ("Task was destroyed" at exit)
+        raise
     failures = run_checks(chosen.checks, world) if check else []
     world.close()
     return Run(chosen, seed, world, failures)
