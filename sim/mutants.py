@@ -142,7 +142,7 @@ MUTANTS: tuple[Mutant, ...] = (
             "if promise is not None and (best is None or promise.stamp > best.stamp):",
             "if promise is not None and best is None:",
         ),
-        ("restart-stale-replica", "stale-owner-fenced", "ownership-repeat"),
+        ("behind-replica-at-restart", "restart-stale-replica", "stale-owner-fenced", "ownership-repeat"),
     ),
     Mutant(
         "r2-acquired-before-write-back",
