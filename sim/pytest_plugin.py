@@ -435,4 +435,6 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     if run is not None and report.failed and not run.reported:
         run.reported = True
         report.sections.append(("casty sim", _explain(item, run)))
+    if run is not None and call.when == "teardown":
+        del item.stash[_RUN]  # the session keeps every item to its end: a kept run would keep its whole world
     return report

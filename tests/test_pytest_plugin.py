@@ -436,3 +436,31 @@ def test_an_empty_or_negative_seed_range_says_which(pytester: pytest.Pytester, s
     result = run(pytester, f"--sim-seeds={seeds}")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert message in result.stderr.str()
+
+
+def test_the_world_fixture_keeps_no_finished_world_alive(pytester: pytest.Pytester) -> None:
+    """After three seeded tests of a 3-node world ran and gc.collect(), none of their worlds is alive (a pass and a fail alike)."""
+    pytester.makepyfile(
+        """
+        import gc
+        import sys
+        import weakref
+        import pytest
+
+        SEEN = []
+
+        @pytest.mark.sim(seeds=3, nodes=3, faults=None, until=5)
+        def test_runs(world, sim_seed):
+            world.run(until=5)
+            SEEN.append(weakref.ref(world))
+            assert sim_seed != 1
+
+        def test_zz_after():
+            for name in ("last_type", "last_value", "last_traceback", "last_exc"):
+                sys.__dict__.pop(name, None)  # pytest's own post-mortem copy of the last failure's frames: not ours
+            gc.collect()
+            assert [ref() is None for ref in SEEN] == [True, True, True]
+        """
+    )
+    # in a subprocess: an in-process pytester run records every hook call, the failing call's traceback (and world) too
+    pytester.runpytest_subprocess("-q", "-p", "no:cacheprovider").assert_outcomes(passed=3, failed=1)

@@ -83,7 +83,10 @@ class FrameRejected(Event):
 class Dispatcher:
     """Owns one transport's frame handler: decodes frames and routes them to drivers by channel."""
 
-    _of: ClassVar[weakref.WeakKeyDictionary[Any, Dispatcher]] = weakref.WeakKeyDictionary()
+    _of: ClassVar[weakref.WeakKeyDictionary[Any, weakref.ref[Dispatcher]]] = weakref.WeakKeyDictionary()
+    """Each transport's dispatcher, held weakly on both sides. A dispatcher refers to its transport, so a strong value
+    would keep its own key (and the whole world around the transport) alive for ever: the transport's handler, a bound
+    method of the dispatcher, is what keeps the dispatcher alive exactly as long as the transport."""
 
     def __init__(self, transport: Transport, wire: Wire, *, observer: Observer | None = None) -> None:
         """Take over ``transport``'s handler (a handler set before is replaced)."""
@@ -99,13 +102,15 @@ class Dispatcher:
     def of(cls, transport: Transport, wire: Wire, *, observer: Observer | None = None) -> Dispatcher:
         """The dispatcher of ``transport``, made on first use; every user of a transport must share one ``Wire``."""
         try:
-            existing = cls._of.get(transport)
+            known = cls._of.get(transport)
         except TypeError:
             raise TypeError(
                 f"{type(transport).__qualname__} cannot key a weak dictionary: build a Dispatcher yourself and pass it as dispatcher="
             ) from None
+        existing = known() if known is not None else None
         if existing is None:
-            existing = cls._of[transport] = cls(transport, wire, observer=observer)
+            existing = cls(transport, wire, observer=observer)
+            cls._of[transport] = weakref.ref(existing)
         elif existing.wire is not wire:
             raise ValueError(f"the transport of {transport.node} is dispatched with another Wire: share one Wire per transport")
         elif existing.observer is None and observer is not None:
