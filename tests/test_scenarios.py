@@ -98,7 +98,7 @@ def test_sweep_runs_seeds_in_processes_and_ends_with_violations_zero(capsys: pyt
 
 
 def test_sweep_reports_each_violation_with_the_command_that_reproduces_it() -> None:
-    """A seed whose check fails is reported with `python -m sim run NAME --seed N --check`."""
+    """A failing seed is reported with the call that reproduces it (a scenario set up inside a function: the session call)."""
     from sim.sweep import report, sweep
 
     def odd_seeds_fail(world: World) -> None:
@@ -113,7 +113,7 @@ def test_sweep_reports_each_violation_with_the_command_that_reproduces_it() -> N
         del scenarios.SCENARIOS[name]
     lines = report(name, results, 0.0)
     assert lines[-1] == "violations=2"
-    assert f"  reproduce: python -m sim run {name} --seed 1 --check" in lines
+    assert f"  reproduce: sim.scenarios.run({name!r}, 1)  # in the session that defines it" in lines
     assert "seed 3: odd: seed 3 is odd" in lines
 
 
