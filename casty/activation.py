@@ -501,6 +501,7 @@ class Activation:
             return updates
 
         service = cluster.replication
+        self._supersede(service.slot_of(self.entity))
         slot = self._replica = service.open(self.entity, self._on_replication, write_timeout=self._write_timeout())
         replicas = cluster.replicas_of(self.type.name, self.key, self.type.replicas)
         for tried in range(1, ACQUIRE_TRIES + 1):
@@ -535,6 +536,25 @@ class Activation:
         if had_state[0]:
             self.state_value = self._decode_state(pages[STATE_PAGE])
         return had_state[0]
+
+    def _supersede(self, earlier: OwnerSlot | None) -> None:
+        """An earlier run's slot of the key, still open here, ends now: its writes fail ``Unavailable`` at once.
+
+        Only a run that is deactivating (released or idle) leaves the table before its slot
+        closes: its deactivate write waits for a quorum. The slot this activation opens takes
+        the key's frames, so that write's acks would never reach it, and its release would
+        wait out the whole write timeout for nothing (the ``thawed-acquisition`` probe, seed
+        29: the resume rule activated the key again 4 ms into its release). Its fate is not
+        known here, as for a timed-out write: ``@active`` may stay, and this run idles the key
+        again. Closing that slot also stops its resends under the older epoch.
+        """
+        if earlier is None or earlier.closed:
+            return
+        earlier.close()
+        waiters = earlier.unsettled()
+        if waiters:
+            error = Unavailable(f"{self.type.name}[{self.key!r}]: a new activation of the key began here before the write was confirmed")
+            _settle(waiters, 0, {}, error)
 
     async def _hold_once_saved(self, slot: OwnerSlot, persisting: Acquired | Persisting) -> Acquired:
         """Replication rule 7: a durable key's write-back goes to the store under its new epoch before the key is held.

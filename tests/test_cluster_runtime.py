@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
 from typing import Any
 
@@ -191,3 +192,29 @@ def test_an_owner_whose_replica_missed_newer_rounds_acquires_above_them_at_its_f
     assert ask_from(world, "n1", brief_counter, key, Inc(), run_for=1.0) == 4
     after = [(r.node, r.get("epoch_round")) for r in world.trace.of("epoch.acquired", key=key) if r.t > cut_at + DECLARED_DEAD + 2.0]
     assert after == [("n3", 4)]
+
+
+def test_a_release_whose_key_is_activated_again_during_its_deactivate_write_returns_at_once(world: World) -> None:
+    """A message that activates a key again on its node while the release's deactivate write waits for acks ends that wait at once: release returns at the same instant, not at the write timeout (1 s), and the count goes on."""
+    key = next(k for k in (f"r{i}" for i in range(200)) if owner(world, "n1", rep_counter, k) == "n1")
+
+    async def client(system: Any) -> tuple[int, float, int, int]:
+        ref = system.ref(rep_counter, key)
+        first = await ref.ask(Inc())
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        releasing = loop.create_task(system.release(rep_counter, key))
+        while (rep_counter.name, key) in system.activations():
+            await asyncio.sleep(0)  # the run ends; its deactivate write is staged, its acks not back yet
+        assert not releasing.done()
+        again = loop.create_task(ref.ask(Inc()))  # a new activation of the key here opens a new owner slot: the acks go to it
+        await releasing
+        released_after = loop.time() - started
+        return first, released_after, await again, await ref.ask(Get())
+
+    task = world.spawn("n1", client)
+    world.run(until=world.now + 2.0)
+    assert task.result() == (1, 0.0, 2, 2)
+    failed = [(r.node, r.get("operation"), r.get("reason")) for r in world.trace.of("write.failed", key=key)]
+    assert failed == [("n1", "deactivate", "unavailable")]  # its fate is unknown here: the key is resumed, and idles again
+

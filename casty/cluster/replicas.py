@@ -340,6 +340,10 @@ class ReplicationService:
         self._owners[entity] = slot
         return slot
 
+    def slot_of(self, entity: Entity) -> OwnerSlot | None:
+        """The slot of ``entity`` that this node's frames of the key reach now, if any (``open`` replaces it)."""
+        return self._owners.get(entity)
+
     def saw(self, entity: Entity, epoch: Epoch) -> None:
         """An owner here lost ``entity`` to ``epoch``: the next acquisition of the key must start above it."""
         if epoch > self._newer.get(entity, ZERO_EPOCH):
