@@ -790,13 +790,24 @@ class Activation:
             self._fail_ask(self._mailbox.popleft(), error)
 
     async def release(self) -> None:
-        """Deactivate as if idle, once the mailbox is drained."""
+        """Deactivate as if idle, once the mailbox is drained; return once this run has ended here.
+
+        However the run ends (released, or stopped, lost or moved away while its mailbox
+        drained) the caller gets no ``CancelledError``: the run's task being cancelled is not
+        the caller being cancelled, and asyncio's ``CancelledError`` means the latter. A
+        release that ended otherwise leaves the key as its ending did (``@active`` stays for
+        the next owner), as a deactivate write that failed does. Cancelling the caller
+        cancels only its wait, never the run. A failure of the run's own ending is raised.
+        """
         if self._closed:
             return
         self._ending = "released"
         self._wake()
-        if self._life is not None:
-            await asyncio.shield(self._life)
+        life = self._life
+        if life is not None:
+            await asyncio.wait((life,))
+            if not life.cancelled():
+                life.result()
 
     def _cancel_timers(self) -> None:
         if self._timers:

@@ -551,6 +551,24 @@ def test_release_deactivates_as_if_idle(recorder: Recorder) -> None:
     run_virtual(main)
 
 
+def test_a_release_whose_run_is_stopped_while_it_waits_returns_and_is_not_cancelled() -> None:
+    """A release waiting for a busy run that the system stops meanwhile returns None when the run ends: no CancelledError for a caller nobody cancelled."""
+
+    async def main(clock: LoopClock) -> None:
+        async with ActorSystem(clock=clock) as system:
+            ref = system.ref(worker, "stopped-release")
+            ref.tell(Work(1, 10))
+            await settle()
+            releasing = asyncio.get_running_loop().create_task(system.release(worker, "stopped-release"))
+            await asyncio.sleep(1)
+            assert not releasing.done()  # the run is still in Work(1)
+            await system.stop()
+            outcome = await asyncio.gather(releasing, return_exceptions=True)
+            assert (outcome, releasing.cancelled(), now()) == ([None], False, 1.0)
+
+    run_virtual(main)
+
+
 # ============================================================================ one mailbox reader
 
 
