@@ -120,6 +120,7 @@ def _one(file: str, snippet: str, replacement: str) -> tuple[Edit, ...]:
 
 REPLICATION = "casty/cluster/replication.py"
 ACTIVATION = "casty/activation.py"
+MEMBERSHIP = "casty/cluster/membership.py"
 
 MUTANTS: tuple[Mutant, ...] = (
     Mutant(
@@ -331,6 +332,39 @@ MUTANTS: tuple[Mutant, ...] = (
             ),
         ),
         ("clock-does-not-activate",),
+    ),
+    Mutant(
+        "learn-without-knowing",
+        "learning the view (2): a restarted node with other seeds learns only after hearing a member that learned the view,"
+        " or every other seed (here: whoever it heard will do)",
+        _one(
+            MEMBERSHIP,
+            "        if self.seeds and not knowing and not all(seed in alive for seed in self.seeds):\n"
+            "            return None  # (2)",
+            "        if False:\n"
+            "            return None  # (2)",
+        ),
+        ("seed-restart-unheard-seed", "cluster-double-restart"),
+    ),
+    Mutant(
+        "unknowing-voters",
+        "learning the view (5): only members that learned the view vote for the members taken onto the ring"
+        " (here: every member heard votes, its silence counted as a removal)",
+        _one(MEMBERSHIP, "        voters = knowing or informants  # (5)", "        voters = informants  # (5)"),
+        ("restart-beside-paused", "cluster-double-restart"),
+    ),
+    Mutant(
+        "disk-view-ignored",
+        "the remembered view: a node with a disk counts its remembered members (dead, not removed) until heard"
+        " (here: the disk's list is read and dropped)",
+        _one(
+            MEMBERSHIP,
+            '                self._records[node] = _Record(incarnation, "dead", 0, now, now, 0)\n'
+            "                self._rumours.pop(node, None)\n"
+            '                events.append(MemberChanged(node, incarnation, "dead"))\n',
+            "                pass  # mutant: the remembered member is forgotten\n",
+        ),
+        ("seeds-restart-with-disks", "cluster-double-restart"),
     ),
 )
 """The catalogue. Names are stable (``--only`` and the tests use them)."""
