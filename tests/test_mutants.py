@@ -177,3 +177,57 @@ def test_the_new_probes_pass_more_seeds_on_the_unpatched_runtime(probe: str) -> 
     from sim import scenarios
 
     assert [(seed, [str(f) for f in scenarios.run(probe, seed).failures]) for seed in (1, 2, 3)] == [(1, []), (2, []), (3, [])]
+
+
+# The three membership rules of the restart work ("Learning the view" (2) and (5), "The remembered
+# view"), each with the probe written for it and the probe's first failure (exact: deterministic scripts).
+# cluster-double-restart passes seeds 0..29 of all three (every node there keeps its disk, and the
+# members that remember the cluster are heard within the window).
+NOTHING_READ = "no_read_from_nothing: a restarted node read 0 while n3 held 3 (the members that remember the cluster were paused)"
+MEMBERSHIP_RULES = [
+    ("learn-without-knowing", "seed-restart-unheard-seed", NOTHING_READ),
+    (
+        "unknowing-voters",
+        "restart-beside-paused",
+        "rings_agree: n3 places 28 of 40 keys elsewhere than n1 (first: ['ring0'] on [['n1', 'n3', 'n5']], n1: [['n1', 'n6', 'n3']])",
+    ),
+    ("disk-view-ignored", "seeds-restart-with-disks", NOTHING_READ),
+]
+
+
+@pytest.mark.parametrize(("name", "probe", "failure"), MEMBERSHIP_RULES, ids=[row[0] for row in MEMBERSHIP_RULES])
+def test_a_membership_rule_mutant_is_caught_at_seed_0_of_its_probe(unpatched: Baseline, name: str, probe: str, failure: str) -> None:
+    """Disabling (2), (5) or the remembered view is CAUGHT by its probe at seed 0 (the unpatched copy passes it), check first."""
+    mutant = next(m for m in MUTANTS if m.name == name)
+    assert mutant.targets[0] == probe
+    outcome = hunt(mutant, baseline=unpatched, seeds=range(3), available=[probe], scenarios=[probe], source=unpatched.copy)
+    assert (outcome.status, outcome.scenario, outcome.seed, outcome.tried) == ("CAUGHT", probe, 0, {probe: 1})
+    assert outcome.detail == failure
+
+
+# The swarm seeds where two of these bugs were first seen still catch their mutants (the runtime's fix is the rule).
+SWARM_SEEDS = [
+    (
+        "learn-without-knowing",
+        970,
+        "epochs_only_grow: sw_beat[beat-n4]: epoch (1, 'n1#1767225622793000') acquired on n1 at t=23.935s"
+        " is not greater than (2, 'n3#1767225600000000') acquired on n3 at t=8.845s",
+    ),
+    ("disk-view-ignored", 848, "deleted_stays_deleted: e1: deleted at t=25.351s, then Look on n4 at t=42.125s saw notes [1, 2, 3] again: (1, 2, 3)"),
+]
+
+
+@pytest.mark.parametrize(("name", "seed", "failure"), SWARM_SEEDS, ids=[row[0] for row in SWARM_SEEDS])
+def test_the_swarm_seed_that_found_the_bug_catches_its_mutant(unpatched: Baseline, name: str, seed: int, failure: str) -> None:
+    """Swarm seed 970 catches the mutant of (2), seed 848 that of the remembered view (both pass unpatched), with the first failure."""
+    mutant = next(m for m in MUTANTS if m.name == name)
+    outcome = hunt(mutant, baseline=unpatched, seeds=range(seed, seed + 1), available=["swarm"], scenarios=["swarm"], source=unpatched.copy)
+    assert (outcome.status, outcome.scenario, outcome.seed, outcome.detail) == ("CAUGHT", "swarm", seed, failure)
+
+
+@pytest.mark.parametrize("probe", [row[1] for row in MEMBERSHIP_RULES])
+def test_the_membership_probes_pass_more_seeds_on_the_unpatched_runtime(probe: str) -> None:
+    """Seeds 1 and 2 of each membership probe pass every check on today's runtime (seed 0 is the hunt's baseline)."""
+    from sim import scenarios
+
+    assert [(seed, [str(f) for f in scenarios.run(probe, seed).failures]) for seed in (1, 2)] == [(1, []), (2, [])]
