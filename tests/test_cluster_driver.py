@@ -10,11 +10,13 @@ time) to pin down timers, loop-back and rejection. The world tests run the real
 from __future__ import annotations
 
 import asyncio
+import gc
 import os
 import pickle
 import random
 import subprocess
 import sys
+import weakref
 from pathlib import Path
 from collections.abc import Iterable
 from typing import Any
@@ -276,6 +278,18 @@ def test_driver_sends_bytes_loops_back_to_itself_and_reports() -> None:
         assert core.log[-1][:3] == ("frame", "b", SAMPLES[6])
 
     run_virtual(main)
+
+
+def test_a_dispatcher_dies_with_its_transport_and_lives_while_the_transport_does() -> None:
+    """Dispatcher.of keeps neither side alive: dropped with its transport, it is collected; a live transport keeps the same one."""
+    kept, dropped = FakeTransport("a"), FakeTransport("b")
+    dispatcher = Dispatcher.of(kept, WIRE)
+    gone = weakref.ref(Dispatcher.of(dropped, WIRE))
+    seen = weakref.ref(dropped)
+    del dispatcher, dropped
+    gc.collect()
+    assert (gone(), seen()) == (None, None)
+    assert Dispatcher.of(kept, WIRE) is kept.handler.__self__ and Dispatcher.of(kept, WIRE).transport is kept
 
 
 def test_dispatcher_routes_by_channel_and_drops_bad_frames_without_raising() -> None:
