@@ -189,7 +189,7 @@ MEMBERSHIP_RULES = [
     (
         "unknowing-voters",
         "restart-beside-paused",
-        "rings_agree: n3 places 28 of 40 keys elsewhere than n1 (first: ['ring0'] on [['n1', 'n3', 'n5']], n1: [['n1', 'n6', 'n3']])",
+        "kept_beside_paused: n3 read 0 while n2 and n6, paused, held 3 (replicas ['n6', 'n3', 'n2'])",
     ),
     ("disk-view-ignored", "seeds-restart-with-disks", NOTHING_READ),
 ]

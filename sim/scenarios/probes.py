@@ -66,6 +66,7 @@ import simpy
 
 from casty import ActorSystem, Askable, Context, MemoryStore, actor
 from casty.cluster.config import Cluster
+from casty.cluster.placement import Ring
 from casty.errors import Fenced
 
 from ..checks import CheckFailed, epochs_only_grow, no_confirmed_write_lost, single_writer_per_epoch
@@ -1102,6 +1103,29 @@ RESTARTED = ("n3", "n4", "n5")
 RING_KEYS = tuple(f"ring{i}" for i in range(40))
 
 
+def _kept_beside_paused(world: World) -> None:
+    """A read answered on a restarted node while the key's other replicas (n2 and n6) are paused is the confirmed count."""
+    check = "kept_beside_paused"
+    confirmed = _ints(world.results.get("before"))
+    during = world.results.get("during")
+    _expect(check, len(confirmed) == 3, f"the Adds before the faults were not all confirmed: {world.results.get('before')!r}")
+    _expect(
+        check,
+        not isinstance(during, int) or during == max(confirmed),
+        f"n3 read {during} while n2 and n6, paused, held {max(confirmed)} (replicas {world.results.get('beside_replicas')})",
+    )
+
+
+def _beside_key(world: World) -> str:
+    """A key whose replicas are n2, n6 and a restarted node, and which a ring without n2 and n6 gives to n3, n4, n5 (n3 first)."""
+    short = Ring(("n1", *RESTARTED))
+    for key in (f"beside{i}" for i in range(2000)):
+        replicas = _placed(world, key)[1]
+        if set(PAUSED) <= set(replicas) and "n1" not in replicas and short.replicas(tally.name, key, 3)[0] == "n3" and "n1" not in short.replicas(tally.name, key, 3):
+            return key
+    raise RuntimeError("no key fits the restart-beside-paused plan")
+
+
 def _rings_agree(world: World) -> None:
     """While n2 and n6 are paused (dead, not removed), every node up gives each key the replica set n1 gives it."""
     check = "rings_agree"
@@ -1122,8 +1146,8 @@ def _rings_agree(world: World) -> None:
 @scenario(
     "restart-beside-paused",
     "6 nodes: n2 and n6 paused past dead_after, then n3, n4, n5 crash and restart together; their rings must keep n2 and n6",
-    until=timedelta(seconds=14),
-    checks=(_rings_agree, *CLUSTER_CHECKS),
+    until=timedelta(seconds=17),
+    checks=(_kept_beside_paused, _rings_agree, *CLUSTER_CHECKS),
 )
 def restart_beside_paused(world: World) -> None:
     """Swarm seed 679, reduced. n2 and n6 are paused long enough to be dead to n1, which keeps them
@@ -1134,12 +1158,18 @@ def restart_beside_paused(world: World) -> None:
     restarted ring, as on n1's, and every key has one replica set. Counting the silence of the
     restarted two as votes leaves n2 and n6 off their rings (named by one voter of three), while
     the disk's memory of them gives way: keys whose replicas include n2 or n6 get other replicas
-    there, and a replica that holds nothing could accept an owner the others have fenced.
+    there, and a replica that holds nothing could accept an owner the others have fenced: a key
+    counted to 3 on n2, n6 and a restarted node is read from nothing on n3 (its replicas there are
+    all empty), where the whole ring says its replicas are paused (Unavailable).
     """
     _nodes(world, TWO_SEEDS, SIX)
 
     def script(world: World) -> Generator[simpy.Event, Any, None]:
         yield world.timeout(CONVERGED)
+        key = _beside_key(world)
+        world.results["beside_replicas"] = list(_placed(world, key)[1])  # n2, n6 and a node that restarts wiped
+        _adds(world, "n1", key, 3, "before")
+        yield world.timeout(1.0)
         for node in PAUSED:
             world.pause(node)
         yield world.timeout(DECLARED_DEAD + 0.5)
@@ -1148,7 +1178,9 @@ def restart_beside_paused(world: World) -> None:
         yield world.timeout(1.0)
         for node in RESTARTED:
             world.restart(node, wipe_disk=True)  # replaced machines: they remember nothing
-        yield world.timeout(2.5)  # the listen window and the round trips are long over
+        yield world.timeout(2.5)  # the listen window, the round trips and the sync rounds are long over
+        _ask(world, "n3", key, Read(), "during")
+        yield world.timeout(2.5)  # the read is answered, or timed out, before n2 and n6 come back
         world.results["placements"] = {
             node: {key: list(world.system(node).placement(tally, key).replicas) for key in RING_KEYS} for node in ("n1", *RESTARTED)
         }
