@@ -28,7 +28,7 @@ from hypothesis import HealthCheck, given, note, settings
 
 import sim
 from charging import Subscribe, charge_key, fixed_subscription, period_of, subscription
-from sim.checks import exactly_once
+from sim.checks import at_most_once, exactly_once
 from sim.faults import Crash, FaultPlan, Pause, heal_all
 from sim.testing import fault_plans
 
@@ -62,8 +62,16 @@ def charged_after_the_heal(world: sim.World) -> list[str]:
 
 
 def never_twice(world: sim.World) -> None:
-    """No period is charged twice, and the periods after the heal are charged (so 'never' is not 'nothing')."""
-    exactly_once(world, "charge", expected=charged_after_the_heal(world))
+    """No period is charged twice, and the periods after the heal are charged (so 'never' is not 'nothing').
+
+    The second half holds only if no clock was stepped forward: a schedule's due times are wall-clock times, so
+    a step forward moves the next due past the skipped periods (the seeds' catch-up rule: one late firing, then
+    the first grid time after now) and the heal's correction of the clock does not bring them back.
+    """
+    if any(row.get("delta_us", 0) > 0 for row in world.trace.of("clock.step")):
+        at_most_once(world, "charge")
+    else:
+        exactly_once(world, "charge", expected=charged_after_the_heal(world))
 
 
 def billed(plan: FaultPlan, kind: Any) -> sim.World:
@@ -119,7 +127,7 @@ def test_the_plugin_finds_the_planted_bug(pytester: pytest.Pytester) -> None:
     seed = int(re.search(r"^seed: (\d+)$", out, re.M).group(1))  # type: ignore[union-attr]
     assert seed < 200
     assert f"FAILED test_planted.py::test_never_charged_twice[seed={seed}]" in out
-    assert "E       sim.checks.CheckFailed: exactly_once: charge:" in out  # at the user's call: the check hides its frames
+    assert re.search(r"^E\s+sim\.checks\.CheckFailed: exactly_once: charge:", out, re.M)  # at the user's call: the check hides its frames
     plan = re.search(r"^plan: (.+)$", out, re.M).group(1)  # type: ignore[union-attr]
     assert "crash(n1)@" in plan
     line = re.search(r"^reproduce: (pytest .+)$", out, re.M).group(1)  # type: ignore[union-attr]
