@@ -147,8 +147,8 @@ def test_the_plugin_finds_the_planted_bug(pytester: pytest.Pytester) -> None:
 PLANS = fault_plans(1, duration=FAULTS_UNTIL - FAULTS_FROM, start=FAULTS_FROM, kinds=("crash", "pause", "clock_step"), max_faults=4, wipe=False)
 
 
-# derandomize: CI runs the same 60 plans every time (a random run found the forward-step case below; run it with
-# --hypothesis-seed=random, or drop derandomize, to search wider)
+# derandomize: CI runs the same 60 plans every time (a random run found the forward-step case in never_twice;
+# drop derandomize, or raise max_examples, to search wider)
 @settings(max_examples=60, deadline=None, database=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 @given(plan=PLANS)
 def test_fixed_subscription_under_hypothesis(plan: FaultPlan) -> None:
