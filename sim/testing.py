@@ -81,8 +81,10 @@ heal); the kinds that need two nodes are left out of a one-node space."""
 
 _TWO_NODES: Final[frozenset[str]] = frozenset({"partition", "flap"})
 
-# The ranges, in milliseconds (and ppm, permille): wide enough to cover the interesting cases
-# (past the failure detector, minutes back in time), narrow enough to keep the JSON short.
+# The ranges, in milliseconds (and ppm, permille): the swarm generator's own (sim.faults.generate draws
+# downtimes 0.3-10 s, pauses and cuts up to 15 s, clock steps up to 10 min either way, drift up to 50 000 ppm,
+# link episodes 0.3-8 s at p up to 0.6), so a user's space is as wide as the project's regression net: past the
+# failure detector, minutes back in time. Widen both together.
 _DOWN = (300, 10_000)  # a crash's downtime, when it restarts
 _PAUSE = (200, 15_000)
 _CUT = (300, 15_000)  # a partition or a flap
