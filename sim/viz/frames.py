@@ -34,6 +34,7 @@ from casty.cluster.placement import Ring
 
 from sim.trace import Row, Trace
 from sim.viz.ownership import EpochSpan, epoch_spans
+from sim.viz.keys import is_internal  # one rule for every view: the runtime's own types (cron claims)
 
 __all__ = ["Frame", "MemberState", "frame_at", "frame_times", "keys_of", "describe", "short_actor", "is_internal"]
 
@@ -75,11 +76,6 @@ class Frame:
             if state.node == node:
                 return state
         raise KeyError(f"no node {node!r} in this frame; nodes: {', '.join(m.node for m in self.members)}")
-
-
-def is_internal(actor: str) -> bool:
-    """A type of the runtime itself (``casty.cluster.claims:...``), not of the user's program."""
-    return actor.startswith("casty.")
 
 
 def short_actor(actor: str) -> str:
