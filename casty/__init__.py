@@ -4,9 +4,9 @@ An ``@actor`` turns an ``async def body(ctx: Context[S, M])`` into an actor type
 ``ActorSystem`` runs keys of those types on demand. See the README for a tour.
 """
 
-from .actor import ActorType, Backoff, actor
+from ._core.actor import ActorType, Backoff, actor
 from .clock import ManualClock, SystemClock
-from .context import Context, Inbox
+from ._core.context import Context, Inbox
 from .errors import (
     ActorFailed,
     CastyError,
@@ -30,11 +30,11 @@ from .errors import (
     UnknownActor,
 )
 from .ports import Clock, Observer, Store, Transport
-from .ref import NOBODY, Askable, Ref
-from .schedules import Schedule
-from .state import State
+from ._core.ref import NOBODY, Askable, Ref
+from ._core.schedules import Schedule
+from ._core.state import State
 from .store import MemoryStore, SQLiteStore
-from .system import ActorSystem, Placement
+from ._core.system import ActorSystem, Placement
 
 __version__ = "0.1.0"
 

@@ -21,7 +21,7 @@ included), the runtime events chosen by ``--facts`` (``activation.started``,
 ``epoch.acquired``, ``schedule.fired``, ... with their fields and ``by``, the node that saw
 them), and ``{"event": "stopped", "node", "orderly"}`` at the end. Logs go to stderr.
 ``--trace FILE`` also appends each of those facts to FILE as one JSON line stamped with the
-node's wall clock (``casty.factlog``); ``sim.trace.Trace.from_jsonl(*files)`` merges several
+node's wall clock (``casty._core.factlog``); ``sim.trace.Trace.from_jsonl(*files)`` merges several
 nodes' files into one trace for the simulator's views. ``--facts net.sent,net.delivered``
 adds a fact per cluster frame (with its CRC-32, so the two ends pair up).
 SIGTERM or SIGINT make it leave in order (the others see it ``left``, not dead), then exit
@@ -56,12 +56,12 @@ import sys
 from typing import Any
 
 from .cluster.client import ClusterClient, RemoteError
-from .cluster.membership import MembershipConfig
+from .protocol.membership import MembershipConfig
 from .cluster.node import FACTS, SECRET_ENV, NodeConfig, NodeProcess, parse_address, read_secret
 from .cluster.tcp import Address, TcpLimits
 from .clock import SystemClock
 from .errors import CastyError, ConfigurationError
-from .factlog import FactLog
+from ._core.factlog import FactLog
 
 PROG = "python -m casty"
 _DEFAULTS = MembershipConfig()

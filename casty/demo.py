@@ -15,12 +15,12 @@ from datetime import timedelta
 from pathlib import Path
 
 from . import observer as ev
-from .actor import actor
-from .context import Context
+from ._core.actor import actor
+from ._core.context import Context
 from .errors import ActorFailed
-from .ref import Askable
+from ._core.ref import Askable
 from .store import SQLiteStore
-from .system import ActorSystem
+from ._core.system import ActorSystem
 
 
 @dataclass(frozen=True)

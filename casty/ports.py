@@ -29,7 +29,7 @@ class Clock(Protocol):
 
 
 StoredEpoch = tuple[int, str]
-"""The owner epoch ``(round, node)`` a page set was written under (``casty.cluster.replication.Epoch``)."""
+"""The owner epoch ``(round, node)`` a page set was written under (``casty.protocol.replication.Epoch``)."""
 
 NO_EPOCH: StoredEpoch = (0, "")
 """The epoch of a page set written outside any owner epoch: by a single node, or before stores kept epochs."""

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from casty.cluster.placement import Ring
+from casty.protocol.placement import Ring
 
 from .effects import at_least_once as at_least_once, at_most_once as at_most_once, effects as effects, exactly_once as exactly_once  # the effects ledger's checks (sim/effects.py)
 from .trace import Row, Trace
@@ -314,7 +314,7 @@ def _forgotten_at(trace: Trace, members: list[str], durable: bool, of: tuple[str
 
 def replica_set(world: World, actor: str, key: str) -> list[str]:
     """The replica set a scenario recorded for ``actor/key`` (``results["replicas"]``), else the one its converged ring
-    gives (``results["ring"]``: ``{"nodes": [...], "replicas": n}``, placed by ``casty.cluster.placement.Ring``), else []."""
+    gives (``results["ring"]``: ``{"nodes": [...], "replicas": n}``, placed by ``casty.protocol.placement.Ring``), else []."""
     recorded: dict[str, list[str]] = world.results.get("replicas", {})
     members = recorded.get(f"{actor}/{key}")
     if members:

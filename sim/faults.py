@@ -465,7 +465,7 @@ class ForgedHeartbeat(Fault, frozen=True, tag="forged_heartbeat"):
 
     def start(self, world: World) -> None:
         from casty.cluster.driver import MEMBERSHIP_CHANNEL
-        from casty.cluster.membership import Heartbeat
+        from casty.protocol.membership import Heartbeat
         from casty.cluster.routing import CLUSTER_WIRE
 
         digest = tuple((name, 1, "alive", 1) for name in (self.sender, *self.fakes))

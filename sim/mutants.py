@@ -118,9 +118,9 @@ def _one(file: str, snippet: str, replacement: str) -> tuple[Edit, ...]:
     return (Edit(file, snippet, replacement),)
 
 
-REPLICATION = "casty/cluster/replication.py"
-ACTIVATION = "casty/activation.py"
-MEMBERSHIP = "casty/cluster/membership.py"
+REPLICATION = "casty/protocol/replication.py"
+ACTIVATION = "casty/_core/activation.py"
+MEMBERSHIP = "casty/protocol/membership.py"
 
 MUTANTS: tuple[Mutant, ...] = (
     Mutant(
@@ -224,7 +224,7 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         "quorum-any-alive",
         "membership quorum: a node owns keys only while it sees more than half of the members alive (here: always)",
-        _one("casty/cluster/placement.py", "    return 2 * alive > members\n", "    return alive > 0\n"),
+        _one("casty/protocol/placement.py", "    return 2 * alive > members\n", "    return alive > 0\n"),
         ("long-partition", "stale-owner-fenced", "rolling-restart-3"),
     ),
     Mutant(
@@ -292,7 +292,7 @@ MUTANTS: tuple[Mutant, ...] = (
         "catch-up-burst-node",
         "catch-up (schedules.catch_up, node schedules): skip the grid times missed (here: none skipped, a burst)",
         _one(
-            "casty/schedules.py",
+            "casty/_core/schedules.py",
             "    skipped = max(0, now_us - due_us) // every_us\n",
             "    skipped = 0\n",
         ),

@@ -22,7 +22,7 @@ import msgspec
 import networkx as nx  # type: ignore[import-untyped]
 import simpy
 
-from casty.cluster.limits import MAX_FRAME
+from casty.protocol.limits import MAX_FRAME
 from casty.ports import FrameHandler
 
 if TYPE_CHECKING:
@@ -77,7 +77,7 @@ class LinkModel:
 class SimEndpoint:
     """One node's view of the network: the Transport port of that node.
 
-    Its frame limit is TCP's (``casty.cluster.limits.MAX_FRAME``): a frame over it is
+    Its frame limit is TCP's (``casty.protocol.limits.MAX_FRAME``): a frame over it is
     dropped in ``send`` and recorded as ``net.dropped`` with reason ``"too large"``, as
     ``TcpTransport.send`` drops it, so that what cannot cross a real network cannot cross
     this one either.

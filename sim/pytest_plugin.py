@@ -202,7 +202,7 @@ def _node_keywords() -> set[str]:
     """The keywords ``World.add_node`` takes: its own and, through ``**system``, ``ActorSystem``'s."""
     import inspect
 
-    from casty.system import ActorSystem
+    from casty._core.system import ActorSystem
 
     from .world import World
 

@@ -5,7 +5,7 @@ node's wall clock, µs since the epoch, or null), ``kind`` and ``fields`` (an ob
 worlds write it:
 
 * ``Trace.to_jsonl`` (a simulated run) adds ``seq`` and ``t_ns``, the true time;
-* ``python -m casty node --trace FILE`` (a real node, ``casty.factlog``) writes the facts it
+* ``python -m casty node --trace FILE`` (a real node, ``casty._core.factlog``) writes the facts it
   prints, one per line, stamped with its wall clock. A real cluster has no true time, so
   ``t_ns`` is read from the wall clocks: nanoseconds since the earliest ``wall_us`` of all
   the files given (nodes on one machine share its clock; across machines, their skew shows).

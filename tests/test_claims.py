@@ -22,7 +22,7 @@ from casty.cluster.claims import (
     schedule_fire,
 )
 from casty.observer import ScheduleArmed, ScheduleFired, WriteConfirmed
-from casty.state import STATE_PAGE
+from casty._core.state import STATE_PAGE
 
 SECOND = 1_000_000
 MINUTE = 60 * SECOND

@@ -26,11 +26,11 @@ from casty.cluster.client import (
     is_client_frame,
     RemoteError,
 )
-from casty.cluster.membership import MembershipConfig
+from casty.protocol.membership import MembershipConfig
 from casty.cluster.node import NodeConfig, NodeProcess
 from casty.cluster.routing import CLUSTER_WIRE, WrongOwner
-from casty.cluster.wire import WireError
-from casty.cluster.limits import MAX_FRAME
+from casty.protocol.wire import WireError
+from casty.protocol.limits import MAX_FRAME
 from casty.errors import InvalidIdentity, MessageTooLarge, SchemaError, Unavailable, UnknownActor
 from tests.nodes import free_ports, run
 

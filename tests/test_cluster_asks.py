@@ -18,11 +18,11 @@ import msgspec
 import pytest
 
 from casty import ActorSystem, Askable, Context, actor
-from casty.activation import PendingAsk
+from casty._core.activation import PendingAsk
 from casty.cluster.config import Cluster
 from casty.cluster.routing import CLUSTER_WIRE, MAX_TEXT, ROUTING_CHANNEL, Deliver, Failed
 from casty.errors import ActorFailed, Fenced, RemoteError, SchemaError, Unavailable, UnknownActor
-from casty.ref import EntityRef, reply_type
+from casty._core.ref import EntityRef, reply_type
 from sim.network import Latency, LinkModel
 from sim.world import World
 
@@ -271,7 +271,7 @@ def test_a_deliver_for_an_unknown_type_fails_the_ask_with_unknown_actor(world: W
 
 def test_failed_frames_refuse_an_unknown_kind() -> None:
     """A Failed frame's kind is a closed set: the wire refuses a frame with another kind (WireError), so the asker never guesses."""
-    from casty.cluster.wire import WireError
+    from casty.protocol.wire import WireError
 
     data = CLUSTER_WIRE.encode(ROUTING_CHANNEL, Failed(1, "failed", "x"))
     assert CLUSTER_WIRE.decode(data).frame == Failed(1, "failed", "x")
@@ -524,7 +524,7 @@ def test_one_bad_key_never_fails_another_keys_write_in_the_same_turn(world: Worl
 
 def test_a_replication_frame_that_cannot_be_encoded_is_dropped_alone(world: World) -> None:
     """A frame the wire refuses (a key with a lone surrogate, queued past every check) is dropped at the flush; the turn's other writes are confirmed."""
-    from casty.cluster.replication import Epoch, Prepare
+    from casty.protocol.replication import Epoch, Prepare
 
     key = next(k for k in (f"e{i}" for i in range(100)) if owner(world, holder, k) == "n1")
     replication = world.system("n1")._cluster

@@ -24,7 +24,7 @@ from typing import Any
 import msgspec
 import pytest
 
-from casty.cluster import membership, replication
+from casty.protocol import membership, replication
 from casty.cluster.driver import (
     MEMBERSHIP_CHANNEL,
     CoreDriver,
@@ -32,10 +32,10 @@ from casty.cluster.driver import (
     FrameRejected,
     MembershipService,
 )
-from casty.cluster.membership import Heartbeat, Leaving, MemberChanged, MembershipConfig
-from casty.cluster.replication import Ack, Epoch, Nack, Prepare, Promise, Snapshot, Stamp, Write
-from casty.cluster.sansio import CancelTimer, Output, Report, Send, SetTimer
-from casty.cluster.wire import WIRE_VERSION, Envelope, Wire, WireError
+from casty.protocol.membership import Heartbeat, Leaving, MemberChanged, MembershipConfig
+from casty.protocol.replication import Ack, Epoch, Nack, Prepare, Promise, Snapshot, Stamp, Write
+from casty.protocol.sansio import CancelTimer, Output, Report, Send, SetTimer
+from casty.protocol.wire import WIRE_VERSION, Envelope, Wire, WireError
 from casty.observer import Event
 from sim.network import Latency, LinkModel
 from sim.world import World
@@ -182,7 +182,7 @@ def test_decoding_never_imports() -> None:
         for tag in ("antigravity", "antigravity:fly", "this:s", "os:system", "subprocess:Popen", "builtins:eval", "__import__")
     ]
     hostile.append(pickle.dumps(object()))
-    hostile.append(_RAW.encode([WIRE_VERSION, "m", "casty.cluster.membership:Heartbeat", {}]))
+    hostile.append(_RAW.encode([WIRE_VERSION, "m", "casty.protocol.membership:Heartbeat", {}]))
     good = [wire.encode("m", s) for s in SAMPLES]
     before = set(sys.modules)
     for data in hostile:

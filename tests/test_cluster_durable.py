@@ -11,9 +11,9 @@ import pytest
 
 from casty import ActorSystem, Askable, Context, MemoryStore, actor
 from casty.cluster.config import Cluster
-from casty.cluster.replication import ZERO_EPOCH, Epoch, KeyOwner, Promise, Stamp, Write
-from casty.cluster.sansio import Send
-from casty.state import STATE_PAGE
+from casty.protocol.replication import ZERO_EPOCH, Epoch, KeyOwner, Promise, Stamp, Write
+from casty.protocol.sansio import Send
+from casty._core.state import STATE_PAGE
 from sim.world import World
 
 NODES = ("n1", "n2", "n3")

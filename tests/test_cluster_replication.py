@@ -16,7 +16,7 @@ import pytest
 from casty import ActorSystem, Askable, Context, actor
 from casty.cluster.config import Cluster
 from casty.errors import Unavailable
-from casty.state import STATE_PAGE
+from casty._core.state import STATE_PAGE
 from sim.network import Latency, LinkModel
 from sim.world import World
 

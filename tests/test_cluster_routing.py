@@ -217,7 +217,7 @@ def test_orderly_stop_leaves_and_keys_move_at_once(world: World) -> None:
 
 def test_two_systems_decode_refs_bound_to_themselves() -> None:
     """A message type decoded by two systems of one process binds its refs to the decoding system (the decoder cache is per codec)."""
-    from casty.ref import ReplyRef, with_reply_to
+    from casty._core.ref import ReplyRef, with_reply_to
 
     first, second = ActorSystem(node="a"), ActorSystem(node="b")
     schema = routed_counter.schema

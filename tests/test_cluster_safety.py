@@ -9,7 +9,7 @@ import pytest
 import simpy
 
 from casty.cluster.config import Cluster
-from casty.cluster.membership import Heartbeat
+from casty.protocol.membership import Heartbeat
 from casty.cluster.routing import CLUSTER_WIRE
 from sim.checks import epochs_only_grow, no_confirmed_write_lost, single_writer_per_epoch
 from sim.scenarios.cluster import cl_counter

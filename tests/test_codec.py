@@ -16,8 +16,8 @@ import pytest
 
 import casty
 from casty import NOBODY, ActorSystem, Askable, Context, Ref, SchemaError, actor
-from casty.codec import Codec, MessageSchema, type_tag
-from casty.ref import EntityRef, ReplyRef
+from casty._core.codec import Codec, MessageSchema, type_tag
+from casty._core.ref import EntityRef, ReplyRef
 
 
 @dataclass(frozen=True)
@@ -369,7 +369,7 @@ def test_a_key_with_a_lone_surrogate_is_a_schema_error_at_ref() -> None:
 
 def test_the_fast_check_says_yes_only_when_the_decode_would() -> None:
     """fast_check never accepts a value its type's decode refuses (bool for int, a big int, a subclass, a surrogate)."""
-    from casty.codec import DECODE, fast_check
+    from casty._core.codec import DECODE, fast_check
 
     codec, _ = make_codec()
     cases: list[tuple[object, object]] = [

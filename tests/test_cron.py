@@ -1,4 +1,4 @@
-"""Tests of casty.cron: Quartz cron parsing, next fire times, errors and DST.
+"""Tests of casty._core.cron: Quartz cron parsing, next fire times, errors and DST.
 
 Expected fire times are worked out by hand from a calendar, from START (Tuesday
 2026-03-10 08:00:00 UTC) unless a test says otherwise. The property tests generate
@@ -19,7 +19,7 @@ from croniter import croniter
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from casty.cron import Cron
+from casty._core.cron import Cron
 from casty.errors import InvalidCronExpression
 
 UTC = timezone.utc

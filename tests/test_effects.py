@@ -21,7 +21,7 @@ import pytest
 import simpy
 
 from casty import ActorFailed, ActorSystem, Askable, Context, SchemaError, actor
-from casty.effects import MAX_DEPTH, plain_details
+from casty._core.effects import MAX_DEPTH, plain_details
 from casty.observer import Effect
 from sim.checks import CheckFailed, at_least_once, at_most_once, effects, exactly_once
 from sim.effects import matches

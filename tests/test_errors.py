@@ -27,12 +27,12 @@ from casty import (
     UnknownActor,
     actor,
 )
-from casty.actor import Backoff
+from casty._core.actor import Backoff
 from casty.cluster.config import Cluster
-from casty.cluster.membership import MembershipConfig
+from casty.protocol.membership import MembershipConfig
 from casty.cluster.node import NodeConfig
 from casty.observer import MessageDropped
-from casty.ref import EntityRef
+from casty._core.ref import EntityRef
 from conftest import LoopClock, Recorder, run_virtual
 
 

@@ -1,4 +1,4 @@
-"""Handoff core (``casty.cluster.handoff``), line by line, with no loop: rounds, parts, dumps, resends, late parts.
+"""Handoff core (``casty.protocol.handoff``), line by line, with no loop: rounds, parts, dumps, resends, late parts.
 
 Each test feeds the ``Handoff`` of one node by hand and reads its outputs. Snapshots are built
 with ``ReplicaStore.export`` where it matters that they are real replica records.
@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from casty.cluster.handoff import (
+from casty.protocol.handoff import (
     SYNC_TIMER,
     Handoff,
     Imported,
@@ -20,10 +20,10 @@ from casty.cluster.handoff import (
     SyncDump,
     SyncRequest,
 )
-from casty.cluster.replication import Epoch, Snapshot, Stamp
-from casty.cluster.limits import MAX_FRAME
+from casty.protocol.replication import Epoch, Snapshot, Stamp
+from casty.protocol.limits import MAX_FRAME
 from casty.cluster.routing import CLUSTER_WIRE
-from casty.cluster.sansio import CancelTimer, Output, Report, Send, SetTimer
+from casty.protocol.sansio import CancelTimer, Output, Report, Send, SetTimer
 
 
 def snap(key: str, version: int = 1) -> Snapshot:
@@ -385,10 +385,10 @@ from collections.abc import Callable  # noqa: E402
 
 from casty.cluster.config import Cluster  # noqa: E402
 from casty.cluster.driver import Dispatcher  # noqa: E402
-from casty.cluster.membership import Heartbeat, Membership  # noqa: E402
-from casty.cluster.placement import Ring  # noqa: E402
+from casty.protocol.membership import Heartbeat, Membership  # noqa: E402
+from casty.protocol.placement import Ring  # noqa: E402
 from casty.cluster.replicas import ReplicationService  # noqa: E402
-from casty.cluster.replication import Entity, Prepare, Promise  # noqa: E402
+from casty.protocol.replication import Entity, Prepare, Promise  # noqa: E402
 from sim.checks import no_confirmed_write_lost, run_checks  # noqa: E402
 from sim.network import Latency  # noqa: E402
 from sim.scenarios.cluster import CLUSTER, Arm, _ask, cl_ticker  # noqa: E402

@@ -20,17 +20,17 @@ import msgspec
 import pytest
 
 from casty import ActorSystem, Askable, Context, MemoryStore, UnknownActor, actor
-from casty.activation import PendingAsk
+from casty._core.activation import PendingAsk
 from casty.cluster.client import ClusterClient
 from casty.cluster.config import Cluster
-from casty.cluster.membership import MembershipConfig
+from casty.protocol.membership import MembershipConfig
 from casty.cluster.node import NodeConfig, NodeProcess
 from casty.cluster.routing import CLUSTER_WIRE, ROUTING_CHANNEL, Deliver
-from casty.codec import type_tag
+from casty._core.codec import type_tag
 from casty.errors import ActorFailed
 from casty.observer import ActivationFailed
-from casty.ref import EntityRef, Ref
-from casty.state import ACTIVE_PAGE, BEHAVIOR_PAGE
+from casty._core.ref import EntityRef, Ref
+from casty._core.state import ACTIVE_PAGE, BEHAVIOR_PAGE
 from conftest import LoopClock, Recorder, run_virtual
 from sim.network import Latency, LinkModel
 from sim.world import World

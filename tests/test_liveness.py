@@ -10,7 +10,7 @@ import pytest
 
 from casty import ActorSystem
 from casty.cluster.runtime import RESUME_EVERY
-from casty.timers import WALL_RECHECK
+from casty._core.timer_heap import WALL_RECHECK
 from sim.checks import never_early
 from sim.scenarios.cluster import CLUSTER, NODES, Arm, Tick, cl_ticker
 from sim.world import World

@@ -23,7 +23,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from casty.cluster.membership import (
+from casty.protocol.membership import (
     CHECK_TIMER,
     FRAMES,
     HEARTBEAT_TIMER,
@@ -36,8 +36,8 @@ from casty.cluster.membership import (
     ViewLearned,
     Doubted,
 )
-from casty.cluster.placement import Placement, Ring
-from casty.cluster.sansio import CancelTimer, Output, Report, Send, SetTimer
+from casty.protocol.placement import Placement, Ring
+from casty.protocol.sansio import CancelTimer, Output, Report, Send, SetTimer
 
 CONFIG = MembershipConfig(heartbeat=1.0, suspect_after=5.0, dead_after=5.0, remove_after=60.0)
 LATENCY = 0.01

@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass
 
 from casty import ActorSystem, Askable, Context, MessageTooLarge, actor
-from casty.cluster.limits import MAX_FRAME
+from casty.protocol.limits import MAX_FRAME
 from casty.cluster.tcp import MAX_FRAME as TCP_MAX_FRAME
 from sim.scenarios.cluster import CLUSTER, NODES
 from sim.world import World

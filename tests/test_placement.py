@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from casty.cluster.placement import Placed, Placement, Ring, has_quorum, key_token, vnode_token
+from casty.protocol.placement import Placed, Placement, Ring, has_quorum, key_token, vnode_token
 
 ACTOR = "app:Counter"
 KEYS = [f"key-{i}" for i in range(10_000)]
@@ -144,7 +144,7 @@ def test_has_quorum_needs_more_than_half_alive() -> None:
 
 _PROBE = """
 import json, sys
-from casty.cluster.placement import Ring
+from casty.protocol.placement import Ring
 ring = Ring([f"n{i}" for i in range(7)], vnodes=32)
 print(json.dumps([list(ring.replicas(t, f"k{i}", 3)) for t in ("a:A", "b:B") for i in range(2000)]))
 """

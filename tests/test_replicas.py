@@ -12,9 +12,9 @@ from conftest import LoopClock, run_virtual
 from casty import ActorSystem, Askable, Context, actor
 from casty.cluster.config import Cluster
 from casty.cluster.driver import REPLICATION_CHANNEL
-from casty.cluster.limits import KEY_MARGIN, MAX_FRAME
+from casty.protocol.limits import KEY_MARGIN, MAX_FRAME
 from casty.cluster.replicas import BATCH_BYTES, Acks, Batch, ReplicationService, Writes
-from casty.cluster.replication import Ack, Epoch, Prepare, Write
+from casty.protocol.replication import Ack, Epoch, Prepare, Write
 from casty.errors import MessageTooLarge
 from sim.network import Latency, LinkModel
 from sim.world import World

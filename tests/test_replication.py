@@ -27,7 +27,7 @@ import pytest
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
-from casty.cluster.replication import (
+from casty.protocol.replication import (
     FRAMES,
     ZERO_EPOCH,
     ZERO_STAMP,
@@ -51,7 +51,7 @@ from casty.cluster.replication import (
     WriteTimedOut,
     quorum_sizes,
 )
-from casty.cluster.sansio import CancelTimer, Output, Report, Send, SetTimer
+from casty.protocol.sansio import CancelTimer, Output, Report, Send, SetTimer
 
 ENTITY = ("tests:counter", "ana")
 REPLICAS = ("r1", "r2", "r3")
@@ -967,7 +967,7 @@ def test_no_confirmed_write_is_lost_under_random_faults(schedule: dict[str, Any]
 
 # ================================================================ readiness ======
 # A replica that came back with no memory, or is new to a key's replica set, is not *ready*
-# for the key until it pulled the other replicas' copies (casty.cluster.handoff). Until then
+# for the key until it pulled the other replicas' copies (casty.protocol.handoff). Until then
 # it promises blank and accepts only writes of the epoch it blank-promised.
 
 

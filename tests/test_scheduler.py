@@ -44,8 +44,8 @@ from casty.observer import (
     NodeScheduleResumed,
     NodeScheduleTickLost,
 )
-from casty.ref import EntityRef, ReplyRef
-from casty.scheduler import MAX_COUNTED_SKIPS, NodeScheduleInfo, NodeScheduler
+from casty._core.ref import EntityRef, ReplyRef
+from casty._core.scheduler import MAX_COUNTED_SKIPS, NodeScheduleInfo, NodeScheduler
 
 SECOND = 1_000_000
 MINUTE = 60 * SECOND

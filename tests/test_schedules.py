@@ -25,7 +25,7 @@ from casty.observer import (
     ScheduleFired,
 )
 from casty.clock import to_us
-from casty.schedules import ScheduleEntry, catch_up, decode_schedules, encode_schedules
+from casty._core.schedules import ScheduleEntry, catch_up, decode_schedules, encode_schedules
 
 SECOND = 1_000_000
 

@@ -9,8 +9,8 @@ from conftest import LoopClock, run_virtual
 
 import pytest
 
-from casty.deadlines import DeadlineQueue
-from casty.timers import WALL_RECHECK, TimerHeap
+from casty._core.deadlines import DeadlineQueue
+from casty._core.timer_heap import WALL_RECHECK, TimerHeap
 
 
 def test_timer_heap_fires_in_time_order_and_ties_in_setting_order() -> None:

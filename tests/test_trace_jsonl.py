@@ -1,7 +1,7 @@
 """Trace files: a simulated run's JSON lines round trip, real nodes' files merge into one trace, bad lines are named.
 
 The real-node files here are written by hand in the shape ``python -m casty node --trace``
-writes (``casty.factlog``); ``tests/test_node_trace.py`` runs real processes.
+writes (``casty._core.factlog``); ``tests/test_node_trace.py`` runs real processes.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from casty.clock import ManualClock
-from casty.factlog import FactLog
+from casty._core.factlog import FactLog
 from sim import scenarios
 from sim.trace import Trace
 from sim.tracefile import TraceFileError

@@ -7,7 +7,7 @@ import asyncio
 import pytest
 
 from casty import MemoryStore
-from casty.codec import Codec
+from casty._core.codec import Codec
 from casty.errors import SchemaError
 from casty.cluster.viewstore import VIEW_ACTOR, ViewKeeper, decode_view, encode_view
 from casty.ports import StoredRecord

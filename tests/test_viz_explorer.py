@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from casty.cluster.placement import Ring
+from casty.protocol.placement import Ring
 from sim import scenarios
 from sim.faults import ClockStep, Crash, FaultPlan, Partition, Pause
 from sim.trace import Row, Trace

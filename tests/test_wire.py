@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from casty.cluster import replication
-from casty.cluster.replication import Epoch, Prepare
-from casty.cluster.wire import MAX_CHANNEL, Wire, WireError
+from casty.protocol import replication
+from casty.protocol.replication import Epoch, Prepare
+from casty.protocol.wire import MAX_CHANNEL, Wire, WireError
 
 
 @pytest.mark.parametrize("channel", ["", "x" * (MAX_CHANNEL + 1), ["r"], None, b"r"])

@@ -23,7 +23,7 @@ of the internal actor type :data:`schedule_fire`, named ``schedule-fire::<refere
   deleting owner's by more than the remaining slack could accept it (see ``decide``).
 
 No node registers anything for this: the type is named ``casty.cluster.claims:schedule_fire``,
-every node imports this module with ``casty.scheduler``, and a node that receives a claim
+every node imports this module with ``casty._core.scheduler``, and a node that receives a claim
 for a key it owns finds the type by name like any other.
 
 Nothing deletes a claim on delivery or on cancel (a claim is never withdrawn); only its TTL
@@ -47,10 +47,10 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Final
 
-from ..actor import actor
+from .._core.actor import actor
 from ..clock import to_datetime
-from ..context import Context
-from ..ref import Askable
+from .._core.context import Context
+from .._core.ref import Askable
 
 __all__ = [
     "CLAIM_TTL_MAX_US",

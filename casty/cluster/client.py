@@ -65,8 +65,8 @@ from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
 
-from ..actor import ActorType
-from ..codec import Codec, type_tag
+from .._core.actor import ActorType
+from .._core.codec import Codec, type_tag
 from ..errors import (
     ActorFailed,
     CastyError,
@@ -82,13 +82,13 @@ from ..errors import (
     UnknownActor,
 )
 from ..observer import Event
-from ..ref import Askable
-from .limits import MAX_FRAME, check_frame
+from .._core.ref import Askable
+from ..protocol.limits import MAX_FRAME, check_frame
 from .tcp import Address, ConnectFailed, ConnectionLost, TcpTransport, secret_bytes
-from .wire import Wire, WireError
+from ..protocol.wire import Wire, WireError
 
 if TYPE_CHECKING:
-    from ..system import ActorSystem
+    from .._core.system import ActorSystem
 
 __all__ = [
     "MARK",

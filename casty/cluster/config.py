@@ -15,9 +15,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 
-from ..actor import seconds
+from .._core.actor import seconds
 from ..errors import ConfigurationError
-from .membership import MembershipConfig
+from ..protocol.membership import MembershipConfig
 from .tcp import secret_bytes
 
 __all__ = ["Cluster", "check_transport"]

@@ -1,7 +1,7 @@
 """A thin asyncio driver around the sans-I/O protocol cores, and the membership service on it.
 
-The cores (``casty.cluster.membership``, ``replication``, ...) take inputs and return
-outputs (``casty.cluster.sansio``). This module performs those outputs on an asyncio loop
+The cores (``casty.protocol.membership``, ``replication``, ...) take inputs and return
+outputs (``casty.protocol.sansio``). This module performs those outputs on an asyncio loop
 and a ``Transport``, and nothing more: the cores decide, the driver only carries. The
 simulator's ``VirtualLoop`` + ``SimEndpoint`` and the real loop + TCP transport run the very
 same driver objects.
@@ -33,10 +33,10 @@ from typing import Any, ClassVar, Final, Generic, Protocol, TypeVar
 
 from ..observer import Event
 from ..ports import Observer, Transport
-from .membership import FRAMES as MEMBERSHIP_FRAMES
-from .membership import Membership, MembershipConfig, MemberView, Status
-from .sansio import CancelTimer, Output, Report, Send, SetTimer
-from .wire import Wire, WireError, check_channel
+from ..protocol.membership import FRAMES as MEMBERSHIP_FRAMES
+from ..protocol.membership import Membership, MembershipConfig, MemberView, Status
+from ..protocol.sansio import CancelTimer, Output, Report, Send, SetTimer
+from ..protocol.wire import Wire, WireError, check_channel
 
 __all__ = [
     "MEMBERSHIP_CHANNEL",

@@ -61,19 +61,19 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any, Final
 
-from ..actor import ActorType
+from .._core.actor import ActorType
 from ..clock import SystemClock
-from ..durations import duration
+from .._durations import duration
 from ..errors import ConfigurationError
 from ..observer import Event, LoggingObserver, event_fields
 from ..ports import Clock, FrameHandler
-from ..system import ActorSystem
+from .._core.system import ActorSystem
 from .client import Gateway, is_client_frame
 from .config import Cluster
 from .driver import MembershipService
 from .frames import FRAME_FACTS, FrameReceived, FrameSent
-from .membership import MemberChanged, MembershipConfig
-from .limits import MAX_FRAME
+from ..protocol.membership import MemberChanged, MembershipConfig
+from ..protocol.limits import MAX_FRAME
 from .tcp import Address, TcpLimits, TcpTransport, secret_bytes
 
 __all__ = [

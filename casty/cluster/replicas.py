@@ -22,7 +22,7 @@ until the cluster node calls ``join`` (after the membership join, and, for a nod
 learned it had a previous life, after a grace period longer than any acquisition: the
 promises that life gave to acquisitions still in flight are gone, and those acquisitions
 must be over before this replica promises anything). Opening starts the first sync round
-of the ``Handoff`` core (``casty.cluster.handoff``); every ring change starts another.
+of the ``Handoff`` core (``casty.protocol.handoff``); every ring change starts another.
 
 **Readiness** (``ReplicaStore``'s ``ready``): in the current sync round (answers count only
 from peers that already had this node on their ring, ``SyncDump.knows_you``),
@@ -45,7 +45,7 @@ write quorum, and fenced the older owners there. A key found ready stays ready w
 replica set does not change. Alone on its ring, a node is ready only if it founds the
 cluster (no other seed).
 
-This is a driver, not a core: it decides nothing (see ``casty.cluster.replication``).
+This is a driver, not a core: it decides nothing (see ``casty.protocol.replication``).
 """
 
 from __future__ import annotations
@@ -60,13 +60,13 @@ import msgspec
 
 from ..errors import MessageTooLarge
 from ..ports import Transport
-from ..timers import TimerHeap
+from .._core.timer_heap import TimerHeap
 from .driver import REPLICATION_CHANNEL, Dispatcher
-from .limits import KEY_MARGIN, PAGE_OVERHEAD, frame_limit, pages_size
-from .handoff import SYNC_TIMER, Handoff, Imported, RoundEnded, RoundStarted, SyncDump, SyncRequest
-from .replication import RESEND_TIMER, ZERO_EPOCH, Ack, Acquired, Entity, Epoch, KeyOwner, Lost, Nack, Persisting, Prepare, Promise, ReplicaStore, Snapshot, Write
-from .sansio import CancelTimer, Output, Report, Send, SetTimer
-from .wire import Wire, WireError
+from ..protocol.limits import KEY_MARGIN, PAGE_OVERHEAD, frame_limit, pages_size
+from ..protocol.handoff import SYNC_TIMER, Handoff, Imported, RoundEnded, RoundStarted, SyncDump, SyncRequest
+from ..protocol.replication import RESEND_TIMER, ZERO_EPOCH, Ack, Acquired, Entity, Epoch, KeyOwner, Lost, Nack, Persisting, Prepare, Promise, ReplicaStore, Snapshot, Write
+from ..protocol.sansio import CancelTimer, Output, Report, Send, SetTimer
+from ..protocol.wire import Wire, WireError
 
 _log = logging.getLogger("casty")
 
@@ -143,7 +143,7 @@ class OwnerSlot:
     outgrow a frame could never be replicated: its ``Write`` frames would be dropped in
     transit and the write fail only at its write timeout. ``stage`` refuses such a write at
     once (``MessageTooLarge``, nothing staged), keeping a running size of the pages so that
-    the check costs a few lengths per write (``page_limit``; see ``casty.cluster.limits``).
+    the check costs a few lengths per write (``page_limit``; see ``casty.protocol.limits``).
     """
 
     __slots__ = (

@@ -3,7 +3,7 @@
 The owner runs the key; its state is replicated (``casty.cluster.replicas``): a new owner
 (after the old one is declared dead) acquires the key's newest confirmed state.
 
-Frames (they cross the transport as bytes, see ``casty.cluster.wire``):
+Frames (they cross the transport as bytes, see ``casty.protocol.wire``):
 
 - ``Deliver(request, actor, key, message, reply_node, reply_request, origin)``: ``message``
   is the codec's bytes of the message (an ask's ``reply_to`` inside names the asking node
@@ -11,7 +11,7 @@ Frames (they cross the transport as bytes, see ``casty.cluster.wire``):
   sender's routing id, echoed by a ``WrongOwner``.
 - ``Reply(request, value)``: the value a body replied to an ask of another node, encoded
   with ``codec.encode_value``; the asker decodes it into the ask's reply type ``R`` (read
-  from its ``Askable[R]`` message, see ``casty.ref.reply_type``), so a cross-node ask returns
+  from its ``Askable[R]`` message, see ``casty._core.ref.reply_type``), so a cross-node ask returns
   what a local one does, and a reply that does not fit ``R`` fails that ask with ``SchemaError``.
 - ``Failed(request, kind, text, actor, key, error_type, error_repr, message_type)``: the ask
   failed on the answering node, and ``kind`` says how, so that the asker raises what a local
@@ -48,12 +48,12 @@ from typing import Final, Literal
 from ..errors import CastyError, MessageTooLarge
 from ..ports import Transport
 from .driver import Dispatcher
-from .handoff import FRAMES as HANDOFF_FRAMES
-from .limits import check_frame, frame_limit
-from .membership import FRAMES as MEMBERSHIP_FRAMES
+from ..protocol.handoff import FRAMES as HANDOFF_FRAMES
+from ..protocol.limits import check_frame, frame_limit
+from ..protocol.membership import FRAMES as MEMBERSHIP_FRAMES
 from .replicas import FRAMES as BATCH_FRAMES
-from .replication import FRAMES as REPLICATION_FRAMES
-from .wire import Wire
+from ..protocol.replication import FRAMES as REPLICATION_FRAMES
+from ..protocol.wire import Wire
 
 __all__ = [
     "ROUTING_CHANNEL",

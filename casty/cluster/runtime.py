@@ -4,7 +4,7 @@ Membership (``MembershipService``), routing (``Router``) and replication
 (``ReplicationService``: the node's replica store on channel ``"r"`` and the owner epochs of
 the keys it runs) on the node's transport, and the placement policy over the membership
 view. An activation acquires its key over the key's replicas at the type's write level and
-confirms every write on a quorum (see ``casty.activation``). On every membership change the
+confirms every write on a quorum (see ``casty._core.activation``). On every membership change the
 node sweeps its replica store: keys marked ``@active`` that it now owns and does not run are
 activated (a crashed owner's scheduled keys resume without a message).
 
@@ -13,7 +13,7 @@ membership has learned the view (``Membership.learned``: never before the listen
 not while it has heard only a minority of the cluster as last known) and it has heard from a
 peer (at once for a node with no other seed), or after ``Cluster.rejoin_grace`` when a peer spoke of a previous life of
 this node (or nobody answered); then, and at every ring change, it pulls the other nodes'
-replicas (``casty.cluster.handoff``), answering blank for keys it is not yet ready for.
+replicas (``casty.protocol.handoff``), answering blank for keys it is not yet ready for.
 Each sync round that ends sweeps again, so the ``@active`` keys a restarted node pulled
 back, and now owns, resume there.
 
@@ -74,25 +74,25 @@ import logging
 from typing import TYPE_CHECKING, Any, Final
 
 from .. import observer as ev
-from ..activation import Envelope
-from ..state import ACTIVE_PAGE
+from .._core.activation import Envelope
+from .._core.state import ACTIVE_PAGE
 from ..errors import ActorFailed, CastyError, Fenced, MessageTooLarge, RemoteError, SchemaError, Unavailable, UnknownActor
 from ..observer import Event
 from ..ports import ListsRecords
-from ..ref import ReplyRef, reply_type
+from .._core.ref import ReplyRef, reply_type
 from .config import Cluster
 from .driver import Dispatcher, MembershipService
-from .membership import Doubted, MemberChanged, ViewLearned
-from .placement import Placement as RingPlacement
-from .placement import Ring
-from .handoff import RoundEnded, RoundStarted
+from ..protocol.membership import Doubted, MemberChanged, ViewLearned
+from ..protocol.placement import Placement as RingPlacement
+from ..protocol.placement import Ring
+from ..protocol.handoff import RoundEnded, RoundStarted
 from .replicas import ReplicationService
-from .replication import Entity, Epoch, Snapshot, Stamp
+from ..protocol.replication import Entity, Epoch, Snapshot, Stamp
 from .routing import CLUSTER_WIRE, Deliver, Failed, Reply, Router, clip
 from .viewstore import VIEW_ACTOR, ViewKeeper
 
 if TYPE_CHECKING:
-    from ..system import ActorSystem, Placement
+    from .._core.system import ActorSystem, Placement
 
 __all__ = ["ClusterNode", "RESUME_EVERY", "RESUME_ORIGIN", "REQUEST_BITS"]
 
@@ -237,7 +237,7 @@ class ClusterNode:
 
     def placement(self, actor: str, key: str) -> Placement:
         """Owner and replicas of ``actor[key]`` in this node's view; the type's ``replicas=`` sets how many."""
-        from ..system import Placement
+        from .._core.system import Placement
 
         membership = self.membership
         placed = self._current().place(

@@ -10,7 +10,7 @@ Two layers:
   bounded queues, reconnection with capped backoff.
 
 Wire format. Every frame is a 4-byte big-endian length followed by that many bytes. A
-length over the receiver's ``max_frame`` (``casty.cluster.limits.MAX_FRAME``, 4 MiB, by
+length over the receiver's ``max_frame`` (``casty.protocol.limits.MAX_FRAME``, 4 MiB, by
 default) is refused from the header alone, before any payload is buffered. A connection
 starts with one handshake frame each way: the dialer sends ``Hello(magic, cluster, node)``
 (msgpack, via msgspec), the acceptor answers ``Welcome(node)`` or ``Refused(reason)`` and
@@ -107,7 +107,7 @@ import msgspec
 from ..errors import CastyError
 from ..observer import Event
 from ..ports import FrameHandler, Observer
-from .limits import MAX_FRAME
+from ..protocol.limits import MAX_FRAME
 
 __all__ = [
     "MAGIC",
@@ -674,7 +674,7 @@ class TcpTransport:
 
     @property
     def max_frame(self) -> int:
-        """The largest frame this transport sends or accepts (``casty.cluster.limits.MAX_FRAME`` by default)."""
+        """The largest frame this transport sends or accepts (``casty.protocol.limits.MAX_FRAME`` by default)."""
         return self._max_frame
 
     @property

@@ -28,7 +28,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from ..codec import Codec
+from .._core.codec import Codec
 from ..errors import SchemaError
 from ..ports import StoredRecord, Store
 

@@ -19,7 +19,7 @@ import simpy
 
 from casty import ActorSystem, Askable, Context, actor
 from casty.cluster.config import Cluster
-from casty.state import SCHEDULES_PAGE, STATE_PAGE
+from casty._core.state import SCHEDULES_PAGE, STATE_PAGE
 
 from ..checks import CheckFailed, epochs_only_grow, never_early, no_burst, no_confirmed_write_lost, repeats_and_misses_explained, single_writer_per_epoch
 from ..network import Latency

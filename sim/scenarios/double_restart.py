@@ -5,7 +5,7 @@ instants after the restart each sees only the other. If they counted 2 of 2 aliv
 quorum, a restarted node would acquire a key with "found nothing" and confirm writes while
 the live owner on the majority side (n3, n4, n5) holds a newer version: confirmed increments
 lost, two writers per epoch. The membership rule that forbids it: a node owns nothing until it
-has learned the view (``casty.cluster.membership``, "Learning the view").
+has learned the view (``casty.protocol.membership``, "Learning the view").
 
 The plan of a seed (``world.rng("plan", "faults")``): n1 and n2 crash together at a time drawn
 in the load, and restart together 1-6 s later. Clients on the majority side increment the

@@ -21,7 +21,7 @@ import simpy
 from casty import ActorSystem, Askable, Context, actor
 from casty.cluster.claims import CLAIM_TTL_MIN_US, claim_key, schedule_fire
 from casty.cluster.config import Cluster
-from casty.state import STATE_PAGE
+from casty._core.state import STATE_PAGE
 
 from ..checks import CheckFailed
 from ..trace import Row

@@ -66,7 +66,7 @@ import simpy
 
 from casty import ActorSystem, Askable, Context, MemoryStore, actor
 from casty.cluster.config import Cluster
-from casty.cluster.placement import Ring
+from casty.protocol.placement import Ring
 from casty.errors import Fenced
 
 from ..checks import CheckFailed, epochs_only_grow, no_confirmed_write_lost, single_writer_per_epoch
@@ -441,7 +441,7 @@ def held_back_write_at_restart(world: World) -> None:
 
 def _behind_at_restart(world: World, *, held_back_write: bool) -> None:
     from casty.cluster.driver import REPLICATION_CHANNEL
-    from casty.cluster.replication import Epoch, Write
+    from casty.protocol.replication import Epoch, Write
     from casty.cluster.routing import CLUSTER_WIRE
 
     _nodes(world)
@@ -679,7 +679,7 @@ def _replayed_prepare_refused(world: World) -> None:
 )
 def replayed_prepare(world: World) -> None:
     from casty.cluster.driver import REPLICATION_CHANNEL
-    from casty.cluster.replication import Epoch, Prepare
+    from casty.protocol.replication import Epoch, Prepare
     from casty.cluster.routing import CLUSTER_WIRE
 
     _nodes(world)
@@ -741,7 +741,7 @@ def newer_promise_fences(world: World) -> None:
     """The fence itself, with no fault the owner could notice: the step-down rule ends stale runs before a
     partition's majority takes their keys, so only a promise the owner cannot see leaves a run to fence."""
     from casty.cluster.driver import REPLICATION_CHANNEL
-    from casty.cluster.replication import Epoch, Prepare
+    from casty.protocol.replication import Epoch, Prepare
     from casty.cluster.routing import CLUSTER_WIRE
 
     _nodes(world)
@@ -803,7 +803,7 @@ def crossing_prepares(world: World) -> None:
     shows rule 1: the stale owner has stepped down and writes nothing under its old epoch.)
     """
     from casty.cluster.driver import REPLICATION_CHANNEL
-    from casty.cluster.replication import Epoch, Prepare, Write
+    from casty.protocol.replication import Epoch, Prepare, Write
     from casty.cluster.routing import CLUSTER_WIRE
 
     _nodes(world)

@@ -5,7 +5,7 @@ or an orderly stop), comes back a few seconds later as a new incarnation with th
 and an *empty* replica, and the next node goes only once the previous one has rejoined. The
 replicas are in memory, so the only thing that carries a confirmed write across the roll is
 the quorum: a write confirmed on W replicas must still be on one of them when the next owner
-reads R. The handoff (``casty.cluster.handoff``) is what makes that true: the restarted node
+reads R. The handoff (``casty.protocol.handoff``) is what makes that true: the restarted node
 stays out of the protocol for its rejoin grace (its peers tell it of its previous life),
 pulls every other node's store, and answers blank (never
 counted in a read quorum) until it is ready for a key.

@@ -15,7 +15,7 @@ from typing import Any
 import simpy
 
 from casty import ActorSystem, Askable, Context, Ref, actor
-from casty.timers import WALL_RECHECK
+from casty._core.timer_heap import WALL_RECHECK
 
 from ..checks import CheckFailed, never_early, no_burst, occurrences_accounted_for
 from ..world import World

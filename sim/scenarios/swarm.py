@@ -52,7 +52,7 @@ from typing import Any
 import simpy
 
 from casty import ActorSystem, Askable, Context, actor
-from casty.codec import type_tag
+from casty._core.codec import type_tag
 from casty.cluster.config import Cluster
 from casty.errors import Fenced
 

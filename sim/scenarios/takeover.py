@@ -35,7 +35,7 @@ from typing import Any
 
 import simpy
 
-from casty.cluster.placement import Ring
+from casty.protocol.placement import Ring
 
 from ..checks import Occurrence, explain_occurrences, never_early, repeats_and_misses_explained
 from ..trace import Row

@@ -15,7 +15,7 @@ A frame at ``t`` holds:
 * one key's **owner** (the node holding the newest owner epoch whose hold is not over: the
   ownership chart's ``epoch_spans``), the nodes still running it under an older epoch
   (**stale**), the newest **epoch** acquired so far, and its **replicas**: the ring walk of
-  ``casty.cluster.placement`` over every node of the run (the nodes that hold the key's state
+  ``casty.protocol.placement`` over every node of the run (the nodes that hold the key's state
   when all are members; a dead node is still a replica, a quorum of them suffices);
 * the **events** of the window ``(t - window, t]`` in words, one sentence per row, repeats
   folded (``n1: confirmed a write of t3 (x4)``), and the network traffic of the window counted,
@@ -30,7 +30,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from casty.cluster.placement import Ring
+from casty.protocol.placement import Ring
 
 from sim.trace import Row, Trace
 from sim.viz.ownership import EpochSpan, epoch_spans

@@ -29,7 +29,7 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from .ports import Clock
+from ..ports import Clock
 
 __all__ = ["FactLog"]
 

@@ -26,7 +26,7 @@ from typing import Any, Union, get_args, get_origin
 
 import msgspec
 
-from .errors import SchemaError
+from ..errors import SchemaError
 from .ref import EntityRef, NobodyRef, Ref, ReplyRef, reply_type
 
 __all__ = ["ANYTHING", "DECODE", "FAST_VALUES", "Codec", "MessageSchema", "fast_check", "type_tag", "union_members"]
@@ -58,7 +58,7 @@ def union_members(annotation: Any) -> tuple[type, ...]:
 # --- the fast checks -------------------------------------------------------------------
 
 ACTOR_TYPES: dict[str, Any] = {}
-"""Every actor type this process defined, by name (``casty.actor`` registers them; its ``known_actor`` reads it)."""
+"""Every actor type this process defined, by name (``casty._core.actor`` registers them; its ``known_actor`` reads it)."""
 
 NOTHING: Any = object()
 """A fast check's answer for a type with nothing to check (bytes already encoded always decode)."""

@@ -28,22 +28,22 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from . import observer as ev
+from .. import observer as ev
 from .actor import ActorType, known_actor
-from .cluster.replication import (
+from ..protocol.replication import (
     ZERO_STAMP, Acquired, AcquireTimedOut, Confirmed, Epoch, Lost, Persisting, Stamp, WriteTimedOut,
 )
-from .cluster.replication import Fenced as EpochFenced
+from ..protocol.replication import Fenced as EpochFenced
 from .context import EMPTY, Context, Inbox
-from .errors import ActorFailed, CastyError, Fenced, MailboxFull, MessageTooLarge, NotStarted, SchemaError, Unavailable
-from .ports import NO_EPOCH, StoredEpoch
+from ..errors import ActorFailed, CastyError, Fenced, MailboxFull, MessageTooLarge, NotStarted, SchemaError, Unavailable
+from ..ports import NO_EPOCH, StoredEpoch
 from .ref import EntityRef, ReplyRef
 from .schedules import LAST_US, ArmedSchedule, Schedule, checked_due, decode_schedules, encode_armed, to_micros
 from .state import ACTIVE_PAGE, BEHAVIOR_PAGE, SCHEDULES_PAGE, STATE_PAGE
-from .timer import ActivationTimer, TimerHandle
+from .activation_timers import ActivationTimer, TimerHandle
 
 if TYPE_CHECKING:
-    from .cluster.replicas import OwnerSlot
+    from ..cluster.replicas import OwnerSlot
     from .system import ActorSystem
 
 __all__ = ["Activation", "Envelope", "PendingAsk", "KeyRecords", "ASK_CHAIN"]
@@ -447,7 +447,7 @@ class Activation:
 
     # ================================================================== cluster ======
     # In a cluster the key's pages live on its replicas: the activation acquires an owner
-    # epoch over them (a KeyOwner, see casty.cluster.replication) and every write waits for
+    # epoch over them (a KeyOwner, see casty.protocol.replication) and every write waits for
     # its quorum. The node's copy in system._records only ever holds confirmed pages.
 
     def _write_timeout(self) -> float:

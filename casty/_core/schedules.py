@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Final, Generic, TypeVar
 
 import msgspec
 
-from .clock import to_datetime, to_us
+from ..clock import to_datetime, to_us
 
 if TYPE_CHECKING:
     from .activation import Activation

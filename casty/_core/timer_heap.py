@@ -38,7 +38,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .ports import Clock
+    from ..ports import Clock
 
 __all__ = ["TimerHeap", "Timer", "WALL_RECHECK", "WALL_TOLERANCE_US"]
 

@@ -1,6 +1,6 @@
 """Handoff: a replica pulls what the other nodes hold, so that it can count again.
 
-A sans-I/O core (see ``casty.cluster.sansio``): no loop, no clock, no transport.
+A sans-I/O core (see ``casty.protocol.sansio``): no loop, no clock, no transport.
 
 Why: replicas keep pages in memory. A node that comes back as a new process holds nothing,
 and a node that the ring makes a new replica of a key (a member was removed or joined)
@@ -13,7 +13,7 @@ again at every change of the ring. The node sends ``SyncRequest(round)`` to ever
 node on the ring; each answers with ``SyncDump`` frames: everything its replica store holds
 (promise, stamp and pages per key), in parts of at most ``part_size`` keys and, past its
 first key, ``part_bytes`` of pages (so that a part fits a transport frame: a key's pages
-alone always do, see ``casty.cluster.limits.KEY_MARGIN``), each part
+alone always do, see ``casty.protocol.limits.KEY_MARGIN``), each part
 saying how many parts there are and whether the sender's own last round is complete
 (``synced``). Every part is imported as it arrives (``Imported``: a merge where the newest
 stamp and the greatest promise win, so importing is always safe, early or late, twice or

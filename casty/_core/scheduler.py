@@ -52,12 +52,12 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone, tzinfo
 from typing import TYPE_CHECKING, Any, Final, Literal
 
-from . import observer as ev
+from .. import observer as ev
 from .actor import ActorType
-from .clock import to_datetime, to_us
-from .cluster.claims import REFUSED, Claim, claim_key, claim_ttl_us, is_expired, schedule_fire
+from ..clock import to_datetime, to_us
+from ..cluster.claims import REFUSED, Claim, claim_key, claim_ttl_us, is_expired, schedule_fire
 from .cron import Cron
-from .errors import (
+from ..errors import (
     InvalidCronExpression,
     InvalidIdentity,
     ScheduleReferenceInUse,
@@ -72,7 +72,7 @@ from .schedules import LAST_US, catch_up, checked_due, to_micros
 
 if TYPE_CHECKING:
     from .system import ActorSystem
-    from .timers import Timer
+    from .timer_heap import Timer
 
 __all__ = ["NodeScheduler", "NodeScheduleInfo", "ScheduleKind", "MAX_COUNTED_SKIPS"]
 

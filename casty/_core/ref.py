@@ -129,7 +129,7 @@ NOBODY: NobodyRef = NobodyRef()
 
 def _bound(system: ActorSystem | None, ref: Ref[Any]) -> ActorSystem:
     if system is None:
-        from .errors import NotStarted
+        from ..errors import NotStarted
 
         raise NotStarted(f"{ref!r} is not bound to an actor system")
     return system

@@ -13,7 +13,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from .errors import SchemaError
+from ..errors import SchemaError
 
 __all__ = ["MAX_DEPTH", "effect_key", "plain_details"]
 

@@ -18,8 +18,8 @@ from datetime import timedelta
 from typing import Any, Generic, Literal, TypeVar, get_args, get_origin, overload
 
 from .codec import ACTOR_TYPES, MessageSchema, resolve_hints, union_members
-from .durations import duration, seconds
-from .errors import SchemaError, UnknownActor
+from .._durations import duration, seconds
+from ..errors import SchemaError, UnknownActor
 
 __all__ = ["actor", "ActorType", "Backoff", "duration", "known_actor", "seconds"]
 

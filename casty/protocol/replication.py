@@ -1,6 +1,6 @@
 """Replication of a key's pages: owner epochs won by prepare/promise, writes fenced by epoch.
 
-A sans-I/O protocol core (see ``casty.cluster.sansio``): no loop, no clock, no transport.
+A sans-I/O protocol core (see ``casty.protocol.sansio``): no loop, no clock, no transport.
 Two objects per node:
 
 * ``ReplicaStore``: the node's replica of many keys. For each key it holds the newest
@@ -84,7 +84,7 @@ but a node that comes back as a new process is an empty replica, and a node new 
 replica set (the ring changed) holds nothing of it. Counting such a copy in a read quorum
 could hide a confirmed write, so a replica answers *blank* promises until it is **ready**
 for the key (see ``ReplicaStore``): it has pulled the other replicas' copies
-(``casty.cluster.handoff``). A blank promise does not count toward the read quorum, and a
+(``casty.protocol.handoff``). A blank promise does not count toward the read quorum, and a
 replica that is not ready accepts only writes of an epoch it promised since it came back.
 What an empty replica cannot pull is a promise its previous life gave to an acquisition
 still in flight; the driver therefore keeps a node that knows it had a previous life out of
@@ -378,7 +378,7 @@ class ReplicaStore:
     **Readiness.** ``ready(entity)`` (given by the driver; always True if omitted) says
     whether this replica holds every write confirmed on the key so far: false for a node
     back with no memory, or new to the key's replica set, until it has pulled the other
-    replicas' copies (``casty.cluster.handoff``). A replica that is not ready
+    replicas' copies (``casty.protocol.handoff``). A replica that is not ready
 
     * still promises, but its ``Promise`` is ``blank``: the owner does not count it toward
       the read quorum, so an empty copy can never hide a confirmed write;

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 if TYPE_CHECKING:
     from .activation import Activation
-    from .timers import Timer
+    from .timer_heap import Timer
 
 __all__ = ["ActivationTimer", "TimerHandle"]
 

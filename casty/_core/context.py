@@ -15,10 +15,10 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Generic, NoReturn, TypeVar
 
 from .effects import effect_key, plain_details
-from .observer import Effect, log_effect
+from ..observer import Effect, log_effect
 from .ref import Askable, EntityRef, Ref
 from .schedules import Schedule
-from .timer import TimerHandle
+from .activation_timers import TimerHandle
 from .state import State
 
 if TYPE_CHECKING:

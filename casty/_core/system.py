@@ -19,23 +19,23 @@ from datetime import timezone as dt_timezone
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from . import observer as ev
+from .. import observer as ev
 from .activation import ASK_CHAIN, Activation, Envelope, KeyRecords, PendingAsk
 from .actor import ActorType, Backoff, duration, known_actor, seconds
-from .clock import SystemClock
+from ..clock import SystemClock
 from .codec import ANYTHING, DECODE, FAST_VALUES, Codec
-from .errors import ConfigurationError, InvalidIdentity, MailboxFull, NotStarted, ReentrancyError, SchemaError, Unavailable
-from .observer import Event, LoggingObserver
-from .ports import Clock, Observer, Store, Transport
+from ..errors import ConfigurationError, InvalidIdentity, MailboxFull, NotStarted, ReentrancyError, SchemaError, Unavailable
+from ..observer import Event, LoggingObserver
+from ..ports import Clock, Observer, Store, Transport
 from .deadlines import DeadlineQueue
-from .timers import TimerHeap
+from .timer_heap import TimerHeap
 from .ref import NOBODY, Askable, EntityRef, NobodyRef, Ref, ReplyRef, reply_type, with_reply_to
 from .scheduler import NodeScheduleInfo, NodeScheduler
 from .state import ACTIVE_PAGE
 
 if TYPE_CHECKING:
-    from .cluster.membership import MemberView
-    from .cluster.runtime import ClusterNode
+    from ..protocol.membership import MemberView
+    from ..cluster.runtime import ClusterNode
 
 __all__ = ["ActorSystem", "Placement"]
 
@@ -84,7 +84,7 @@ class ActorSystem:
         if not isinstance(node, str) or not node:
             raise ValueError(f"node must be a non-empty string, got {node!r}")
         if cluster is not None or transport is not None:
-            from .cluster.config import Cluster, check_transport
+            from ..cluster.config import Cluster, check_transport
 
             if not isinstance(cluster, Cluster):
                 raise ConfigurationError(f"a transport needs cluster=Cluster(...), got cluster={cluster!r}")
@@ -147,7 +147,7 @@ class ActorSystem:
         self._running = True
         self.scheduler.start()
         if self.cluster is not None:
-            from .cluster.runtime import ClusterNode
+            from ..cluster.runtime import ClusterNode
 
             self._cluster = ClusterNode(self, self.cluster)
         if self.store is not None and self._cluster is None:

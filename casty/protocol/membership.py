@@ -2,7 +2,7 @@
 
 One ``Membership`` object per node. It is fed inputs (``start``, ``timer``, ``receive``,
 ``leave``) with the current monotonic time and answers with outputs from
-:mod:`casty.cluster.sansio`: frames to send, the two timers it uses ("heartbeat" and
+:mod:`casty.protocol.sansio`: frames to send, the two timers it uses ("heartbeat" and
 "check"), and ``Report(MemberChanged(...))`` facts. It does no I/O and reads no clock, so
 the simulator, TCP and unit tests drive the very same object.
 
@@ -166,7 +166,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import ClassVar, Final, Literal, cast
 
-from ..durations import duration
+from .._durations import duration
 from ..observer import Event
 from .placement import has_quorum as _has_quorum
 from .sansio import CancelTimer, Output, Report, Send, SetTimer

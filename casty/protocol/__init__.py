@@ -1,0 +1,20 @@
+"""The protocol cores: sans-I/O state machines that take inputs and return outputs, and nothing else.
+
+Each core is a plain object: a driver hands it a frame that arrived or a timer that fired and
+gets back the frames to send, the timers to arm and the events to report (the vocabulary is
+``sansio``). No core reads a clock, opens a socket, touches a disk or imports anything above
+``casty.errors`` and ``casty.observer``, so the simulator, the asyncio drivers over TCP and the
+unit tests drive the very same objects, and a core's rules can be read and tested alone:
+
+* ``membership``: heartbeat-gossip failure detector with incarnations, orderly leave, the
+  remembered view and the news of a node's previous life;
+* ``placement``: the consistent-hash ring per actor type, owner and quorum rules;
+* ``replication``: per-key owner epochs by prepare/promise, epoch-fenced quorum writes,
+  tombstones, readiness and blank promises (its numbered rules are at the top);
+* ``handoff``: sync rounds in which a replica pulls the other nodes' stores before it counts;
+* ``wire``: the typed frame codec (a decoder builds only the types it was given, never imports);
+* ``limits``: the one frame limit every transport shares.
+
+The layers above: ``casty._core`` (the runtime: activations, the actor system) and
+``casty.cluster`` (the drivers, the node, the client, TCP).
+"""
