@@ -1122,3 +1122,26 @@ def test_the_remembered_list_is_the_learned_members_and_changes_with_membership_
     assert core.status("n3") == "suspect" and core.remembered() == (("n2", 0), ("n3", 0))
     core.receive("n3", hb("n3", 1, ("n3", 2, "alive", 1), incarnation=2), 7.0)
     assert core.remembered() == (("n2", 0), ("n3", 2))
+
+
+def test_a_life_born_below_its_remembered_previous_life_refutes_and_is_heard_again() -> None:
+    """Swarm seed 749: n4 restarts under a wall clock stepped back (incarnation 5, its previous life 9); n1's disk holds it
+    dead at 9 on no evidence, which n4 must refute (a previous life's record: 10, with the previous life noted), or n1
+    ignores every heartbeat of the lower life and keeps it dead (never an owner) for good; at its own incarnation the
+    same verdict is still news to nobody."""
+    n1 = Membership("n1", 20, (), CONFIG, recall=True)
+    n1.start(0.0)
+    n1.recall([("n4", 9)], 0.0)
+    n4 = Membership("n4", 5, ("n1",), CONFIG)
+    n4.start(0.0)
+    n1.receive("n4", wire(n4._heartbeat_for("n1")), 0.01)
+    assert n1.member("n4") is not None and (n1.member("n4").incarnation, n1.status("n4")) == (9, "dead")  # type: ignore[union-attr]
+    out = n4.receive("n1", wire(n1._heartbeat_for("n4")), 0.02)
+    assert ("n4", 9, "dead", 0) in n1._digest()
+    assert ("n4", 10, "alive") in reports(out) and n4.incarnation == 10 and n4.previous_life == 9
+    n1.receive("n4", wire(n4._heartbeat_for("n1")), 0.03)
+    assert (n1.member("n4").incarnation, n1.status("n4")) == (10, "alive")  # type: ignore[union-attr]
+    same = Membership("n4", 9, ("n1",), CONFIG)
+    same.start(0.0)
+    out = same.receive("n1", wire(n1._heartbeat_for("n4", digest=(("n1", 20, "alive", 1), ("n4", 9, "dead", 0)))), 0.04)
+    assert same.incarnation == 9 and same.previous_life is None and ("n4", 9, "alive") not in reports(out)

@@ -380,11 +380,10 @@ def test_a_delete_confirmed_while_both_seeds_restarted_stays_deleted_seed_848() 
     assert _failed("swarm", 848) == []
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "open (sweep 0:2000 at da78722: the only violation of 2000 seeds; still fails at e4610a7): after the last "
-    "acquisition of sw_wide[f0] failed 'no quorum of replicas answered in time' at 26.88 s, no node records an "
-    "activation of f0 again; every liveness op on f0 (from n5 at 45.6 s, n2 at 47.6 s, well after the heal) fails "
-    "Unavailable within 0.65 s (operations_live; owed_increments_kept: the final count was not read)"))
-def test_finding_open_key_never_acquired_again_after_the_heal_seed_749() -> None:
-    """Seed 749, its own plan: every operation of the liveness phase is answered and the final counts are read."""
+def test_operations_live_seed_749_a_life_born_under_a_clock_stepped_back_refutes_its_remembered_previous_life() -> None:
+    """Seed 749, its own plan, holds every check: n4 restarts at 24.4 s under a wall clock stepped back 138.7 s (its new
+    incarnation below its previous life's), while n1, n2 and n5 hold n4 dead at the previous life's incarnation on no
+    evidence (n1's and n2's disks remembered it; n5 learned it from them); n4 refutes that record, so they hear it again
+    (before: they ignored its lower life for good, routed sw_wide[f0] to n3, which named n4: every liveness op on f0
+    failed Unavailable, operations_live and owed_increments_kept)."""
     assert _failed("swarm", 749) == []

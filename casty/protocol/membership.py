@@ -135,7 +135,12 @@ How it works, and why:
   3 of 5, and a key on n3, n5 and n4 keeps those replicas (swarm seed 848 confirmed a delete
   on n4, n2 and n1 that the heal undid). Such a verdict is news to nobody: any evidence of
   life at that incarnation (heard directly, or a digest's seq above 0) makes the member
-  alive, others never adopt it, and the member never refutes it (no churn, no doubt).
+  alive, others never adopt it, and the member never refutes it (no churn, no doubt) unless
+  it names a greater incarnation than the member's own: that is a previous life's record,
+  the member restarted under a wall clock stepped back since (its new life was born below
+  the old one), and it is refuted as any claim about a previous life is, or its holder
+  would ignore every heartbeat of the lower life and hold it dead, owning nothing, for good
+  (swarm seed 749: the others routed a key to a node that named the restarted one owner).
   Where members that know the cluster are heard, their view replaces the disk's on
   learning: a remembered member that a majority of them do not name was removed while
   this node was down, and leaves its view (reported ``removed``). A whole cluster restarted
@@ -679,9 +684,12 @@ class Membership:
         """Someone says something about us: refute anything we did not say ourselves.
 
         ``claimant``: the member that said it, when this node heard it fine until now (see "Doubt")."""
-        if self._left or (status in _VERDICTS and seq == 0):
-            return  # (a verdict on no evidence: a restarted node's remembered member list, nothing to refute)
         me = self._records[self.node]
+        if self._left or (status in _VERDICTS and seq == 0 and incarnation <= me.incarnation):
+            # A verdict on no evidence (a restarted node's remembered member list) about this life: nothing to refute.
+            # About a greater incarnation it is a previous life's record (born under a wall clock stepped back since):
+            # refuted below, or its holder ignores every heartbeat of this lower life and never holds it alive.
+            return
         self._saw_previous_life(incarnation)
         stale = incarnation < me.incarnation or (incarnation == me.incarnation and seq <= me.seq and status == "alive")
         if stale:
