@@ -118,7 +118,8 @@ def _one(file: str, snippet: str, replacement: str) -> tuple[Edit, ...]:
     return (Edit(file, snippet, replacement),)
 
 
-REPLICATION = "casty/protocol/replication.py"
+REPLICA_STORE = "casty/protocol/replica_store.py"  # replication rules 1, 3, 6 and readiness: the replica side
+KEY_OWNER = "casty/protocol/key_owner.py"  # replication rules 2, 4, 5, 7: the owner side
 ACTIVATION = "casty/_core/activation.py"
 MEMBERSHIP = "casty/protocol/membership.py"
 
@@ -127,7 +128,7 @@ MUTANTS: tuple[Mutant, ...] = (
         "r1-promise-below",
         "replication 1: a replica promises only an epoch >= its promise (here: any epoch, and the promise may go down)",
         _one(
-            REPLICATION,
+            REPLICA_STORE,
             "        if frame.epoch < record.promised:\n"
             "            return Nack(frame.entity, frame.epoch, None, record.promised)\n"
             "        record.promised = frame.epoch\n",
@@ -139,7 +140,7 @@ MUTANTS: tuple[Mutant, ...] = (
         "r2-adopt-first-promise",
         "replication 2: acquire adopts the newest stamp of the read quorum (here: the first replica's, in ring order)",
         _one(
-            REPLICATION,
+            KEY_OWNER,
             "if promise is not None and (best is None or promise.stamp > best.stamp):",
             "if promise is not None and best is None:",
         ),
@@ -149,7 +150,7 @@ MUTANTS: tuple[Mutant, ...] = (
         "r2-acquired-before-write-back",
         "replication 2: Acquired only once the write-back reached the write quorum (here: on the first ack)",
         _one(
-            REPLICATION,
+            KEY_OWNER,
             "                return []  # the write-back's quorum was counted: the store's save is awaited\n"
             "            if self._holders(self.version) is None:\n"
             "                return []\n",
@@ -161,7 +162,7 @@ MUTANTS: tuple[Mutant, ...] = (
         "r3-write-below-promise",
         "replication 3: a write is accepted only with epoch >= the promise (here: any epoch)",
         _one(
-            REPLICATION,
+            REPLICA_STORE,
             "        if epoch < record.promised:\n"
             "            return Nack(entity, epoch, frame.version, record.promised)\n"
             "        if not filling:\n",
@@ -174,12 +175,12 @@ MUTANTS: tuple[Mutant, ...] = (
         "replication 4: Confirmed once a write quorum acked (here: once any one replica did, the owner's own)",
         (
             Edit(
-                REPLICATION,
+                KEY_OWNER,
                 "        if held < self._write_quorum:\n            return out\n",
                 "        if held < 1:\n            return out\n",
             ),
             Edit(
-                REPLICATION,
+                KEY_OWNER,
                 "return tuple(holders) if len(holders) >= self._write_quorum else None",
                 "return tuple(holders) if len(holders) >= 1 else None",
             ),
@@ -190,7 +191,7 @@ MUTANTS: tuple[Mutant, ...] = (
         "r5-nack-does-not-fence",
         "replication 5: a Nack naming a newer epoch ends the owner (here: it is ignored, the owner goes on)",
         _one(
-            REPLICATION,
+            KEY_OWNER,
             "            if frame.promised > self.epoch:\n                return self._lose(frame.promised)\n",
             "            if frame.promised > self.epoch:\n                pass\n",
         ),
@@ -200,7 +201,7 @@ MUTANTS: tuple[Mutant, ...] = (
         "r6-tombstone-unordered",
         "replication 6: a tombstone keeps its stamp, so older pages never come back (here: it resets the stamp to zero)",
         _one(
-            REPLICATION,
+            REPLICA_STORE,
             "        version = frame.version\n        held = record.epoch\n",
             "        version = frame.version\n"
             "        if not frame.pages:  # mutant: a tombstone forgets its stamp\n"
@@ -214,7 +215,7 @@ MUTANTS: tuple[Mutant, ...] = (
         "r7-held-before-saved",
         "replication 7: a durable key is held only once its write-back is saved under the new epoch (here: at the write-back quorum)",
         _one(
-            REPLICATION,
+            KEY_OWNER,
             "            if not self._persist:\n                return self._hold()\n",
             "            if True:  # mutant: the store never hears of the epoch before the key is held\n"
             "                return self._hold()\n",
@@ -231,7 +232,7 @@ MUTANTS: tuple[Mutant, ...] = (
         "blank-promise-counts",
         "handoff readiness: a blank promise (replica not ready) does not count toward the read quorum (here: it does)",
         _one(
-            REPLICATION,
+            KEY_OWNER,
             "        if frame.blank:\n            # Not ready:",
             "        if False:\n            # Not ready:",
         ),
@@ -251,7 +252,7 @@ MUTANTS: tuple[Mutant, ...] = (
         "unready-accepts-any-write",
         "handoff readiness: a replica not ready accepts only writes of an epoch it promised since it came back (here: any)",
         _one(
-            REPLICATION,
+            REPLICA_STORE,
             "        if filling and self._blank_promises.get(entity) != epoch:\n            return None\n",
             "",
         ),

@@ -11,7 +11,8 @@ import pytest
 
 from casty import ActorSystem, Askable, Context, MemoryStore, actor
 from casty.cluster.config import Cluster
-from casty.protocol.replication import ZERO_EPOCH, Epoch, KeyOwner, Promise, Stamp, Write
+from casty.protocol.key_owner import KeyOwner
+from casty.protocol.replication import ZERO_EPOCH, Epoch, Promise, Stamp, Write
 from casty.protocol.sansio import Send
 from casty._core.state import STATE_PAGE
 from sim.world import World

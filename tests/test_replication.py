@@ -27,6 +27,8 @@ import pytest
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
+from casty.protocol.key_owner import KeyOwner
+from casty.protocol.replica_store import ReplicaStore
 from casty.protocol.replication import (
     FRAMES,
     ZERO_EPOCH,
@@ -37,14 +39,12 @@ from casty.protocol.replication import (
     Confirmed,
     Epoch,
     Fenced,
-    KeyOwner,
     Level,
     Lost,
     Nack,
     Persisting,
     Prepare,
     Promise,
-    ReplicaStore,
     Snapshot,
     Stamp,
     Write,

@@ -64,7 +64,9 @@ from .._core.timer_heap import TimerHeap
 from .driver import REPLICATION_CHANNEL, Dispatcher
 from ..protocol.limits import KEY_MARGIN, PAGE_OVERHEAD, frame_limit, pages_size
 from ..protocol.handoff import SYNC_TIMER, Handoff, Imported, RoundEnded, RoundStarted, SyncDump, SyncRequest
-from ..protocol.replication import RESEND_TIMER, ZERO_EPOCH, Ack, Acquired, Entity, Epoch, KeyOwner, Lost, Nack, Persisting, Prepare, Promise, ReplicaStore, Snapshot, Write
+from ..protocol.key_owner import RESEND_TIMER, KeyOwner
+from ..protocol.replica_store import ReplicaStore
+from ..protocol.replication import ZERO_EPOCH, Ack, Acquired, Entity, Epoch, Lost, Nack, Persisting, Prepare, Promise, Snapshot, Write
 from ..protocol.sansio import CancelTimer, Output, Report, Send, SetTimer
 from ..protocol.wire import Wire, WireError
 
