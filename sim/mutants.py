@@ -121,7 +121,7 @@ def _one(file: str, snippet: str, replacement: str) -> tuple[Edit, ...]:
 REPLICA_STORE = "casty/protocol/replica_store.py"  # replication rules 1, 3, 6 and readiness: the replica side
 KEY_OWNER = "casty/protocol/key_owner.py"  # replication rules 2, 4, 5, 7: the owner side
 ACTIVATION = "casty/_core/activation.py"
-MEMBERSHIP = "casty/protocol/membership.py"
+MEMBERSHIP = "casty/protocol/gossip.py"  # the membership state machine (its rules: casty/protocol/membership.py)
 
 MUTANTS: tuple[Mutant, ...] = (
     Mutant(

@@ -385,7 +385,8 @@ from collections.abc import Callable  # noqa: E402
 
 from casty.cluster.config import Cluster  # noqa: E402
 from casty.cluster.driver import Dispatcher  # noqa: E402
-from casty.protocol.membership import Heartbeat, Membership  # noqa: E402
+from casty.protocol.gossip import Membership  # noqa: E402
+from casty.protocol.membership import Heartbeat  # noqa: E402
 from casty.protocol.placement import Ring  # noqa: E402
 from casty.cluster.replicas import ReplicationService  # noqa: E402
 from casty.protocol.replication import Entity, Prepare, Promise  # noqa: E402

@@ -23,15 +23,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from casty.protocol.gossip import CHECK_TIMER, HEARTBEAT_TIMER, Membership
 from casty.protocol.membership import (
-    CHECK_TIMER,
     FRAMES,
-    HEARTBEAT_TIMER,
     DigestEntry,
     Heartbeat,
     Leaving,
     MemberChanged,
-    Membership,
     MembershipConfig,
     ViewLearned,
     Doubted,

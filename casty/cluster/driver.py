@@ -34,7 +34,8 @@ from typing import Any, ClassVar, Final, Generic, Protocol, TypeVar
 from ..observer import Event
 from ..ports import Observer, Transport
 from ..protocol.membership import FRAMES as MEMBERSHIP_FRAMES
-from ..protocol.membership import Membership, MembershipConfig, MemberView, Status
+from ..protocol.gossip import Membership
+from ..protocol.membership import MembershipConfig, MemberView, Status
 from ..protocol.sansio import CancelTimer, Output, Report, Send, SetTimer
 from ..protocol.wire import Wire, WireError, check_channel
 
