@@ -12,7 +12,7 @@ from casty import ActorSystem
 from casty.cluster.runtime import RESUME_EVERY
 from casty._core.timer_heap import WALL_RECHECK
 from sim.checks import never_early
-from sim.scenarios.cluster import CLUSTER, NODES, Arm, Tick, cl_ticker
+from sim.scenarios.cluster import CLUSTER, NODES, Arm, Get, Tick, cl_ticker
 from sim.world import World
 
 PAUSE_AT = 4.0
@@ -196,3 +196,40 @@ def test_a_scheduled_key_fires_within_a_second_of_its_owners_corrected_backward_
     assert after and after[0].t - corrected <= WALL_RECHECK
     assert {r.node for r in after} == {"n3"}
     never_early(cluster)
+
+
+def test_an_orphan_that_was_acquired_here_and_then_released_is_not_resumed(cluster: World) -> None:
+    """n3's orphan (a run of its key ended with @active left) is acquired again here by a message before the next look at
+    the orphans, and that run is released (@active cleared): the look resumes nothing (a stale entry once re-activated
+    the key with no message a few ms after its release); the key runs again only when a message comes."""
+    key = _owned_by(cluster, "n3", "q")
+    _ask_get(cluster, "n1", key)
+    n3 = cluster.system("n3")
+    entity = (cl_ticker.name, key)
+    activation = n3._activations[entity]
+    activation.stop("handoff", "stopped by the test")  # no write: @active stays on the replicas
+    n3._forget(activation)
+    assert n3._cluster is not None
+    n3._cluster.orphaned(entity)
+    orphaned_at = cluster.now
+    _ask_get(cluster, "n1", key)  # a message: the key runs on n3 again (acquired), before the look at orphaned_at + 1 s
+
+    async def release(system: ActorSystem) -> None:
+        await system._activations[entity].release()
+
+    cluster.spawn("n3", release)
+    cluster.run(until=orphaned_at + RESUME_EVERY - 0.2)
+    ended = [(r.node, r.get("reason")) for r in cluster.trace.of("activation.ended", key=key) if r.t > orphaned_at]
+    assert ended == [("n3", "released")] and entity not in n3._activations
+    released_at = cluster.trace.of("activation.ended", key=key, reason="released")[-1].t
+    cluster.run(until=orphaned_at + 3 * RESUME_EVERY)
+    assert [r for r in cluster.trace.of("activation.started", key=key) if r.t > released_at] == []
+    assert entity not in n3._activations and n3._cluster._orphans == {}
+
+
+def _ask_get(world: World, node: str, key: str) -> None:
+    async def client(system: ActorSystem) -> Any:
+        return await system.ref(cl_ticker, key).ask(Get())
+
+    world.spawn(node, client)
+    world.run(until=world.now + 0.3)

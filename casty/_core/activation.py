@@ -309,6 +309,7 @@ class Activation:
         try:
             if self.system._cluster is not None:
                 recovered = await self._acquire_replicated()
+                self.system._cluster.acquired(self.entity)  # it runs here: no orphan of it is left (the resume rule)
             else:
                 recovered = self._acquire_in_memory() if self._store is None else await self._acquire()
         except asyncio.CancelledError:

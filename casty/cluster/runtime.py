@@ -21,7 +21,8 @@ back, and now owns, resume there.
 here without a successor while ``@active`` stays on the replicas (``lost``: fenced by a
 newer epoch; ``handoff``: the key moved; a failed acquisition of a key marked ``@active``
 here) makes the key an *orphan* of this node (``orphaned``). Every ``RESUME_EVERY`` seconds
-the node looks at its orphans: one that runs here, acquired, is done; one this node owns
+the node looks at its orphans: one that runs here, acquired, is done (forgotten at the
+acquisition itself: a run released before the look must not be resumed); one this node owns
 is resumed here (an acquisition that fails leaves it an orphan, tried again); one another
 node owns is handed to that node with a resume request (a ``Deliver`` with origin
 ``RESUME_ORIGIN`` and no message), which activates the key there, makes it an orphan of
@@ -518,6 +519,16 @@ class ClusterNode:
             return
         self._orphans[entity] = None
         self._arm_orphans()
+
+    def acquired(self, entity: Entity) -> None:
+        """An activation of ``entity`` acquired the key here: it runs, so it is no orphan of this node any more.
+
+        Forgotten at once, not at the next look at the orphans: the run may end released or
+        idle (``@active`` cleared) before that look, which would find no run and resume the
+        key with no message a few ms after its release (a stale entry).
+        """
+        if entity in self._orphans:
+            self._forget_orphan(entity)
 
     def _arm_orphans(self) -> None:
         if self._orphan_timer is None:
