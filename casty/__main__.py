@@ -57,8 +57,9 @@ from typing import Any
 
 from .cluster.client import ClusterClient, RemoteError
 from .protocol.membership import MembershipConfig
-from .cluster.node import FACTS, SECRET_ENV, NodeConfig, NodeProcess, parse_address, read_secret
-from .cluster.tcp import Address, TcpLimits
+from .cluster.addresses import Address, parse_address
+from .cluster.node import FACTS, SECRET_ENV, NodeConfig, NodeProcess, read_secret
+from .cluster.tcp import TcpLimits
 from .clock import SystemClock
 from .errors import CastyError, ConfigurationError
 from ._core.factlog import FactLog

@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from casty.__main__ import main
-from casty.cluster.node import format_address, node_id, parse_address
+from casty.cluster.addresses import format_address, node_id, parse_address
 from tests.nodes import ROOT, Node, child_env, free_ports, reap, run, until
 from tests.nodes import spawn as spawn_node
 

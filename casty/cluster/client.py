@@ -84,7 +84,8 @@ from ..errors import (
 from ..observer import Event
 from .._core.ref import Askable
 from ..protocol.limits import MAX_FRAME, check_frame
-from .tcp import Address, ConnectFailed, ConnectionLost, TcpTransport, secret_bytes
+from .addresses import Address, format_address, node_id, parse_address
+from .tcp import ConnectFailed, ConnectionLost, TcpTransport, secret_bytes
 from ..protocol.wire import Wire, WireError
 
 if TYPE_CHECKING:
@@ -528,8 +529,6 @@ class ClusterClient:
         connect_timeout: float = 2.0,
         secret: bytes | str | None = None,
     ) -> None:
-        from .node import format_address, node_id, parse_address  # node.py imports this module: import it late
-
         ids = [node_id(s) if isinstance(s, str) else format_address(parse_address(format_address(s))) for s in seeds]
         self.core: Final = ClientCore(ids)
         self.cluster: Final = cluster
@@ -547,8 +546,6 @@ class ClusterClient:
 
     async def start(self) -> None:
         """Listen on a free port of ``host`` (its address is this client's id)."""
-        from .node import format_address, parse_address  # node.py imports this module: import it late
-
         if self.tcp is not None:
             raise RuntimeError("the client is already started")
         last: OSError | None = None

@@ -54,7 +54,6 @@ from __future__ import annotations
 
 import asyncio
 import importlib
-import ipaddress
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -68,19 +67,17 @@ from ..errors import ConfigurationError
 from ..observer import Event, LoggingObserver, event_fields
 from ..ports import Clock, FrameHandler
 from .._core.system import ActorSystem
+from .addresses import Address, address_of, format_address, parse_address
 from .client import Gateway, is_client_frame
 from .config import Cluster
 from .driver import MembershipService
 from .frames import FRAME_FACTS, FrameReceived, FrameSent
+from .runtime import ClusterNode
 from ..protocol.membership import MemberChanged, MembershipConfig
 from ..protocol.limits import MAX_FRAME
-from .tcp import Address, TcpLimits, TcpTransport, secret_bytes
+from .tcp import TcpLimits, TcpTransport, secret_bytes
 
 __all__ = [
-    "parse_address",
-    "format_address",
-    "node_id",
-    "address_of",
     "load_modules",
     "load_actor_types",
     "SECRET_ENV",
@@ -94,61 +91,6 @@ __all__ = [
 log = logging.getLogger("casty.node")
 
 _POLL: Final = 0.01  # seconds between looks at the transport while a leave is flushed
-
-
-# --- addresses as node ids -----------------------------------------------------------------
-
-
-def parse_address(text: str, *, allow_any: bool = False) -> Address:
-    """``HOST:PORT`` (``[V6]:PORT`` for IPv6) -> ``(canonical host, port)``; ``ValueError`` naming ``text`` if it is not one.
-
-    The host must be an IP literal; the port 1..65535. ``allow_any`` accepts the unspecified
-    hosts (``0.0.0.0``, ``::``), which no other node could dial.
-    """
-    raw = text.strip()
-    if raw.startswith("["):
-        host, sep, rest = raw[1:].partition("]")
-        if not sep or not rest.startswith(":"):
-            raise ValueError(f"not a HOST:PORT address: {text!r} (IPv6 is written [::1]:7001)")
-        port_text = rest[1:]
-    else:
-        host, sep, port_text = raw.rpartition(":")
-        if not sep or not host:
-            raise ValueError(f"not a HOST:PORT address: {text!r} (e.g. 127.0.0.1:7001)")
-        if ":" in host:
-            raise ValueError(f"not a HOST:PORT address: {text!r} (write an IPv6 host in brackets: [::1]:7001)")
-    try:
-        ip = ipaddress.ip_address(host)
-    except ValueError:
-        raise ValueError(f"not an IP address: {host!r} in {text!r} (give an IP literal, e.g. 127.0.0.1)") from None
-    if not (port_text.isascii() and port_text.isdigit()):
-        raise ValueError(f"not a port: {port_text!r} in {text!r}")
-    port = int(port_text)
-    if not 1 <= port <= 65535:
-        raise ValueError(f"port {port} out of range 1..65535 in {text!r}")
-    if ip.is_unspecified and not allow_any:
-        raise ValueError(f"{text!r} is the unspecified address: bind an address other nodes can dial (e.g. 127.0.0.1)")
-    return (str(ip), port)
-
-
-def format_address(address: Address) -> str:
-    """``(host, port)`` -> ``HOST:PORT``, with brackets around an IPv6 host."""
-    host, port = address
-    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
-
-
-def node_id(address: Address | str) -> str:
-    """The node id of a node listening on ``address`` (``(host, port)`` or ``HOST:PORT``): its canonical ``HOST:PORT``."""
-    text = address if isinstance(address, str) else format_address(address)
-    return format_address(parse_address(text))
-
-
-def address_of(node: str) -> Address | None:
-    """Where node ``node`` listens (its id is its address), or None if the id is not an address."""
-    try:
-        return parse_address(node)
-    except ValueError:
-        return None
 
 
 def load_actor_types(names: Sequence[str]) -> dict[str, ActorType[Any, Any]]:
@@ -407,7 +349,7 @@ class NodeProcess:
     def membership(self) -> MembershipService | None:
         """The membership service of the node's cluster runtime (None before ``start``)."""
         system = self.system
-        cluster = system._cluster if system is not None else None  # the runtime of the system's cluster mode
+        cluster = ClusterNode.of(system) if system is not None else None  # the runtime of the system's cluster mode
         return cluster.membership if cluster is not None else None
 
     # --- observer ------------------------------------------------------------------------

@@ -108,6 +108,7 @@ from ..errors import CastyError
 from ..observer import Event
 from ..ports import FrameHandler, Observer
 from ..protocol.limits import MAX_FRAME
+from .addresses import Address
 
 __all__ = [
     "MAGIC",
@@ -453,8 +454,6 @@ class TcpStats:
 
 
 # --- the asyncio driver --------------------------------------------------------------------
-
-Address = tuple[str, int]
 
 
 class _DialError(Exception):
