@@ -35,7 +35,7 @@ from casty.protocol.membership import (
     Doubted,
 )
 from casty.protocol.placement import Placement, Ring
-from casty.protocol.sansio import CancelTimer, Output, Report, Send, SetTimer
+from casty.protocol.sansio import CancelTimer, Output, Report, Send, SetTimer, perform
 
 CONFIG = MembershipConfig(heartbeat=1.0, suspect_after=5.0, dead_after=5.0, remove_after=60.0)
 LATENCY = 0.01
@@ -49,6 +49,42 @@ def wire(frame: object) -> object:
     """The frame after a trip through bytes, as a real transport would carry it."""
     tag, raw = _ENVELOPE.decode(_ENCODER.encode((type(frame).__name__, frame)))
     return _DECODERS[tag].decode(raw)
+
+
+class _Node:
+    """The performer of one node's outputs on a ``Net`` (nothing while the node is down)."""
+
+    def __init__(self, net: Net, node: str) -> None:
+        self.net, self.node = net, node
+
+    @property
+    def closed(self) -> bool:
+        return self.node in self.net.down
+
+    def report(self, event: Any) -> None:
+        net = self.net
+        if isinstance(event, ViewLearned):
+            net.learned.append((net.now, self.node, event))
+        elif isinstance(event, Doubted):
+            net.doubts.append((net.now, self.node, event))
+        else:
+            net.reports.append((net.now, self.node, event))
+
+    def send(self, to: str, frame: Any) -> None:
+        net = self.net
+        net.frames += 1
+        if net.connected(self.node, to) and not (net.loss and net.rng.random() < net.loss):
+            net._push(net.now + net.latency, "frame", to, (self.node, wire(frame)))
+
+    def set_timer(self, name: str, at: float) -> None:
+        net = self.net
+        net.timer_names.add(name)
+        net._order += 1
+        net._armed[(self.node, name)] = net._order
+        net._push(max(at, net.now), "timer", self.node, (net._life[self.node], name, net._order))
+
+    def cancel_timer(self, name: str) -> None:
+        self.net._armed.pop((self.node, name), None)
 
 
 class Net:
@@ -109,27 +145,7 @@ class Net:
         heapq.heappush(self._heap, (at, self._order, kind, node, payload))
 
     def apply(self, node: str, outputs: list[Output]) -> None:
-        if node in self.down:
-            return
-        for out in outputs:
-            if isinstance(out, Report):
-                if isinstance(out.event, ViewLearned):
-                    self.learned.append((self.now, node, out.event))
-                elif isinstance(out.event, Doubted):
-                    self.doubts.append((self.now, node, out.event))
-                else:
-                    self.reports.append((self.now, node, out.event))
-            elif isinstance(out, Send):
-                self.frames += 1
-                if self.connected(node, out.to) and not (self.loss and self.rng.random() < self.loss):
-                    self._push(self.now + self.latency, "frame", out.to, (node, wire(out.frame)))
-            elif isinstance(out, SetTimer):
-                self.timer_names.add(out.name)
-                self._order += 1
-                self._armed[(node, out.name)] = self._order
-                self._push(max(out.at, self.now), "timer", node, (self._life[node], out.name, self._order))
-            elif isinstance(out, CancelTimer):
-                self._armed.pop((node, out.name), None)
+        perform(outputs, _Node(self, node))
 
     def run(self, until: float) -> None:
         while self._heap and self._heap[0][0] <= until:

@@ -51,7 +51,7 @@ from casty.protocol.replication import (
     WriteTimedOut,
     quorum_sizes,
 )
-from casty.protocol.sansio import CancelTimer, Output, Report, Send, SetTimer
+from casty.protocol.sansio import CancelTimer, Output, Report, Send, SetTimer, perform
 
 ENTITY = ("tests:counter", "ana")
 REPLICAS = ("r1", "r2", "r3")
@@ -85,19 +85,41 @@ def sends(outs: Iterable[Output]) -> list[Send]:
     return [out for out in outs if isinstance(out, Send)]
 
 
+class Pump:
+    """The performer of ``pump``: a frame is answered at once, the owner's answers queued behind the outputs in flight; timers never fire."""
+
+    closed = False
+
+    def __init__(self, owner: KeyOwner, stores: Mapping[str, ReplicaStore], outs: Iterable[Output], now: float, cut: str | None = None) -> None:
+        self.owner, self.stores, self.now, self.cut = owner, stores, now, cut
+        self.queue: deque[Output] = deque(outs)
+        self.got: list[Any] = []
+
+    def send(self, to: str, frame: Any) -> None:
+        if to == self.cut:
+            return
+        for reply in self.stores[to].receive("owner", wire(frame)):
+            assert isinstance(reply, Send)
+            self.queue.extend(self.owner.receive(to, wire(reply.frame), self.now))
+
+    def report(self, event: Any) -> None:
+        self.got.append(event)
+
+    def set_timer(self, name: str, at: float) -> None:
+        pass
+
+    def cancel_timer(self, name: str) -> None:
+        pass
+
+    def run(self) -> list[Any]:
+        while self.queue:
+            perform([self.queue.popleft()], self)
+        return self.got
+
+
 def pump(owner: KeyOwner, stores: Mapping[str, ReplicaStore], outs: Iterable[Output], now: float = 0.0) -> list[Any]:
     """Deliver every frame at once, in send order, until none is in flight; returns the owner's reports."""
-    queue: deque[Output] = deque(outs)
-    got: list[Any] = []
-    while queue:
-        out = queue.popleft()
-        if isinstance(out, Send):
-            for reply in stores[out.to].receive("owner", wire(out.frame)):
-                assert isinstance(reply, Send)
-                queue.extend(owner.receive(out.to, wire(reply.frame), now))
-        elif isinstance(out, Report):
-            got.append(out.event)
-    return got
+    return Pump(owner, stores, outs, now).run()
 
 
 def holding(promised: Epoch, stamp: Stamp, pages: dict[str, bytes]) -> ReplicaStore:
@@ -114,6 +136,31 @@ def held(level: Level = "majority", node: str = "r1") -> tuple[KeyOwner, dict[st
     got = pump(owner, stores, owner.acquire(0.0, REPLICAS, level))
     assert [type(event) for event in got] == [Acquired]
     return owner, stores
+
+
+class _Node:
+    """The performer of one node's outputs on a ``Net``: frames onto the heap, timers onto the heap, reports into ``net.reports``."""
+
+    closed = False
+
+    def __init__(self, net: Net, node: str, core: KeyOwner | None) -> None:
+        self.net, self.node, self.core = net, node, core
+
+    def send(self, to: str, frame: Any) -> None:
+        self.net._send(self.node, to, frame)
+
+    def set_timer(self, name: str, at: float) -> None:
+        assert self.core is not None
+        net = self.net
+        token = next(net._seq)
+        net._timers[(self.node, name)] = token
+        heapq.heappush(net._heap, (at, token, ("timer", self.node, name, self.core)))
+
+    def cancel_timer(self, name: str) -> None:
+        self.net._timers.pop((self.node, name), None)
+
+    def report(self, event: Any) -> None:
+        self.net.reports.append((self.net.now, self.node, event))
 
 
 class Net:
@@ -221,18 +268,7 @@ class Net:
     # ------------------------------------------------------------ running ----
 
     def perform(self, node: str, outs: Iterable[Output], core: KeyOwner | None = None) -> None:
-        for out in outs:
-            if isinstance(out, Send):
-                self._send(node, out.to, out.frame)
-            elif isinstance(out, SetTimer):
-                assert core is not None
-                token = next(self._seq)
-                self._timers[(node, out.name)] = token
-                heapq.heappush(self._heap, (out.at, token, ("timer", node, out.name, core)))
-            elif isinstance(out, CancelTimer):
-                self._timers.pop((node, out.name), None)
-            else:
-                self.reports.append((self.now, node, out.event))
+        perform(outs, _Node(self, node, core))
 
     def _send(self, src: str, dst: str, frame: object) -> None:
         if isinstance(frame, Write):
@@ -1258,17 +1294,7 @@ def test_the_resend_timer_is_cancelled_once_nothing_is_pending_and_every_replica
 
 def _pump_except(owner: KeyOwner, stores: Mapping[str, ReplicaStore], outs: Iterable[Output], cut: str, now: float) -> list[Any]:
     """``pump``, with every frame to replica ``cut`` lost (it is partitioned away)."""
-    queue: deque[Output] = deque(outs)
-    got: list[Any] = []
-    while queue:
-        out = queue.popleft()
-        if isinstance(out, Send) and out.to != cut:
-            for reply in stores[out.to].receive("owner", wire(out.frame)):
-                assert isinstance(reply, Send)
-                queue.extend(owner.receive(out.to, wire(reply.frame), now))
-        elif isinstance(out, Report):
-            got.append(out.event)
-    return got
+    return Pump(owner, stores, outs, now, cut).run()
 
 
 def test_an_idle_owner_learns_of_a_promise_it_missed_before_its_next_write() -> None:

@@ -11,7 +11,7 @@ same driver objects.
   Frames that do not decode, or name a channel nobody serves, are dropped and counted
   (and reported as ``FrameRejected`` to the dispatcher's observer, if it has one): a bad
   peer never raises into the transport.
-- ``CoreDriver``: one per core. ``Send`` -> ``transport.send(to, wire.encode(channel, frame))``;
+- ``CoreDriver``: one per core, the ``Performer`` of its outputs (``casty.protocol.sansio.perform``). ``Send`` -> ``transport.send(to, wire.encode(channel, frame))``;
   a ``Send`` to this very node goes through the same bytes but not the network: it is looped
   back with ``loop.call_soon`` into the dispatcher (so a core talking to its own node, like a
   replication owner to its local replica, gets a copy, never a shared object). ``SetTimer`` ->
@@ -36,7 +36,7 @@ from ..ports import Observer, Transport
 from ..protocol.membership import FRAMES as MEMBERSHIP_FRAMES
 from ..protocol.gossip import Membership
 from ..protocol.membership import MembershipConfig, MemberView, Status
-from ..protocol.sansio import CancelTimer, Output, Report, Send, SetTimer
+from ..protocol.sansio import Output, perform
 from ..protocol.wire import Wire, WireError, check_channel
 
 __all__ = [
@@ -210,24 +210,20 @@ class CoreDriver(Generic[C]):
     # --- outputs -----------------------------------------------------------------------
 
     def perform(self, outputs: Iterable[Output]) -> None:
-        """Carry out a core's outputs, in order (after ``close`` they are ignored)."""
-        for output in outputs:
-            if self._closed:
-                return
-            if isinstance(output, Send):
-                self._send(output.to, output.frame)
-            elif isinstance(output, SetTimer):
-                self._set_timer(output.name, output.at)
-            elif isinstance(output, CancelTimer):
-                handle = self._timers.pop(output.name, None)
-                if handle is not None:
-                    handle.cancel()
-            elif isinstance(output, Report):
-                self.on_report(output.event)
-            else:
-                raise TypeError(f"a core returned {output!r}, which is not an output")
+        """Carry out a core's outputs, in order (after ``close`` they are ignored): ``casty.protocol.sansio.perform``."""
+        perform(outputs, self)
 
-    def _send(self, to: str, frame: object) -> None:
+    # The Performer methods (casty.protocol.sansio): one per output.
+
+    def report(self, event: Any) -> None:
+        self.on_report(event)
+
+    def cancel_timer(self, name: str) -> None:
+        handle = self._timers.pop(name, None)
+        if handle is not None:
+            handle.cancel()
+
+    def send(self, to: str, frame: object) -> None:
         data = self.wire.encode(self.channel, frame)
         self.sent += 1
         if to == self.node:
@@ -235,7 +231,7 @@ class CoreDriver(Generic[C]):
         else:
             self.transport.send(to, data)
 
-    def _set_timer(self, name: str, at: float) -> None:
+    def set_timer(self, name: str, at: float) -> None:
         old = self._timers.pop(name, None)
         if old is not None:
             old.cancel()

@@ -67,7 +67,7 @@ from ..protocol.handoff import SYNC_TIMER, Handoff, Imported, RoundEnded, RoundS
 from ..protocol.key_owner import RESEND_TIMER, KeyOwner
 from ..protocol.replica_store import ReplicaStore
 from ..protocol.replication import ZERO_EPOCH, Ack, Acquired, Entity, Epoch, Lost, Nack, Persisting, Prepare, Promise, Snapshot, Write
-from ..protocol.sansio import CancelTimer, Output, Report, Send, SetTimer
+from ..protocol.sansio import Output, Send, perform
 from ..protocol.wire import Wire, WireError
 
 _log = logging.getLogger("casty")
@@ -231,38 +231,42 @@ class OwnerSlot:
         return waiters
 
     def perform(self, outputs: Iterable[Output]) -> None:
-        """Carry out the owner's outputs, in order (nothing once closed)."""
+        """Carry out the owner's outputs, in order (nothing once closed): ``casty.protocol.sansio.perform``."""
+        perform(outputs, self)
+
+    # The Performer methods (casty.protocol.sansio): one per output, once per write of every key.
+
+    def send(self, to: str, frame: Any) -> None:
         service = self.service
-        for output in outputs:
-            if self.closed:
-                return
-            # the four output classes by identity: cheaper than a chain of isinstance calls
-            if type(output) is Send:
-                if output.to == service.node and type(output.frame) is Write:
-                    service.write_locally(self, output.frame)
-                else:
-                    service.send(output.to, output.frame)
-            elif type(output) is Report:
-                event = output.event
-                if type(event) is Lost:
-                    service.saw(event.entity, event.newer)
-                self.on_report(event)
-            elif type(output) is SetTimer:
-                if output.name == RESEND_TIMER:
-                    service.resend_at(self, output.at)
-                    continue
-                timers = service.timers
-                old = self._timers.pop(output.name, None)
-                if old is not None:
-                    timers.cancel(old)
-                self._timers[output.name] = timers.arm_method(output.at, OwnerSlot._fire, self, output.name)
-            elif type(output) is CancelTimer:
-                if output.name == RESEND_TIMER:
-                    service.resend_cancel(self)
-                    continue
-                seq = self._timers.pop(output.name, None)
-                if seq is not None:
-                    service.timers.cancel(seq)
+        if to == service.node and type(frame) is Write:
+            service.write_locally(self, frame)
+        else:
+            service.send(to, frame)
+
+    def report(self, event: Any) -> None:
+        if type(event) is Lost:
+            self.service.saw(event.entity, event.newer)
+        self.on_report(event)
+
+    def set_timer(self, name: str, at: float) -> None:
+        service = self.service
+        if name == RESEND_TIMER:
+            service.resend_at(self, at)
+            return
+        timers = service.timers
+        old = self._timers.pop(name, None)
+        if old is not None:
+            timers.cancel(old)
+        self._timers[name] = timers.arm_method(at, OwnerSlot._fire, self, name)
+
+    def cancel_timer(self, name: str) -> None:
+        service = self.service
+        if name == RESEND_TIMER:
+            service.resend_cancel(self)
+            return
+        seq = self._timers.pop(name, None)
+        if seq is not None:
+            service.timers.cancel(seq)
 
     def _fire(self, name: str) -> None:
         self._timers.pop(name, None)
@@ -281,6 +285,47 @@ class OwnerSlot:
         self._timers.clear()
         self.service.resend_cancel(self)
         self.service._release(self)
+
+
+class _HandoffPerformer:
+    """The handoff core's outputs on its replication service (the ``Performer`` of ``casty.protocol.sansio``).
+
+    Frames go out on the service's channel; the one sync timer is a loop timer; ``Imported``
+    snapshots go into the node's replica store; round reports set the service settled and go to
+    its ``on_handoff``. Never closed: the service stops feeding the core inputs when it closes.
+    """
+
+    __slots__ = ("service",)
+    closed = False
+
+    def __init__(self, service: ReplicationService) -> None:
+        self.service = service
+
+    def send(self, to: str, frame: Any) -> None:
+        self.service.send(to, frame)
+
+    def set_timer(self, name: str, at: float) -> None:
+        service = self.service
+        if service._sync_timer is not None:
+            service._sync_timer.cancel()
+        service._sync_timer = service.loop.call_at(at, service._sync_fired)
+
+    def cancel_timer(self, name: str) -> None:
+        service = self.service
+        if service._sync_timer is not None:
+            service._sync_timer.cancel()
+            service._sync_timer = None
+
+    def report(self, event: Any) -> None:
+        service = self.service
+        if isinstance(event, Imported):
+            for snapshot in event.snapshots:
+                service.store.import_(snapshot)
+        elif isinstance(event, RoundStarted | RoundEnded):
+            if isinstance(event, RoundEnded) and event.round == service.handoff.round:
+                service._settled = True
+            if service._on_handoff is not None:
+                service._on_handoff(event, service._round_reason)
 
 
 class ReplicationService:
@@ -432,27 +477,7 @@ class ReplicationService:
         return out
 
     def _perform_handoff(self, outputs: Iterable[Output]) -> None:
-        for output in outputs:
-            if isinstance(output, Send):
-                self.send(output.to, output.frame)
-            elif isinstance(output, SetTimer):
-                if self._sync_timer is not None:
-                    self._sync_timer.cancel()
-                self._sync_timer = self.loop.call_at(output.at, self._sync_fired)
-            elif isinstance(output, CancelTimer):
-                if self._sync_timer is not None:
-                    self._sync_timer.cancel()
-                    self._sync_timer = None
-            elif isinstance(output, Report):
-                event = output.event
-                if isinstance(event, Imported):
-                    for snapshot in event.snapshots:
-                        self.store.import_(snapshot)
-                elif isinstance(event, RoundStarted | RoundEnded):
-                    if isinstance(event, RoundEnded) and event.round == self.handoff.round:
-                        self._settled = True
-                    if self._on_handoff is not None:
-                        self._on_handoff(event, self._round_reason)
+        perform(outputs, _HandoffPerformer(self))
 
     def _sync_fired(self) -> None:
         self._sync_timer = None

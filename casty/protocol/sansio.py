@@ -14,11 +14,12 @@ from __future__ import annotations
 # dataclass's is a Python function, and a frozen one pays an object.__setattr__ per field).
 # Treat them as values: nothing changes an output once a core returned it.
 
-from typing import Any
+from collections.abc import Iterable
+from typing import Any, Protocol
 
 import msgspec
 
-__all__ = ["Send", "SetTimer", "CancelTimer", "Report", "Output"]
+__all__ = ["Send", "SetTimer", "CancelTimer", "Report", "Output", "Performer", "perform"]
 
 
 class Send(msgspec.Struct):
@@ -48,3 +49,46 @@ class Report(msgspec.Struct):
 
 
 Output = Send | SetTimer | CancelTimer | Report
+
+
+class Performer(Protocol):
+    """What carries out a core's outputs: a driver on an event loop, a test's network, a test's heap.
+
+    ``perform`` calls one method per output; the performer decides what sending, a timer or
+    a report means where it runs. ``closed`` is read before every output: once it is true,
+    the outputs left are dropped (a core's later outputs are for a driver that no longer is).
+    """
+
+    @property
+    def closed(self) -> bool: ...
+
+    def send(self, to: str, frame: Any) -> None: ...
+
+    def set_timer(self, name: str, at: float) -> None: ...
+
+    def cancel_timer(self, name: str) -> None: ...
+
+    def report(self, event: Any) -> None: ...
+
+
+def perform(outputs: Iterable[Output], performer: Performer) -> None:
+    """Carry out ``outputs`` in order on ``performer``: the one dispatch of every core's outputs.
+
+    Stops at the first output met while ``performer.closed``. Anything else than the four
+    outputs is a bug in a core: ``TypeError`` naming it. The classes are compared by identity
+    (outputs are final Structs, never subclassed), cheapest first for the owner of a key that
+    writes: a write's frames, then its reports; this runs once per write of every key.
+    """
+    for output in outputs:
+        if performer.closed:
+            return
+        if type(output) is Send:
+            performer.send(output.to, output.frame)
+        elif type(output) is Report:
+            performer.report(output.event)
+        elif type(output) is SetTimer:
+            performer.set_timer(output.name, output.at)
+        elif type(output) is CancelTimer:
+            performer.cancel_timer(output.name)
+        else:
+            raise TypeError(f"a core returned {output!r}, which is not an output")
