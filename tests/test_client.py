@@ -13,19 +13,14 @@ from typing import Any
 import pytest
 
 from casty.cluster.client import (
-    MARK,
-    Call,
     ClientCore,
     ClusterClient,
     Failed,
-    Result,
     Send,
-    decode_client_frame,
-    encode_client_frame,
     error_from,
-    is_client_frame,
     RemoteError,
 )
+from casty.cluster.client_wire import MARK, Call, Result, decode_client_frame, encode_client_frame, is_client_frame
 from casty.protocol.membership import MembershipConfig
 from casty.cluster.node import NodeConfig, NodeProcess
 from casty.cluster.routing import CLUSTER_WIRE, WrongOwner

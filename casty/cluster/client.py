@@ -1,34 +1,7 @@
-"""Talking to a running cluster from outside it: a gateway on every node, and ``ClusterClient``.
+"""Talking to a running cluster from outside it: ``ClusterClient``, and ``ClientCore``, its rule sans I/O.
 
-Why a gateway. A program outside the cluster should not have to be a member: a member is
-on the ring and would own keys. Nor should it speak the routing protocol itself, which
-needs the ring, retries on ``WrongOwner`` and the cluster's view of who is alive. So a client
-sends a request to any node (a *gateway*), and the gateway does what its own code would
-do: ``system.ref(type, key)`` then ``ask`` or ``tell``, routed to the key's owner by the
-cluster, with the cluster's retries and write timeouts. The gateway answers with the reply
-value or the error, by type name.
-
-Frames. Client frames ride on the node's ``TcpTransport`` beside the cluster's own. They
-are ``Wire`` frames (channel ``"client"``) preceded by one marker byte, ``0xC1``, a byte
-msgpack never uses: no cluster frame (a msgpack array) can start with it, so the node's
-transport tells the two apart from the first byte (``casty.cluster.node.AddressedTransport``)
-and the cluster's dispatcher never sees a client frame.
-
-- ``Call(request, actor, key, message, fields, ask, timeout)``: run message class
-  ``message`` (its ``__qualname__``, or ``module:qualname`` when two classes of the type's
-  union share a qualname) built from ``fields`` (plain msgpack values: refs as
-  ``["@e", actor, key]``) on ``actor[key]``. An ask waits at most ``timeout`` seconds for
-  the reply; a tell is answered at once, once the gateway has queued it (not delivered:
-  a tell is at most once, as everywhere in casty).
-- ``Where(request, actor, key)``: the gateway's view of the key's owner and replicas.
-- ``Members(request)``: the gateway's view of the membership.
-- ``Result(request, value, error, reason)``: ``value`` as plain data (dataclasses become
-  maps, refs lists), or ``error``, the exception's class name, and ``reason``, its text.
-
-A gateway serves only the actor types its node hosts (the ``--module`` types): a type name
-from the network is never imported. Bad input (unknown type, message class, field, a field
-of the wrong type, a tell-only message asked) is answered with a ``SchemaError`` or
-``UnknownActor`` naming it; the node keeps running.
+A client sends each request to a node's gateway (``casty.cluster.gateway``: why there is
+one, and what it serves), in the frames of ``casty.cluster.client_wire``.
 
 Client identity. Connections are one-way (see ``casty.cluster.tcp``): the gateway answers on
 its own connection to the client, so the client listens too, and its id is its address
@@ -55,20 +28,14 @@ and from a shell, ``python -m casty ask|tell|placement|members --seeds ...`` (``
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import logging
 import socket
-from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Final
-
-import msgspec
+from dataclasses import dataclass
+from typing import Any, Final
 
 from .._core.actor import ActorType
-from .._core.codec import Codec, type_tag
 from ..errors import (
-    ActorFailed,
     CastyError,
     ConfigurationError,
     Fenced,
@@ -82,30 +49,15 @@ from ..errors import (
     UnknownActor,
 )
 from ..observer import Event
-from .._core.ref import Askable
-from ..protocol.limits import MAX_FRAME, check_frame
+from ..protocol.limits import check_frame
+from ..protocol.wire import WireError
 from .addresses import Address, format_address, node_id, parse_address
+from .client_wire import MAX_TIMEOUT, Call, Members, Result, Where, decode_client_frame, encode_client_frame
 from .tcp import ConnectFailed, ConnectionLost, TcpTransport, secret_bytes
-from ..protocol.wire import Wire, WireError
-
-if TYPE_CHECKING:
-    from .._core.system import ActorSystem
 
 __all__ = [
-    "MARK",
-    "CLIENT_CHANNEL",
-    "Call",
-    "Where",
-    "Members",
-    "Result",
-    "CLIENT_FRAMES",
-    "CLIENT_WIRE",
-    "encode_client_frame",
-    "decode_client_frame",
-    "is_client_frame",
     "RemoteError",
     "error_from",
-    "Gateway",
     "Send",
     "Failed",
     "ClientCore",
@@ -114,79 +66,8 @@ __all__ = [
 
 log = logging.getLogger("casty.client")
 
-MARK: Final = b"\xc1"
-"""The first byte of every client frame: msgpack never uses 0xC1, so no cluster frame starts with it."""
-
-CLIENT_CHANNEL: Final = "client"
-MAX_TIMEOUT: Final = 3600.0
-"""The longest ask a client may ask a gateway to wait for (seconds)."""
-
 GRACE: Final = 1.0
 """How much longer than an ask's timeout a client waits for the gateway's answer (it answers TimeoutError itself)."""
-
-
-# --- frames --------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class Call:
-    """Build message class ``message`` from ``fields`` and ask (or tell) it to ``actor[key]``."""
-
-    request: int
-    actor: str
-    key: str
-    message: str
-    fields: dict[str, Any] = field(default_factory=dict)
-    ask: bool = True
-    timeout: float = 10.0
-
-
-@dataclass(frozen=True, slots=True)
-class Where:
-    """The gateway's view of ``actor[key]``'s owner and replicas."""
-
-    request: int
-    actor: str
-    key: str
-
-
-@dataclass(frozen=True, slots=True)
-class Members:
-    """The gateway's view of the membership."""
-
-    request: int
-
-
-@dataclass(frozen=True, slots=True)
-class Result:
-    """The answer to request ``request``: ``value`` (plain data), or ``error`` (a class name) and ``reason``."""
-
-    request: int
-    value: Any = None
-    error: str | None = None
-    reason: str = ""
-
-
-CLIENT_FRAMES: Final[tuple[type, ...]] = (Call, Where, Members, Result)
-CLIENT_WIRE: Final = Wire(CLIENT_FRAMES, tags={Call: "c.call", Where: "c.where", Members: "c.members", Result: "c.result"})
-
-
-def encode_client_frame(frame: object) -> bytes:
-    return MARK + CLIENT_WIRE.encode(CLIENT_CHANNEL, frame)
-
-
-def is_client_frame(data: bytes) -> bool:
-    return data[:1] == MARK
-
-
-def decode_client_frame(data: bytes) -> object:
-    """The frame in ``data``; ``WireError`` if it is not a client frame."""
-    if not is_client_frame(data):
-        raise WireError("not a client frame (no 0xC1 marker)", reason="garbage")
-    envelope = CLIENT_WIRE.decode(memoryview(data)[1:])
-    if envelope.channel != CLIENT_CHANNEL:
-        raise WireError(f"client frame on channel {envelope.channel!r}", reason="channel", channel=envelope.channel)
-    return envelope.frame
 
 
 # --- errors by name ------------------------------------------------------------------------
@@ -221,179 +102,6 @@ def error_from(result: Result) -> Exception:
     if cls is None:
         return RemoteError(name, result.reason)
     return cls(result.reason)
-
-
-def _plain(value: Any) -> Any:
-    """A reply value as plain msgpack data: dataclasses as maps, refs as their wire lists."""
-    return msgspec.to_builtins(value, builtin_types=(bytes, bytearray), enc_hook=Codec._enc_hook)
-
-
-# --- the gateway (node side) ---------------------------------------------------------------
-
-
-class Gateway:
-    """Serves client frames on a node: runs each ``Call`` through the node's ``ActorSystem``.
-
-    ``send(node, bytes)`` is the node's transport send (it dials a client back from its id);
-    ``forget(node)`` drops a client from the address book once ``keep_clients`` newer clients
-    have come (never a member: ``is_member``). At most ``max_inflight`` calls run at once; one
-    more is answered ``Unavailable`` at once. A reply whose frame would exceed ``max_frame`` is
-    answered ``MessageTooLarge`` instead (the transport would drop it, and the client time out).
-    """
-
-    def __init__(
-        self,
-        system: ActorSystem,
-        send: Callable[[str, bytes], None],
-        hosted: Mapping[str, ActorType[Any, Any]],
-        *,
-        forget: Callable[[str], None] | None = None,
-        is_member: Callable[[str], bool] | None = None,
-        max_inflight: int = 1024,
-        keep_clients: int = 256,
-        max_frame: int = MAX_FRAME,
-    ) -> None:
-        self.system: Final = system
-        self.max_frame: Final = max_frame
-        self._send = send
-        self.hosted: Final = dict(hosted)
-        self._forget = forget
-        self._is_member = is_member
-        self.max_inflight = max_inflight
-        self.keep_clients = keep_clients
-        self._tasks: dict[asyncio.Task[None], None] = {}
-        self._clients: OrderedDict[str, None] = OrderedDict()
-        self._closed = False
-        self.served = 0
-        self.rejected = 0
-
-    # --- receiving -----------------------------------------------------------------------
-
-    def handle(self, src: str, data: bytes) -> None:
-        """A client frame from ``src``: decode it and serve it (a bad frame is logged and dropped)."""
-        if self._closed:
-            return
-        try:
-            frame = decode_client_frame(data)
-        except WireError as exc:
-            self.rejected += 1
-            log.info("%s: dropped a client frame from %s: %s", self.system.node, src, exc)
-            return
-        self._seen(src)
-        if isinstance(frame, Call):
-            if len(self._tasks) >= self.max_inflight:
-                self._answer(src, Result(frame.request, None, "Unavailable", f"gateway busy: {self.max_inflight} calls running"))
-                return
-            task = self.system.loop.create_task(self._call(src, frame), name=f"casty.gateway {src}#{frame.request}")
-            self._tasks[task] = None
-            task.add_done_callback(self._done)
-        elif isinstance(frame, Where):
-            self._answer(src, self._where(frame))
-        elif isinstance(frame, Members):
-            members = [
-                {"node": m.node, "status": m.status, "incarnation": m.incarnation} for m in self.system.members()
-            ]
-            self._answer(src, Result(frame.request, members))
-        else:
-            self.rejected += 1
-            log.info("%s: dropped a %s from client %s: not a request", self.system.node, type(frame).__qualname__, src)
-
-    def _seen(self, src: str) -> None:
-        clients = self._clients
-        clients[src] = None
-        clients.move_to_end(src)
-        while len(clients) > self.keep_clients:
-            oldest, _ = clients.popitem(last=False)
-            if self._forget is not None and not (self._is_member is not None and self._is_member(oldest)):
-                self._forget(oldest)
-
-    def _done(self, task: asyncio.Task[None]) -> None:
-        self._tasks.pop(task, None)
-        if not task.cancelled() and task.exception() is not None:
-            log.error("%s: a gateway call failed: %r", self.system.node, task.exception())
-
-    def _answer(self, src: str, result: Result) -> None:
-        try:
-            data = encode_client_frame(result)
-            check_frame(len(data), self.max_frame, "the reply")
-        except WireError as exc:
-            data = encode_client_frame(Result(result.request, None, "SchemaError", f"the reply cannot be sent: {exc}"))
-        except MessageTooLarge as exc:  # the transport would drop it and leave the client to time out
-            data = encode_client_frame(Result(result.request, None, "MessageTooLarge", str(exc)))
-        self.served += 1
-        self._send(src, data)
-
-    # --- serving -------------------------------------------------------------------------
-
-    def _type(self, name: str) -> ActorType[Any, Any]:
-        found = self.hosted.get(name)
-        if found is None:
-            hosted = ", ".join(sorted(self.hosted)) or "none"
-            raise UnknownActor(f"actor type {name!r} is not hosted by node {self.system.node} (hosted: {hosted})")
-        return found
-
-    def _where(self, frame: Where) -> Result:
-        try:
-            actor = self._type(frame.actor)
-            placed = self.system.placement(actor, frame.key)
-        except Exception as exc:
-            return Result(frame.request, None, type(exc).__name__, str(exc))
-        return Result(frame.request, {"owner": placed.owner, "replicas": list(placed.replicas)})
-
-    def build(self, actor: ActorType[Any, Any], name: str, fields: Mapping[str, Any]) -> Any:
-        """The message ``name`` of ``actor``'s union built from ``fields``, checked by the codec; ``SchemaError`` naming what is wrong."""
-        schema = actor.schema
-        matches = [cls for cls in schema.classes if name in (cls.__qualname__, type_tag(cls))]
-        takes = " | ".join(cls.__qualname__ for cls in schema.classes)
-        if not matches:
-            raise SchemaError(f"{actor.name} takes {takes}, not {name!r}")
-        if len(matches) > 1:
-            tags = ", ".join(type_tag(cls) for cls in matches)
-            raise SchemaError(f"{actor.name}: {name!r} names several message classes ({tags}): give module:qualname")
-        cls = matches[0]
-        known = {f.name for f in dataclasses.fields(cls) if f.init}
-        unknown = sorted(set(fields) - known)
-        if unknown:
-            raise SchemaError(f"{cls.__qualname__} has no field {', '.join(map(repr, unknown))} (fields: {', '.join(sorted(known)) or 'none'})")
-        if "reply_to" in fields and issubclass(cls, Askable):
-            raise SchemaError(f"{cls.__qualname__}: reply_to is filled by the ask, do not give it")
-        data = msgspec.msgpack.encode((type_tag(cls), dict(fields)))
-        return self.system.codec.decode_message(data, schema)
-
-    async def _call(self, src: str, frame: Call) -> None:
-        try:
-            actor = self._type(frame.actor)
-            message = self.build(actor, frame.message, frame.fields)
-            ref = self.system.ref(actor, frame.key)
-            if not frame.ask:
-                ref.tell(message)
-                result = Result(frame.request, None)
-            else:
-                if not isinstance(message, Askable):
-                    raise SchemaError(f"{type(message).__qualname__} is not Askable: tell it instead")
-                if not 0 < frame.timeout <= MAX_TIMEOUT:
-                    raise ValueError(f"an ask timeout is within (0, {MAX_TIMEOUT:g}] seconds, got {frame.timeout!r}")
-                try:
-                    value = await asyncio.wait_for(self.system.ask(ref, message), frame.timeout)
-                except TimeoutError as exc:
-                    raise TimeoutError(str(exc) or f"{actor.name}[{frame.key!r}]: no reply within {frame.timeout:g} s") from None
-                result = Result(frame.request, _plain(value))
-        except asyncio.CancelledError:
-            raise
-        except ActorFailed as exc:
-            result = Result(frame.request, None, "ActorFailed", str(exc))
-        except Exception as exc:
-            result = Result(frame.request, None, type(exc).__name__, str(exc))
-        self._answer(src, result)
-
-    async def close(self) -> None:
-        """Stop serving: calls still running are cancelled (their clients get no answer)."""
-        self._closed = True
-        tasks = list(self._tasks)
-        for task in tasks:
-            task.cancel()
-        if tasks:
-            await asyncio.gather(*tasks, return_exceptions=True)
 
 
 # --- the client core (sans I/O) ------------------------------------------------------------

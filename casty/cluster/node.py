@@ -9,7 +9,7 @@ asyncio program it holds:
   transport=...)``, see ``casty.cluster.runtime``): membership, routing to owners,
   epoch-fenced quorum replication and the resumption of ``@active`` keys on a membership
   change, hosting the actor types of the modules it was told to import;
-- a ``Gateway`` (``casty.cluster.client``) that serves clients outside the cluster
+- a ``Gateway`` (``casty.cluster.gateway``) that serves clients outside the cluster
   (``ClusterClient``, ``python -m casty ask|tell|placement|members``) on the same listener.
 
 Node ids are addresses. A node's id is its canonical ``HOST:PORT`` (``127.0.0.1:7001``,
@@ -68,10 +68,11 @@ from ..observer import Event, LoggingObserver, event_fields
 from ..ports import Clock, FrameHandler
 from .._core.system import ActorSystem
 from .addresses import Address, address_of, format_address, parse_address
-from .client import Gateway, is_client_frame
+from .client_wire import is_client_frame
 from .config import Cluster
 from .driver import MembershipService
 from .frames import FRAME_FACTS, FrameReceived, FrameSent
+from .gateway import Gateway
 from .runtime import ClusterNode
 from ..protocol.membership import MemberChanged, MembershipConfig
 from ..protocol.limits import MAX_FRAME
@@ -152,7 +153,7 @@ class AddressedTransport:
     many outgoing frames the TCP transport has neither written nor dropped yet.
 
     And it splits what arrives: client frames (first byte ``0xC1``, see
-    ``casty.cluster.client``) go to ``set_client_handler``'s handler, every other frame to the
+    ``casty.cluster.client_wire``) go to ``set_client_handler``'s handler, every other frame to the
     handler the cluster set (its dispatcher), which so never sees a client frame.
     """
 
