@@ -27,8 +27,30 @@ Cron's zone, searched as naive datetimes and only then placed in the zone:
 * a wall time that happens twice (the hour repeated when clocks fall back) fires once,
   at its first occurrence (``fold=0``); nothing fires during the repeat.
 
-With this rule successive fire times are strictly increasing in absolute time. Zones must
-follow PEP 495 (``zoneinfo``, ``datetime.timezone``); pytz zones are not supported.
+With this rule successive fire times are strictly increasing in absolute time, and a daily
+job fires exactly once on every day whose wall clock shows its time, never twice, never at a
+time it was not given. It is the rule of Quartz's CronTrigger (the dialect's home), and what
+the issue's ``cron-dst-spring`` / ``cron-dst-fall`` scenarios check: a 02:30 job does not run
+on the spring-forward day and runs once on the fall-back day.
+
+Other schedulers choose differently, and ``tests/test_cron.py`` asserts each difference
+against croniter (measured with croniter 7.0.0 on the shared subset of the syntax):
+
+* croniter *moves* a wall time in a gap to the first instant after it (a daily 02:30 fires
+  at 03:00 on the spring-forward day in Berlin), as Vixie cron runs a fixed-time job that
+  the jump skipped right after the jump; here it does not fire.
+* croniter fires a repeated wall time *twice*, once in each pass (02:30 CEST and 02:30 CET
+  on the fall-back day; an every-15-minutes job fires through both passes of the hour);
+  here it fires once, in the first pass, and an every-15-minutes job is silent for the
+  repeat. A job that must keep a fixed rate across the fold wants an interval schedule,
+  or a cron in UTC.
+
+Everywhere else (every instant of UTC, and of any zone away from its transitions, half-hour
+shifts such as Lord Howe's included) the fire times are croniter's.
+
+Zones must follow PEP 495 (``zoneinfo``, ``datetime.timezone``); pytz zones are not
+supported. ``zone(name_or_tzinfo)`` turns an IANA name (``"Europe/Berlin"``) into a
+``ZoneInfo``, refusing an unknown one with :class:`InvalidTimeZone`.
 
 Errors are :class:`casty.errors.InvalidCronExpression` naming the field and the token at
 fault. The token is the comma-separated item of the field that is wrong (``5-70`` in
@@ -45,10 +67,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone, tzinfo
 from typing import Final, TypeAlias
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from casty.errors import InvalidCronExpression
+from casty.errors import CastyError, InvalidCronExpression
 
-__all__ = ["Cron"]
+__all__ = ["Cron", "InvalidTimeZone", "zone"]
 
 FIRST_YEAR: Final = 1970
 LAST_YEAR: Final = 2099
@@ -492,6 +515,36 @@ def _to_utc(moment: datetime) -> datetime:
 
 
 # --- public -------------------------------------------------------------------------------
+
+
+class InvalidTimeZone(CastyError, ValueError):
+    """A time zone name the zone database does not know (or that is not a zone name at all)."""
+
+    def __init__(self, name: str, reason: str) -> None:
+        super().__init__(f"unknown time zone {name!r}: {reason}")
+        self.name = name
+
+
+def zone(tz: str | tzinfo) -> tzinfo:
+    """A tzinfo for ``tz``: an IANA name (``"Europe/Berlin"``, ``"UTC"``) through ``zoneinfo``, a tzinfo as it is.
+
+    The zone database is the system's (or the ``tzdata`` package's), read once per name
+    and cached by ``zoneinfo``; an unknown name, an empty one or a path raises
+    :class:`InvalidTimeZone` naming it, anything else TypeError.
+    """
+    if isinstance(tz, tzinfo):
+        return tz
+    if not isinstance(tz, str):
+        raise TypeError(f"a time zone is an IANA name (str) or a datetime.tzinfo, not {type(tz).__name__}")
+    if not tz:
+        raise InvalidTimeZone(tz, "the name is empty")
+    try:
+        return ZoneInfo(tz)
+    except ZoneInfoNotFoundError:
+        raise InvalidTimeZone(tz, "not in the time zone database") from None
+    except ValueError as exc:  # a path, a name with '..', a NUL: zoneinfo refuses it as a key
+        raise InvalidTimeZone(tz, f"not a zone name ({exc})") from None
+
 
 
 class Cron:
