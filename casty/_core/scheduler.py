@@ -31,9 +31,9 @@ Rules (seed: grain scheduling; GoAkt node schedules):
 Cluster mode (``ActorSystem(cluster=...)``): interval and one-shot schedules stay
 node-local (registered on three nodes, each tick is told three times); a cron is read in
 UTC, needs a reference, and each of its ticks is *claimed* before it is told, so that it is
-delivered once across the cluster however many nodes registered it (see
-``casty.cluster.claims``): the tick's TTL is the cron's period at that tick clamped to
-[1 min, 24 h]; a tick already older than its TTL is skipped without a claim; otherwise the
+delivered once across the cluster however many nodes registered it (the cluster's
+``TickClaims``, see ``casty._core.plugin``; ``casty.cluster.claims`` provides them): the
+tick's TTL is the cron's period at that tick clamped to [1 min, 24 h]; a tick already older than its TTL is skipped without a claim; otherwise the
 node asks the tick's claim key, whose owner answers first-writer-wins once the winner is
 confirmed by a quorum. The winner tells (``node_schedule.claim_won`` then ``fired``; if its
 clock stepped back during the claim's round trip, the tell waits until the wall clock reaches
@@ -55,9 +55,9 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 from .. import observer as ev
 from .actor import ActorType
 from ..clock import to_datetime, to_us
-from ..cluster.claims import REFUSED, Claim, claim_key, claim_ttl_us, is_expired, schedule_fire
 from .cron import Cron
 from ..errors import (
+    ConfigurationError,
     InvalidCronExpression,
     InvalidIdentity,
     ScheduleReferenceInUse,
@@ -71,10 +71,32 @@ from .ref import EntityRef
 from .schedules import LAST_US, catch_up, checked_due, to_micros
 
 if TYPE_CHECKING:
+    from .plugin import TickClaims
     from .system import ActorSystem
     from .timer_heap import Timer
 
-__all__ = ["NodeScheduler", "NodeScheduleInfo", "ScheduleKind", "MAX_COUNTED_SKIPS"]
+__all__ = ["NodeScheduler", "NodeScheduleInfo", "ScheduleKind", "MAX_COUNTED_SKIPS", "provide_tick_claims"]
+
+_provided: list[TickClaims] = []
+"""The claims of cron ticks in cluster mode: what ``provide_tick_claims`` was given (at most one)."""
+
+
+def provide_tick_claims(claims: TickClaims) -> None:
+    """Give every node scheduler in cluster mode its claims of cron ticks (``casty.cluster.claims`` does, once imported).
+
+    The runtime names what it needs (``casty._core.plugin.TickClaims``) and the cluster layer
+    provides it: this module never imports the cluster. The claims are those of the module
+    that defines the claim's actor type, which every node of a cluster must know by name,
+    so they are one per process, like that type. A second call replaces the first.
+    """
+    _provided[:] = [claims]
+
+
+def _provided_claims() -> TickClaims:
+    """The claims of cron ticks; ``ConfigurationError`` if the cluster layer never provided them."""
+    if not _provided:
+        raise ConfigurationError("cluster mode claims each cron tick, and no claims were provided: import casty.cluster.claims")
+    return _provided[0]
 
 ScheduleKind = Literal["once", "interval", "cron"]
 
@@ -235,6 +257,8 @@ class NodeScheduler:
             raise ScheduleReferenceRequired(
                 f"schedule_cron({expression!r}) in cluster mode needs reference=: each tick is claimed cluster-wide by it"
             )
+        if self.cluster_mode:
+            _provided_claims()  # ConfigurationError now, not at every tick
         self._check_reference(reference)
         now = self._system.clock.now_us()
         first = cron.next_after(to_datetime(now))
@@ -442,14 +466,15 @@ class NodeScheduler:
     def _claim_tick(self, entry: _Entry, tick: int, now: int, next_us: int | None) -> None:
         """Cluster mode, a cron tick: skip it if older than its TTL, else claim it in the background."""
         assert entry.cron is not None
-        key = claim_key(entry.reference, tick)
+        claims = _provided_claims()
+        key = claims.key(entry.reference, tick)
         nominal = entry.cron.next_after(to_datetime(tick))
-        ttl = claim_ttl_us(to_us(nominal) - tick if nominal is not None else None)
-        if is_expired(tick, ttl, now):
+        ttl = claims.ttl_us(to_us(nominal) - tick if nominal is not None else None)
+        if claims.expired(tick, ttl, now):
             reason = f"the tick is {(now - tick) / 1e6:g} s old, older than its claim TTL of {ttl / 1e6:g} s"
             self._system._emit_event(ev.NodeScheduleClaimSkipped, *entry.names(), tick, now, key, reason)
             return
-        task = self._system.loop.create_task(self._claim(entry, tick, next_us, key, ttl), name=f"claim:{key}")
+        task = self._system.loop.create_task(self._claim(claims, entry, tick, next_us, key, ttl), name=f"claim:{key}")
         self._claims[task] = None
         task.add_done_callback(self._claim_done)
 
@@ -460,17 +485,17 @@ class NodeScheduler:
                 ev.MessageDropped, "node-schedule", task.get_name(), "claim", f"claim task failed: {task.exception()!r}"
             )
 
-    async def _claim(self, entry: _Entry, tick: int, next_us: int | None, key: str, ttl: int) -> None:
-        """Ask the tick's claim key; tell only if this node is the confirmed winner."""
+    async def _claim(self, claims: TickClaims, entry: _Entry, tick: int, next_us: int | None, key: str, ttl: int) -> None:
+        """Claim the tick; tell only if this node is the confirmed winner."""
         system = self._system
         try:
-            answer = await system.ask(system.ref(schedule_fire, key), Claim(system.node, tick, ttl))
+            answer = await claims.claim(system, key, tick, ttl)
         except Exception as exc:  # no owner, a timeout, a fenced owner: this node does not know it won, so it does not tell
             reason = f"claim failed: {type(exc).__name__}: {exc}"
             system._emit_event(ev.NodeScheduleClaimSkipped, *entry.names(), tick, system.clock.now_us(), key, reason)
             return
         now = system.clock.now_us()
-        if answer == REFUSED:
+        if answer is None:
             reason = "refused by the claim's owner: the tick is older than its claim TTL on the owner's clock"
             system._emit_event(ev.NodeScheduleClaimSkipped, *entry.names(), tick, now, key, reason)
         elif answer != system.node:

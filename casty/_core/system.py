@@ -6,6 +6,10 @@ cannot travel fails at the call), replies find their pending ask, events reach t
 observer. The system takes its ports at construction — the running loop (at entry), a
 ``Clock``, a ``Store``, a ``random.Random`` and an observer — and reads time and
 randomness nowhere else, so the simulator can run it unmodified on virtual time.
+
+A cluster plugs in from above: ``cluster=`` takes any ``ClusterOptions`` (``casty.Cluster``),
+which builds the node's ``ClusterPlugin`` at entry (``casty._core.plugin``); the system asks
+it where a key lives and hands it what must travel, and never imports ``casty.cluster``.
 """
 
 from __future__ import annotations
@@ -29,13 +33,14 @@ from ..observer import Event, LoggingObserver
 from ..ports import Clock, Observer, Store, Transport
 from .deadlines import DeadlineQueue
 from .timer_heap import TimerHeap
+from .plugin import ClusterOptions
 from .ref import NOBODY, Askable, EntityRef, NobodyRef, Ref, ReplyRef, reply_type, with_reply_to
 from .scheduler import NodeScheduleInfo, NodeScheduler
 from .state import ACTIVE_PAGE
 
 if TYPE_CHECKING:
     from ..protocol.membership import MemberView
-    from ..cluster.runtime import ClusterNode
+    from .plugin import ClusterPlugin
 
 __all__ = ["ActorSystem", "Placement"]
 
@@ -68,7 +73,7 @@ class ActorSystem:
         self,
         *,
         node: str = "local",
-        cluster: Any = None,
+        cluster: ClusterOptions | None = None,
         transport: Transport | None = None,
         idle_after: timedelta | float = timedelta(minutes=1),
         backoff: Backoff = Backoff(),
@@ -84,18 +89,17 @@ class ActorSystem:
         if not isinstance(node, str) or not node:
             raise ValueError(f"node must be a non-empty string, got {node!r}")
         if cluster is not None or transport is not None:
-            from ..cluster.config import Cluster, check_transport
-
-            if not isinstance(cluster, Cluster):
+            if not isinstance(cluster, ClusterOptions):  # casty.Cluster, or anything that fits the protocol
                 raise ConfigurationError(f"a transport needs cluster=Cluster(...), got cluster={cluster!r}")
             if transport is None:
                 raise ConfigurationError("cluster= needs transport=: the Transport this node speaks to the others on")
             if transport.node != node:
                 raise ConfigurationError(f"the transport is node {transport.node!r}, the system node {node!r}")
-            check_transport(cluster, transport)
+            cluster.check_transport(transport)
         self.cluster = cluster
         self.transport = transport
-        self._cluster: ClusterNode | None = None  # set at entry when cluster= is given
+        self.cluster_node: ClusterPlugin | None = None  # the running cluster, built at entry when cluster= is given
+        self._cluster: ClusterPlugin | None = None  # the same, under its old name (the activation still reads it)
         self.node = node
         self.idle_after: float | None = seconds(idle_after, "idle_after")  # None: keys never idle out
         if not isinstance(backoff, Backoff):
@@ -147,9 +151,7 @@ class ActorSystem:
         self._running = True
         self.scheduler.start()
         if self.cluster is not None:
-            from ..cluster.runtime import ClusterNode
-
-            self._cluster = ClusterNode(self, self.cluster)
+            self.cluster_node = self._cluster = self.cluster.build_node(self)
         if self.store is not None and self._cluster is None:
             await self._resume_active_keys()  # in a cluster, the owner of each key resumes it (ClusterNode)
         return self
@@ -486,7 +488,7 @@ class ActorSystem:
             if self.cluster is not None:
                 self._check_running()
             return []
-        return self._cluster.membership.members()
+        return self._cluster.members()
 
     async def release(self, actor: ActorType[Any, Any], key: str) -> None:
         """Deactivate a key as if it had gone idle (after its queued messages); its schedules stay in its pages."""

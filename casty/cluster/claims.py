@@ -23,8 +23,11 @@ of the internal actor type :data:`schedule_fire`, named ``schedule-fire::<refere
   deleting owner's by more than the remaining slack could accept it (see ``decide``).
 
 No node registers anything for this: the type is named ``casty.cluster.claims:schedule_fire``,
-every node imports this module with ``casty._core.scheduler``, and a node that receives a claim
-for a key it owns finds the type by name like any other.
+every node imports this module with ``casty.Cluster`` (``casty.cluster.config``), and a node that
+receives a claim for a key it owns finds the type by name like any other. Importing it also
+gives the node scheduler its claims (``CLAIMS``, the ``casty._core.plugin.TickClaims`` of this
+module, through ``provide_tick_claims``): the runtime names what it asks of a claim and never
+imports this module.
 
 Nothing deletes a claim on delivery or on cancel (a claim is never withdrawn); only its TTL
 ends it, as an entry put with a TTL in GoAkt's cluster store expires.
@@ -45,18 +48,24 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from .._core.actor import actor
 from ..clock import to_datetime
 from .._core.context import Context
 from .._core.ref import Askable
+from .._core.scheduler import provide_tick_claims
+
+if TYPE_CHECKING:
+    from .._core.system import ActorSystem
 
 __all__ = [
+    "CLAIMS",
     "CLAIM_TTL_MAX_US",
     "CLAIM_TTL_MIN_US",
     "Claim",
     "ClaimRecord",
+    "ClusterClaims",
     "Expire",
     "REFUSED",
     "claim_key",
@@ -161,3 +170,30 @@ async def schedule_fire(ctx: Context[ClaimRecord | None, Claim | Expire]) -> Non
                 await ctx.schedule("expire", timedelta(microseconds=remaining), None, Expire())
         else:
             await ctx.state.delete()  # also cancels the expiry schedule: the key may now idle out
+
+
+class ClusterClaims:
+    """The node scheduler's claims of cron ticks (``casty._core.plugin.TickClaims``): asks of :data:`schedule_fire` keys."""
+
+    def key(self, reference: str, tick_us: int) -> str:
+        """The tick's claim key (``claim_key``)."""
+        return claim_key(reference, tick_us)
+
+    def ttl_us(self, period_us: int | None) -> int:
+        """The tick's claim TTL (``claim_ttl_us``)."""
+        return claim_ttl_us(period_us)
+
+    def expired(self, tick_us: int, ttl_us: int, now_us: int) -> bool:
+        """Whether the tick is older than its TTL (``is_expired``)."""
+        return is_expired(tick_us, ttl_us, now_us)
+
+    async def claim(self, system: ActorSystem, key: str, tick_us: int, ttl_us: int) -> str | None:
+        """Ask the claim key for ``system``'s node: the winner, or None for ``REFUSED`` (expired on the owner's clock)."""
+        answer = await system.ask(system.ref(schedule_fire, key), Claim(system.node, tick_us, ttl_us))
+        return None if answer == REFUSED else answer
+
+
+CLAIMS: Final = ClusterClaims()
+"""The claims every node scheduler in cluster mode uses (given to it at import, below)."""
+
+provide_tick_claims(CLAIMS)

@@ -7,6 +7,11 @@ The cluster ``secret`` is checked against the transport when the system is built
 (``check_transport``): a ``Cluster(secret=...)`` over a transport that does not prove and
 demand that same secret in its handshake would look protected and not be, so it is a
 ``ConfigurationError`` rather than a silent hole. The secret never shows in ``repr``.
+
+``Cluster`` is what ``ActorSystem(cluster=...)`` takes (``casty._core.plugin.ClusterOptions``):
+the system calls ``check_transport`` when it is built and ``build_node`` at entry, and never
+imports this layer. Importing this module imports ``casty.cluster.claims`` too: a system with a
+cluster claims its cron ticks there, and every node must know the claim's actor type by name.
 """
 
 from __future__ import annotations
@@ -14,11 +19,18 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
+from typing import TYPE_CHECKING
 
 from .._core.actor import seconds
 from ..errors import ConfigurationError
 from ..protocol.membership import MembershipConfig
+from . import claims as _claims  # noqa: F401 - the cron claims and their actor type (see the module docstring)
 from .tcp import secret_bytes
+
+if TYPE_CHECKING:
+    from .._core.system import ActorSystem
+    from ..ports import Transport
+    from .runtime import ClusterNode
 
 __all__ = ["Cluster", "check_transport"]
 
@@ -90,6 +102,16 @@ class Cluster:
     def membership(self) -> MembershipConfig:
         """The failure-detector timing as ``MembershipConfig``."""
         return MembershipConfig(self.heartbeat, self.suspect_after, self.dead_after, self.remove_after)
+
+    def check_transport(self, transport: Transport) -> None:
+        """``ConfigurationError`` if this cluster's secret is one ``transport`` does not check (``check_transport``)."""
+        check_transport(self, transport)
+
+    def build_node(self, system: ActorSystem) -> ClusterNode:
+        """The running cluster of ``system`` (``ClusterNode``), built on its loop as it enters."""
+        from .runtime import ClusterNode  # the drivers, only once a system runs in a cluster
+
+        return ClusterNode(system, self)
 
 
 def check_transport(cluster: Cluster, transport: object) -> None:

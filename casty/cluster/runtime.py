@@ -83,7 +83,7 @@ from ..ports import ListsRecords
 from .._core.ref import ReplyRef, reply_type
 from .config import Cluster
 from .driver import Dispatcher, MembershipService
-from ..protocol.membership import Doubted, MemberChanged, ViewLearned
+from ..protocol.membership import Doubted, MemberChanged, MemberView, ViewLearned
 from ..protocol.placement import Placement as RingPlacement
 from ..protocol.placement import Ring
 from ..protocol.handoff import RoundEnded, RoundStarted
@@ -206,6 +206,12 @@ class ClusterNode:
         if not self._seeded:
             system._track(system.loop.create_task(self._seed_replica()))
 
+    @staticmethod
+    def of(system: ActorSystem) -> ClusterNode | None:
+        """The ``ClusterNode`` ``system`` runs (None alone, before entry, or under another ``ClusterPlugin``)."""
+        node = system.cluster_node
+        return node if isinstance(node, ClusterNode) else None
+
     # --- placement -----------------------------------------------------------------------
 
     def _current(self) -> RingPlacement:
@@ -245,6 +251,10 @@ class ClusterNode:
             actor, key, replicas=self._replicas(actor), alive=membership.serving, quorum=membership.has_quorum()
         )
         return Placement(owner=placed.owner, replicas=placed.replicas)
+
+    def members(self) -> list[MemberView]:
+        """The membership as this node sees it (every member not removed, this node included)."""
+        return self.membership.members()
 
     def replicas_of(self, actor: str, key: str, n: int) -> tuple[str, ...]:
         """The ``n`` nodes that hold ``actor[key]``'s state (dead ones included: a quorum of them suffices)."""
