@@ -20,21 +20,23 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from casty.cluster.tcp import (
+    MAX_FRAME,
+    ConnectFailed,
+    ConnectionLost,
+    TcpLimits,
+    TcpTransport,
+)
+from casty.protocol.framing import (
     HANDSHAKE_MAX,
     MAGIC,
-    MAX_FRAME,
     NONCE_SIZE,
     Challenge,
     Proof,
     proof,
-    ConnectFailed,
-    ConnectionLost,
     FrameDecoder,
     FrameError,
     Hello,
     Refused,
-    TcpLimits,
-    TcpTransport,
     Welcome,
     decode_hello,
     decode_reply,

@@ -1,39 +1,20 @@
 """``TcpTransport``: casty's Transport port over TCP, on asyncio streams.
 
-Two layers:
+The bytes are the framing core's business (``casty.protocol.framing``, sans I/O): the
+length-prefixed frames, the ``max_frame`` and ``HANDSHAKE_MAX`` limits, the handshake with
+the cluster name and, with a cluster secret, the mutual HMAC challenge, and the accounting
+of partial frames against the global byte bound. Each connection runs one core (an
+``Acceptor`` for an incoming one, a ``Dialer`` for an outgoing one); this module is the
+asyncio transport around them: the listener, one outgoing connection per peer, bounded
+queues, reconnection with capped backoff, the caps and the timeouts.
 
-- **A sans-I/O framing core** (no sockets, no loop): ``FrameDecoder`` turns any chunking of
-  a byte stream back into frames, ``encode_frame`` does the reverse, and ``Hello`` /
-  ``Welcome`` / ``Refused`` with ``decode_hello``, ``decode_reply`` and ``refusal`` are the
-  handshake. Unit tests drive them with plain bytes.
-- **The asyncio driver**, ``TcpTransport``: a listener, one outgoing connection per peer,
-  bounded queues, reconnection with capped backoff.
-
-Wire format. Every frame is a 4-byte big-endian length followed by that many bytes. A
-length over the receiver's ``max_frame`` (``casty.protocol.limits.MAX_FRAME``, 4 MiB, by
-default) is refused from the header alone, before any payload is buffered. A connection
-starts with one handshake frame each way: the dialer sends ``Hello(magic, cluster, node)``
-(msgpack, via msgspec), the acceptor answers ``Welcome(node)`` or ``Refused(reason)`` and
-closes. A refusal is given for another cluster name, another protocol ``magic``, an empty
-node id or this node's own id. A handshake frame may not exceed ``HANDSHAKE_MAX`` (1 KiB),
-so a stranger cannot make a node buffer megabytes before saying who it is, and a silent one
-is closed after ``handshake_timeout`` (``connect_timeout`` unless given).
-
-The cluster secret (``secret=``, from ``Cluster(secret=...)``). With one, the handshake is
-a mutual challenge: ``Hello`` carries the dialer's nonce; the acceptor answers
-``Challenge(node, nonce, proof)``, the dialer checks that proof and sends ``Proof(proof)``,
-and only then does the acceptor welcome it. Each proof is HMAC-SHA256 over the role, the
-cluster name, both node ids and both nonces (``proof``), compared with
-``hmac.compare_digest``. A dialer without the secret, with another one, or that sends
-anything between its frames of the handshake, is refused before any of its frames is read,
-and the refusal goes to the observer (``ConnectionLost`` here, ``ConnectFailed`` at the
-dialer); a node with a secret also refuses to talk to one without. Nonces come from
-``os.urandom``, not from the injected ``random.Random``: that one is seeded for
-reproducible jitter, and a nonce an observer can predict (or one repeated after a restart
-with the same seed) would let a recorded proof be replayed. This module is a real adapter
-that the simulator never runs, so it may read the OS's randomness. The secret authenticates
-peers; it does not encrypt or sign the frames that follow (a man in the middle of an
-established connection is out of its reach).
+The handshake nonces come from ``os.urandom``, drawn here and handed to the cores, not from
+the injected ``random.Random``: that one is seeded for reproducible jitter, and a nonce an
+observer can predict (or one repeated after a restart with the same seed) would let a
+recorded proof be replayed. This module is a real adapter that the simulator never runs,
+so it may read the OS's randomness. A refused handshake goes to the observer
+(``ConnectionLost`` here, ``ConnectFailed`` at the dialer). A silent stranger is closed
+after ``handshake_timeout`` (``connect_timeout`` unless given).
 
 Resource bounds on incoming connections, the fields of ``TcpLimits`` (``limits=``), checked
 at construction (``ValueError`` naming the field): at most ``max_connections`` open at once (the next
@@ -90,46 +71,36 @@ time comes only from the running loop (``loop.time``, ``asyncio.sleep``, ``async
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import hmac
 import logging
 import math
 import os
 import random
-import struct
 from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
-from typing import Any, ClassVar, Final, Literal
+from typing import Any, ClassVar, Final
 
-import msgspec
-
-from ..errors import CastyError
 from ..observer import Event
 from ..ports import FrameHandler, Observer
+from ..protocol.framing import (
+    HEADER,
+    HEADER_SIZE,
+    LENGTH_LIMIT,
+    NONCE_SIZE,
+    Acceptor,
+    BufferBudget,
+    Dialer,
+    FrameError,
+    OverBudget,
+    secret_bytes,
+)
 from ..protocol.limits import MAX_FRAME
 from .addresses import Address
 
 __all__ = [
-    "MAGIC",
     "MAX_FRAME",
-    "HANDSHAKE_MAX",
-    "FrameError",
-    "FrameDecoder",
-    "encode_frame",
-    "Hello",
-    "Welcome",
-    "Refused",
-    "Challenge",
-    "Proof",
-    "NONCE_SIZE",
-    "encode_handshake",
-    "decode_hello",
-    "decode_reply",
-    "decode_proof",
-    "proof",
     "secret_bytes",
-    "refusal",
     "ConnectionLost",
     "ConnectFailed",
     "TcpStats",
@@ -137,242 +108,11 @@ __all__ = [
     "TcpTransport",
 ]
 
-MAGIC: Final = "casty/1"
-"""The protocol name and version a ``Hello`` must carry."""
-
-
-HANDSHAKE_MAX: Final = 1024
-"""The largest handshake frame (a connection's first, and its second when the cluster has a secret), in bytes."""
-
-NONCE_SIZE: Final = 32
-"""The bytes of a handshake nonce (from ``os.urandom``, see the module docstring)."""
-
-_HEADER: Final = struct.Struct(">I")
-_HEADER_SIZE: Final = _HEADER.size
-_LENGTH_LIMIT: Final = 2**32 - 1
 _READ_CHUNK: Final = 256 * 1024
 _WRITE_BATCH: Final = 256 * 1024
 _CLOSE_GRACE: Final = 1.0
 
 log = logging.getLogger("casty.tcp")
-
-
-# --- sans-I/O framing ----------------------------------------------------------------------
-
-
-class FrameError(CastyError, ValueError):
-    """A byte stream that breaks the framing or the handshake.
-
-    ``reason`` says what was wrong. ``frames`` holds the whole frames that the failing
-    ``feed`` call decoded before the bad one, so a caller can still deliver them.
-    """
-
-    def __init__(self, reason: str, frames: list[bytes] | None = None) -> None:
-        super().__init__(reason)
-        self.reason = reason
-        self.frames: list[bytes] = frames if frames is not None else []
-
-
-def encode_frame(payload: bytes, max_frame: int = MAX_FRAME) -> bytes:
-    """``payload`` with its 4-byte big-endian length prefix; ``FrameError`` if longer than ``max_frame``."""
-    if len(payload) > max_frame:
-        raise FrameError(f"frame of {len(payload)} bytes exceeds the {max_frame}-byte limit")
-    return _HEADER.pack(len(payload)) + payload
-
-
-class FrameDecoder:
-    """Length-prefixed frames out of a byte stream, whatever its chunking.
-
-    ``feed(data)`` returns the frames completed by ``data``, in order. A length over the limit
-    raises ``FrameError`` as soon as its header is complete. The limit is ``max_frame``, or
-    ``first_max`` for the first ``first_frames`` frames (the handshake). After an error the decoder stays
-    failed: every later ``feed`` raises again. A stream cannot recover its framing once it
-    has lost it.
-    """
-
-    __slots__ = ("max_frame", "first_max", "first_frames", "_buffer", "_decoded", "_error")
-
-    def __init__(self, max_frame: int = MAX_FRAME, *, first_max: int | None = None, first_frames: int = 1) -> None:
-        if not 0 <= max_frame <= _LENGTH_LIMIT:
-            raise ValueError(f"max_frame must be within [0, 2**32 - 1], got {max_frame}")
-        if first_max is not None and not 0 <= first_max <= _LENGTH_LIMIT:
-            raise ValueError(f"first_max must be within [0, 2**32 - 1], got {first_max}")
-        self.max_frame = max_frame
-        self.first_max = first_max
-        self.first_frames = first_frames
-        self._buffer = bytearray()
-        self._decoded = 0
-        self._error: str | None = None
-
-    @property
-    def pending(self) -> int:
-        """Bytes received that do not yet make a whole frame."""
-        return len(self._buffer)
-
-    @property
-    def decoded(self) -> int:
-        """How many frames this decoder has returned so far."""
-        return self._decoded
-
-    @property
-    def error(self) -> str | None:
-        """Why the decoder failed, or None while the stream is sound."""
-        return self._error
-
-    def feed(self, data: bytes | bytearray | memoryview) -> list[bytes]:
-        if self._error is not None:
-            raise FrameError(self._error)
-        buffer = self._buffer
-        buffer += data
-        size = len(buffer)
-        frames: list[bytes] = []
-        position = 0
-        while size - position >= _HEADER_SIZE:
-            (length,) = _HEADER.unpack_from(buffer, position)
-            first = self._decoded < self.first_frames and self.first_max is not None
-            limit = self.first_max if first and self.first_max is not None else self.max_frame
-            if length > limit:
-                what = "handshake frame" if first else "frame"
-                self._error = f"{what} of {length} bytes exceeds the {limit}-byte limit"
-                del buffer[:]
-                raise FrameError(self._error, frames)
-            end = position + _HEADER_SIZE + length
-            if end > size:
-                break
-            frames.append(bytes(buffer[position + _HEADER_SIZE : end]))
-            self._decoded += 1
-            position = end
-        if position:
-            del buffer[:position]
-        return frames
-
-
-# --- sans-I/O handshake --------------------------------------------------------------------
-
-
-class Hello(msgspec.Struct, frozen=True, tag="hello"):
-    """The dialer's first frame: protocol ``magic``, its ``cluster`` name, its ``node`` id and, with a secret, its ``nonce``."""
-
-    magic: str
-    cluster: str
-    node: str
-    nonce: bytes = b""
-
-
-class Challenge(msgspec.Struct, frozen=True, tag="challenge"):
-    """The acceptor's answer to a ``Hello`` when the cluster has a secret: its own ``node`` id and ``nonce``,
-    and its ``proof`` that it knows the secret (see ``proof``)."""
-
-    node: str
-    nonce: bytes
-    proof: bytes
-
-
-class Proof(msgspec.Struct, frozen=True, tag="proof"):
-    """The dialer's answer to a ``Challenge``: its ``proof`` that it knows the secret."""
-
-    proof: bytes
-
-
-class Welcome(msgspec.Struct, frozen=True, tag="welcome"):
-    """The acceptor's yes, naming itself: the dialer checks it reached the node it meant."""
-
-    node: str
-
-
-class Refused(msgspec.Struct, frozen=True, tag="refused"):
-    """The acceptor's no, with a reason; the acceptor closes the connection after it."""
-
-    reason: str
-
-
-_ENCODER: Final = msgspec.msgpack.Encoder()
-_HELLO_DECODER: Final = msgspec.msgpack.Decoder(Hello)
-_REPLY_DECODER: Final[msgspec.msgpack.Decoder[Welcome | Refused | Challenge]] = msgspec.msgpack.Decoder(
-    Welcome | Refused | Challenge
-)
-_PROOF_DECODER: Final = msgspec.msgpack.Decoder(Proof)
-
-Handshake = Hello | Welcome | Refused | Challenge | Proof
-
-
-def encode_handshake(message: Handshake) -> bytes:
-    """A handshake message as a whole frame (length prefix included)."""
-    return encode_frame(_ENCODER.encode(message), HANDSHAKE_MAX)
-
-
-def decode_hello(frame: bytes) -> Hello:
-    """The ``Hello`` in a connection's first frame; ``FrameError`` if it is not one."""
-    try:
-        return _HELLO_DECODER.decode(frame)
-    except msgspec.DecodeError as exc:
-        raise FrameError(f"malformed handshake: {exc}") from None
-
-
-def decode_reply(frame: bytes) -> Welcome | Refused | Challenge:
-    """The acceptor's answer to a ``Hello`` (or to a ``Proof``); ``FrameError`` if it is none of those."""
-    try:
-        return _REPLY_DECODER.decode(frame)
-    except msgspec.DecodeError as exc:
-        raise FrameError(f"malformed handshake reply: {exc}") from None
-
-
-def decode_proof(frame: bytes) -> Proof:
-    """The dialer's ``Proof`` in a connection's second frame; ``FrameError`` if it is not one."""
-    try:
-        return _PROOF_DECODER.decode(frame)
-    except msgspec.DecodeError as exc:
-        raise FrameError(f"malformed handshake proof: {exc}") from None
-
-
-Role = Literal["acceptor", "dialer"]
-
-
-def proof(secret: bytes, role: Role, *, cluster: str, dialer: str, acceptor: str, dialer_nonce: bytes, acceptor_nonce: bytes) -> bytes:
-    """HMAC-SHA256 under ``secret`` of who proves (``role``), the cluster, both node ids and both nonces.
-
-    Why all of them. Both nonces make a proof good for one connection only (a recorded one
-    replays nowhere); both node ids and the cluster name bind it to this pair of nodes (one
-    made for a connection to another node, or of another cluster, does not fit); and the
-    role makes the acceptor's proof useless as a dialer's: a stranger that dials a node and
-    gets its proof over the stranger's nonce cannot send that proof back (reflection), nor
-    relay it to another connection, where the role, the ids or the nonces differ. The input
-    is one msgpack array, so no two different tuples give the same bytes.
-    """
-    data = _ENCODER.encode((MAGIC, role, cluster, dialer, acceptor, dialer_nonce, acceptor_nonce))
-    return hmac.new(secret, data, hashlib.sha256).digest()
-
-
-def secret_bytes(secret: bytes | str | None, what: str = "secret") -> bytes | None:
-    """A cluster secret as bytes (a ``str`` in UTF-8); ``ValueError`` naming ``what`` if it is empty or neither."""
-    if secret is None:
-        return None
-    if isinstance(secret, str):
-        secret = secret.encode("utf-8")
-    if not isinstance(secret, bytes):
-        raise TypeError(f"{what} must be bytes or str, got {type(secret).__qualname__}")
-    if not secret:
-        raise ValueError(f"{what} must not be empty")
-    return secret
-
-
-def refusal(hello: Hello, *, cluster: str, node: str, secret: bool = False) -> str | None:
-    """Why the node ``node`` of ``cluster`` (with a cluster ``secret`` or not) refuses ``hello``, or None to go on."""
-    if hello.magic != MAGIC:
-        return f"unsupported protocol {hello.magic!r} (this node speaks {MAGIC!r})"
-    if hello.cluster != cluster:
-        return f"cluster {hello.cluster!r} is not this node's cluster {cluster!r}"
-    if not hello.node:
-        return "empty node id"
-    if hello.node == node:
-        return f"node id {hello.node!r} is this node's own"
-    if secret and not hello.nonce:
-        return "this cluster needs its secret: the dialer has none"
-    if secret and len(hello.nonce) != NONCE_SIZE:
-        return f"a nonce of {len(hello.nonce)} bytes (expected {NONCE_SIZE})"
-    if not secret and hello.nonce:
-        return "the dialer has a cluster secret and this node has none"
-    return None
 
 
 # --- events and counters -------------------------------------------------------------------
@@ -483,7 +223,7 @@ class _Peer:
 class _Incoming:
     """One accepted connection: who it is (once the handshake says), the task reading it, the bytes it holds."""
 
-    __slots__ = ("writer", "address", "node", "admitted", "lost_reason", "task", "buffered")
+    __slots__ = ("writer", "address", "node", "admitted", "lost_reason", "task")
 
     def __init__(self, writer: asyncio.StreamWriter, address: str) -> None:
         self.writer = writer
@@ -492,7 +232,6 @@ class _Incoming:
         self.admitted = False
         self.lost_reason: str | None = None
         self.task: asyncio.Task[None] | None = None
-        self.buffered = 0  # its decoder's partial frame, as counted in TcpTransport._buffered
 
 
 @dataclass(frozen=True, slots=True)
@@ -612,7 +351,7 @@ class TcpTransport:
     ) -> None:
         if not node:
             raise ValueError("a node id must not be empty")
-        if not 0 <= max_frame <= _LENGTH_LIMIT:
+        if not 0 <= max_frame <= LENGTH_LIMIT:
             raise ValueError(f"max_frame must be within [0, 2**32 - 1], got {max_frame}")
         if queue_frames < 1:
             raise ValueError(f"queue_frames must be at least 1, got {queue_frames}")
@@ -625,14 +364,14 @@ class TcpTransport:
             raise ValueError(f"need 0 < backoff_min <= backoff_max, got {backoff_min} and {backoff_max}")
         if not isinstance(limits, TcpLimits):
             raise TypeError(f"limits must be a TcpLimits, got {type(limits).__qualname__}")
-        if limits.max_buffered < max_frame + _HEADER_SIZE:
+        if limits.max_buffered < max_frame + HEADER_SIZE:
             raise ValueError(f"max_buffered ({limits.max_buffered}) must hold one partial frame of max_frame ({max_frame}) bytes")
         self.limits: Final = limits
         self._max_connections = limits.max_connections
         self._max_handshakes = limits.max_handshakes
         self._handshake_timeout = connect_timeout if limits.handshake_timeout is None else limits.handshake_timeout
         self._idle_timeout = limits.idle_timeout
-        self._max_buffered = limits.max_buffered
+        self._budget = BufferBudget(limits.max_buffered)  # every incoming connection's partial frame, counted by its core
         self._secret = secret_bytes(secret)
         self._node = node
         self._bind = bind
@@ -656,7 +395,6 @@ class TcpTransport:
         self._incoming: set[_Incoming] = set()
         self._handshaking: dict[_Incoming, None] = {}  # oldest first: the first to go when too many wait
         self._admitted: dict[str, _Incoming] = {}
-        self._buffered = 0
         self.stats = TcpStats()
         for peer, address in (peers or {}).items():
             self.add_peer(peer, address)
@@ -691,7 +429,7 @@ class TcpTransport:
     @property
     def buffered(self) -> int:
         """Bytes of partial frames held across every incoming connection (at most ``max_buffered``)."""
-        return self._buffered
+        return self._budget.total
 
     @property
     def authenticated(self) -> bool:
@@ -860,7 +598,7 @@ class TcpTransport:
             except Exception as exc:
                 if isinstance(exc, TimeoutError):
                     reason = f"no connection and handshake within {self._connect_timeout}s"
-                elif isinstance(exc, (_DialError, FrameError)):
+                elif isinstance(exc, (_DialError, FrameError)):  # FrameError: HandshakeError included
                     reason = str(exc)
                 else:
                     reason = _describe(exc)
@@ -895,44 +633,22 @@ class TcpTransport:
             self._emit(ConnectionLost(peer.node, reason, "out", where))
 
     async def _dial(self, peer: _Peer, address: Address) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
-        """Connect and shake hands; the streams once welcomed, or an exception saying why not."""
+        """Connect and shake hands (the ``Dialer`` core says what to write and when it is over); the streams once welcomed."""
         reader, writer = await asyncio.open_connection(address[0], address[1], limit=_READ_CHUNK)
         try:
             secret = self._secret
             nonce = os.urandom(NONCE_SIZE) if secret is not None else b""
-            writer.write(encode_handshake(Hello(MAGIC, self._cluster, self._node, nonce)))
+            core = Dialer(self._node, self._cluster, peer.node, secret=secret, nonce=nonce)
+            writer.write(core.hello)
             await writer.drain()
-            decoder = FrameDecoder(HANDSHAKE_MAX)
-            frames: list[bytes] = []
-
-            async def reply() -> Welcome | Challenge:
-                while not frames:
-                    data = await reader.read(_READ_CHUNK)
-                    if not data:
-                        raise _DialError("closed by the acceptor during the handshake")
-                    frames.extend(decoder.feed(data))
-                answer = decode_reply(frames.pop(0))
-                if isinstance(answer, Refused):
-                    raise _DialError(f"refused: {answer.reason}")
-                if answer.node != peer.node:
-                    raise _DialError(f"reached node {answer.node!r} instead of {peer.node!r}")
-                return answer
-
-            answer = await reply()
-            if secret is not None:
-                if not isinstance(answer, Challenge):
-                    raise _DialError("the acceptor did not prove the cluster secret (it has none)")
-                ids = {"cluster": self._cluster, "dialer": self._node, "acceptor": peer.node}
-                expected = proof(secret, "acceptor", **ids, dialer_nonce=nonce, acceptor_nonce=answer.nonce)
-                if not hmac.compare_digest(answer.proof, expected):
-                    raise _DialError("the acceptor's proof of the cluster secret is wrong")
-                writer.write(encode_handshake(Proof(proof(secret, "dialer", **ids, dialer_nonce=nonce, acceptor_nonce=answer.nonce))))
-                await writer.drain()
-                answer = await reply()
-            if isinstance(answer, Challenge):
-                raise _DialError("the acceptor asks for a cluster secret and this node has none" if secret is None else "a second challenge")
-            if frames or decoder.pending:
-                raise _DialError("unexpected data after the welcome")
+            while not core.open:
+                data = await reader.read(_READ_CHUNK)
+                if not data:
+                    raise _DialError("closed by the acceptor during the handshake")
+                step = core.receive(data)
+                if step.write:
+                    writer.write(step.write)
+                    await writer.drain()
         except BaseException:
             await _shut(writer, graceful=False)
             raise
@@ -987,10 +703,10 @@ class TcpTransport:
                 if batch:
                     writer.write(batch)
                     batch = bytearray()
-                writer.write(_HEADER.pack(len(frame)))
+                writer.write(HEADER.pack(len(frame)))
                 writer.write(frame)
             else:
-                batch += _HEADER.pack(len(frame))
+                batch += HEADER.pack(len(frame))
                 batch += frame
         if batch:
             writer.write(batch)
@@ -1031,81 +747,41 @@ class TcpTransport:
         self._incoming.add(conn)
         self._handshaking[conn] = None
 
-    async def _handshake_frame(self, conn: _Incoming, reader: asyncio.StreamReader, decoder: FrameDecoder) -> list[bytes]:
-        """Read until ``decoder`` gives at least one whole frame (they are handshake-sized); ``_Closed`` at end of stream."""
-        frames: list[bytes] = []
-        while not frames:
-            data = await reader.read(_READ_CHUNK)
-            if not data:
-                raise _Closed
-            frames = decoder.feed(data)
-            self._hold(conn, decoder.pending)
-        return frames
-
-    def _hold(self, conn: _Incoming, pending: int) -> None:
-        """Count ``conn``'s partial frame in the global bound; ``FrameError`` if it takes the total past ``max_buffered``."""
-        self._buffered += pending - conn.buffered
-        conn.buffered = pending
-        if pending and self._buffered > self._max_buffered:
-            total = self._buffered
-            self.stats.over_buffered += 1
-            raise FrameError(f"{total} bytes buffered across connections, over max_buffered {self._max_buffered}")
-
-    async def _authenticate(
-        self, conn: _Incoming, hello: Hello, frames: list[bytes], reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
-        decoder: FrameDecoder,
-    ) -> str | None:
-        """With a cluster secret: challenge the dialer and check its proof; why it is refused, or None.
-
-        Nothing may come between the ``Hello`` and the ``Proof``, nor after the ``Proof``
-        before the ``Welcome`` (an honest dialer waits for each answer), so no frame of an
-        unproven peer is ever read past its handshake, let alone handed to the handler.
-        """
-        secret = self._secret
-        assert secret is not None
-        if len(frames) > 1 or decoder.pending:
-            raise FrameError("data after the hello, before the challenge")
-        nonce = os.urandom(NONCE_SIZE)
-        ids = {"cluster": self._cluster, "dialer": hello.node, "acceptor": self._node}
-        mine = proof(secret, "acceptor", **ids, dialer_nonce=hello.nonce, acceptor_nonce=nonce)
-        writer.write(encode_handshake(Challenge(self._node, nonce, mine)))
-        frames = await self._handshake_frame(conn, reader, decoder)
-        theirs = decode_proof(frames[0])
-        if len(frames) > 1 or decoder.pending:
-            raise FrameError("data after the proof, before the welcome")
-        expected = proof(secret, "dialer", **ids, dialer_nonce=hello.nonce, acceptor_nonce=nonce)
-        if not hmac.compare_digest(theirs.proof, expected):
-            return "wrong proof of the cluster secret"
-        return None
-
     async def _serve(self, conn: _Incoming, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        """One incoming connection: the handshake, then every frame to the handler, until it ends or idles."""
+        """One incoming connection: the handshake, then every frame to the handler, until it ends or idles.
+
+        The ``Acceptor`` core decides what the bytes mean (and counts its partial frame in the
+        global budget); this task reads, writes what the core says, and keeps the timeouts.
+        """
         reason = "closed by the peer"
         level = logging.INFO
         graceful = True
         loop = asyncio.get_running_loop()
         secret = self._secret
+        nonce = os.urandom(NONCE_SIZE) if secret is not None else b""
+        core = Acceptor(
+            self._node, self._cluster, secret=secret, nonce=nonce, max_frame=self._max_frame, budget=self._budget
+        )
         try:
-            decoder = FrameDecoder(self._max_frame, first_max=HANDSHAKE_MAX, first_frames=2 if secret is not None else 1)
             async with asyncio.timeout(self._handshake_timeout):
-                frames = await self._handshake_frame(conn, reader, decoder)
-                hello = decode_hello(frames[0])
-                conn.node = hello.node
-                why = refusal(hello, cluster=self._cluster, node=self._node, secret=secret is not None)
-                if why is None and secret is not None:
-                    why = await self._authenticate(conn, hello, frames, reader, writer, decoder)
-                    frames = []
-                else:
-                    frames = frames[1:]
+                while True:
+                    data = await reader.read(_READ_CHUNK)
+                    if not data:
+                        raise _Closed
+                    step = core.receive(data)
+                    conn.node = core.peer
+                    if step.done:
+                        break
+                    if step.write:
+                        writer.write(step.write)
             self._handshaking.pop(conn, None)
-            if why is not None:
-                writer.write(encode_handshake(Refused(why)))
+            writer.write(step.write)
+            if step.refused is not None:
                 self.stats.refused += 1
-                reason, level = f"refused: {why}", logging.WARNING
+                reason, level = f"refused: {step.refused}", logging.WARNING
                 return
-            writer.write(encode_handshake(Welcome(self._node)))
             self._admit(conn)
-            for frame in frames:
+            for frame in step.frames:
                 self._deliver(conn.node, frame)
             idle = self._idle_timeout
             async with asyncio.timeout(idle) as quiet:
@@ -1115,10 +791,8 @@ class TcpTransport:
                         reason = conn.lost_reason or "closed by the peer"
                         return
                     quiet.reschedule(loop.time() + idle)
-                    frames = decoder.feed(data)
-                    for frame in frames:
+                    for frame in core.feed(data):
                         self._deliver(conn.node, frame)
-                    self._hold(conn, decoder.pending)
         except _Closed:
             reason = conn.lost_reason or "closed by the peer before the handshake"
         except TimeoutError:
@@ -1129,6 +803,8 @@ class TcpTransport:
                 self.stats.protocol_errors += 1
                 reason, level, graceful = f"no handshake within {self._handshake_timeout:g}s", logging.WARNING, False
         except FrameError as exc:
+            if isinstance(exc, OverBudget):
+                self.stats.over_buffered += 1
             if conn.admitted:
                 for frame in exc.frames:
                     self._deliver(conn.node, frame)
@@ -1137,10 +813,10 @@ class TcpTransport:
         except OSError as exc:
             reason, graceful = conn.lost_reason or f"connection error: {_describe(exc)}", False
         finally:
+            conn.node = core.peer  # the hello's node id even when a later frame of the handshake failed
             self._incoming.discard(conn)
             self._handshaking.pop(conn, None)
-            self._buffered -= conn.buffered
-            conn.buffered = 0
+            core.release()
             if self._admitted.get(conn.node) is conn:
                 del self._admitted[conn.node]
             if not self._closing:
