@@ -26,7 +26,8 @@ from casty.cluster.client import ClusterClient
 from casty.cluster.node import FACTS
 from sim.messages import frame_arrows
 from sim.trace import Trace
-from sim.viz.ownership import epoch_spans, ownership_chart
+from sim.viz.data.ownership import epoch_spans
+from sim.viz.ownership import ownership_chart
 from sim.viz.spacetime import spacetime_diagram
 from sim.viz.timeline import activation_timeline
 from tests.nodes import Node, free_ports, reap, run, until

@@ -80,7 +80,7 @@ def test_real_nodes_files_merge_by_wall_time_keeping_node_ids(tmp_path: Path) ->
 
 def test_a_merged_real_trace_draws_the_ownership_spans(tmp_path: Path) -> None:
     """The ownership chart's spans of a real trace: n1's epoch ends at its inferred crash, n2's runs to the end."""
-    from sim.viz.ownership import epoch_spans
+    from sim.viz.data.ownership import epoch_spans
 
     trace = Trace.from_jsonl(*two_nodes(tmp_path))
     assert [(s.node, s.epoch_round, s.incarnation, s.start_ns, s.end_ns, s.found) for s in epoch_spans(trace, "app:tally", "k")] == [

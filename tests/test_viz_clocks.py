@@ -8,7 +8,8 @@ from typing import Any
 from casty.clock import to_us
 from sim import scenarios
 from sim.trace import Row, Trace
-from sim.viz.clocks import clock_chart, clock_offsets
+from sim.viz.clocks import clock_chart
+from sim.viz.data.clocks import clock_offsets
 from sim.world import DEFAULT_START
 
 S = 1_000_000_000

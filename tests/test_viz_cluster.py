@@ -20,12 +20,13 @@ from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.patches import FancyArrowPatch, Rectangle  # noqa: E402
 
 from sim import scenarios  # noqa: E402
+from sim.messages import frame_arrows  # noqa: E402
 from sim.network import _frame_tag  # noqa: E402
 from sim.scenarios import Run  # noqa: E402
 from sim.trace import Trace  # noqa: E402
 from sim.viz import ownership_chart, spacetime_diagram  # noqa: E402
-from sim.viz.ownership import epoch_spans  # noqa: E402
-from sim.viz.spacetime import default_window, frame_arrows  # noqa: E402
+from sim.viz.data.ownership import epoch_spans  # noqa: E402
+from sim.viz.data.spacetime import default_window  # noqa: E402
 
 ACTOR = "sim.scenarios.cluster:cl_ticker"
 

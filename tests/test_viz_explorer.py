@@ -10,8 +10,8 @@ from casty.protocol.placement import Ring
 from sim import scenarios
 from sim.faults import ClockStep, Crash, FaultPlan, Partition, Pause
 from sim.trace import Row, Trace
-from sim.viz.explorer import FAULT_BUTTONS, Explorer, explorer
-from sim.viz.frames import MemberState, describe, frame_at, frame_times, keys_of
+from sim.viz.explorer_panel import FAULT_BUTTONS, Explorer, explorer
+from sim.viz.data.frames import MemberState, describe, frame_at, frame_times, keys_of
 
 A = "app:acct"
 S = 1_000_000_000

@@ -23,7 +23,7 @@ from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.patches import FancyArrowPatch  # noqa: E402
 
-from sim.viz.frames import Frame, MemberState  # noqa: E402
+from sim.viz.data.frames import Frame, MemberState  # noqa: E402
 from sim.viz.graph import STATUS_COLOURS, cluster_graph  # noqa: E402
 
 S = 1_000_000_000

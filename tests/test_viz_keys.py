@@ -11,7 +11,7 @@ from sim import scenarios  # noqa: E402
 from sim.scenarios import Run  # noqa: E402
 from sim.trace import Row, Trace  # noqa: E402
 from sim.viz import activation_timeline, catchup_chart, ownership_chart, spacetime_diagram  # noqa: E402
-from sim.viz.keys import is_internal  # noqa: E402
+from sim.viz.data.keys import is_internal  # noqa: E402
 
 CLAIM = "casty.cluster.claims:schedule_fire"
 

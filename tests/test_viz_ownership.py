@@ -108,7 +108,7 @@ def _owned(*faults: tuple[float, str, str, dict[str, Any]], end: float = 20.0) -
 
 def test_a_spell_ends_at_the_reconnect_that_restores_its_links() -> None:
     """A cut ends at its own fault.reconnect, not at the next heal; recorded on two nodes it is one spell; unhealed it runs to the end."""
-    from sim.viz.cuts import spells
+    from sim.viz.data.cuts import spells
     trace = _owned(
         _cut(2.0, ["n1", "n2"], ["n3"]), (2.0, "n2", "fault.partition", {"from": ["n1", "n2"], "to": ["n3"], "oneway": False}),
         _cut(3.0, ["n1", "n2"], ["n3"], "fault.reconnect"), (3.0, "n2", "fault.reconnect", {"from": ["n1", "n2"], "to": ["n3"], "oneway": False}),
@@ -123,7 +123,7 @@ def test_a_spell_ends_at_the_reconnect_that_restores_its_links() -> None:
 
 def test_a_spell_lasts_while_any_of_its_links_is_still_cut() -> None:
     """A reconnect of other sides that restores part of a cut's links leaves the spell open until its last link is whole."""
-    from sim.viz.cuts import spells
+    from sim.viz.data.cuts import spells
     trace = _owned(
         _cut(2.0, ["n1", "n2"], ["n3"], oneway=True),  # n1->n3 and n2->n3
         _cut(2.5, ["n1"], ["n2", "n3"], "fault.reconnect"),  # restores n1->n3 (and others): n2->n3 still cut
@@ -134,7 +134,7 @@ def test_a_spell_lasts_while_any_of_its_links_is_still_cut() -> None:
 
 def test_bands_merge_only_spells_that_overlap() -> None:
     """Overlapping spells make one band (with their count); a spell that starts as another ends stays a band of its own."""
-    from sim.viz.cuts import bands, spells
+    from sim.viz.data.cuts import bands, spells
     trace = _owned(
         _cut(2.0, ["n1"], ["n2", "n3"]), _cut(3.0, ["n1"], ["n2", "n3"], "fault.reconnect"),
         _cut(3.0, ["n2"], ["n1", "n3"]), _cut(4.0, ["n3"], ["n1", "n2"]),

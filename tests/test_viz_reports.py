@@ -18,7 +18,7 @@ from matplotlib.patches import Rectangle  # noqa: E402
 
 from sim.trace import Trace  # noqa: E402
 from sim.viz import activation_timeline, catchup_chart  # noqa: E402
-from sim.viz.timeline import day_label, omitted_reports, report_rows  # noqa: E402
+from sim.viz.data.reports import day_label, omitted_reports, report_rows  # noqa: E402
 
 START_US = 1_767_225_600_000_000  # 2026-01-01T00:00:00Z
 DAY_US = 86_400_000_000

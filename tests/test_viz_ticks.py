@@ -21,7 +21,7 @@ from matplotlib.patches import Rectangle  # noqa: E402
 from casty import ActorSystem, Context, actor  # noqa: E402
 from sim import World, scenarios  # noqa: E402
 from sim.viz import ticks_chart  # noqa: E402
-from sim.viz.ticks import tick_rows  # noqa: E402
+from sim.viz.data.ticks import tick_rows  # noqa: E402
 
 
 def _points(ax: Axes, gid: str, y: int | None = None) -> int:

@@ -32,7 +32,7 @@ from datetime import timedelta
 from sim import scenarios
 from sim.world import World
 from sim.viz import activation_timeline, catchup_chart, ticks_chart
-from sim.viz.timeline import day_label
+from sim.viz.data.reports import day_label
 
 for name, s in scenarios.registered().items():
     print(f"{name:<26} {s.description}")

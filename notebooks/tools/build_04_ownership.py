@@ -55,7 +55,7 @@ import time
 
 from sim import scenarios
 from sim.viz import ownership_chart, spacetime_diagram
-from sim.viz.ownership import epoch_spans
+from sim.viz.data.ownership import epoch_spans
 from sim.messages import frame_arrows
 
 LAB = ["stale-owner-fenced", "newer-promise-fences", "ownership-repeat", "ownership-miss", "all-replicas-lost"]

@@ -40,7 +40,7 @@ import sim
 from casty import Askable, Context, actor
 from sim import scenarios
 from sim.viz import activation_timeline, ticks_chart
-from sim.viz.ticks import tick_rows  # the rows the chart draws, by (node, schedule)
+from sim.viz.data.ticks import tick_rows  # the rows the chart draws, by (node, schedule)
 
 
 @dataclass(frozen=True)

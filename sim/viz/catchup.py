@@ -19,6 +19,8 @@ Crash-to-restart (grey), pauses (hatched), restarts (green) and clock steps (pur
 over the skipped wall time in the wall lane) of the nodes that ran the schedule are drawn on
 their rows; ``report.built`` rows of the key (and ``effect`` rows with a ``day`` detail) are black stars
 with their day, and a day missing between two of them a hollow red star, "omitted".
+
+The schedule's rows and grid come from ``sim.viz.data.catchup``; this module only draws them.
 """
 
 from __future__ import annotations
@@ -34,118 +36,18 @@ from matplotlib.patches import ConnectionPatch, Rectangle
 from matplotlib.text import Annotation
 
 from sim.trace import Row, Trace
-from sim.viz.keys import is_internal
-from sim.viz.timeline import (
-    BLUE,
-    FONT,
-    GREEN,
-    GREY,
-    GRID_GREY,
-    INK,
-    LIGHT_GREY,
-    ORANGE,
-    PURPLE,
-    SMALL,
-    VERMILLION,
-    WallMap,
-    fault_handles,
-    add_notes,
-    day_label,
-    omitted_reports,
-    report_day,
-    report_rows,
-    declutter,
-    fmt_duration,
-    fmt_signed,
-    end_ns,
-    label,
-    node_events,
-    outside_legend,
-    time_unit,
-    wall_clock_name,
-)
+from sim.viz.data.catchup import MAX_GRID_POINTS, grid_dues, grid_segments, select_schedule
+from sim.viz.data.nodes import node_events
+from sim.viz.data.reports import day_label, omitted_reports, report_day, report_rows
+from sim.viz.data.timebase import WallMap, end_ns, fmt_duration, fmt_signed, time_unit, wall_clock_name
+from sim.viz.draw import add_notes, declutter, fault_handles, label, outside_legend
+from sim.viz.palette import BLUE, FONT, GREEN, GREY, GRID_GREY, INK, LIGHT_GREY, ORANGE, PURPLE, SMALL, VERMILLION
 
 __all__ = ["catchup_chart"]
 
 _MAX_GRID_LINES = 240  # beyond this the grid would be a grey wash: not drawn (the legend says so)
-_MAX_GRID_POINTS = 20_000  # beyond this it is not even listed
 _MAX_SKIP_MARKERS = 60  # beyond this a skipped stretch is one red bar
 _LATE_PURPLE = "#9E4A7E"  # PURPLE darkened for text
-
-
-def _select(trace: Trace, actor: str | None, key: str | None, schedule: str | None) -> tuple[list[Row], tuple[str, str, str]]:
-    """The schedule rows of one (actor, key, name): the first fired one matching the filters, else the first row."""
-
-    def matches(row: Row) -> bool:
-        return (
-            (actor is None or row.get("actor") == actor)
-            and (key is None or str(row.get("key")) == str(key))
-            and (schedule is None or row.get("name") == schedule)
-        )
-
-    rows = [r for r in trace.of("schedule.") if matches(r)]
-    if actor is None and key is None and any(not is_internal(r.get("actor")) for r in rows):
-        rows = [r for r in rows if not is_internal(r.get("actor"))]  # the runtime's own keys (cron claims) only by name
-    if not rows:
-        wanted = ", ".join(f"{n}={v!r}" for n, v in (("actor", actor), ("key", key), ("schedule", schedule)) if v is not None)
-        known = sorted({f"{r.get('actor')}[{r.get('key')}] {r.get('name')!r}" for r in trace.of("schedule.")})
-        if not known:
-            raise ValueError(f"no schedule rows in this trace ({len(trace)} rows): nothing to chart")
-        raise ValueError(f"no schedule rows for {wanted}; schedules in this trace: {', '.join(known[:10])}")
-    first = next((r for r in rows if r.kind == "schedule.fired"), rows[0])
-    ident = (str(first.get("actor")), str(first.get("key")), str(first.get("name")))
-    return [r for r in rows if (str(r.get("actor")), str(r.get("key")), str(r.get("name"))) == ident], ident
-
-
-def _segments(armed: list[Row], fired: list[Row], caught: list[Row]) -> list[tuple[int, int | None, int | None]]:
-    """(first due µs, every µs or None, wall µs when armed or None) of each grid; a new one starts when a re-arm leaves the old grid."""
-    segments: list[tuple[int, int | None, int | None]] = []
-    for row in armed:
-        due, every = int(row.get("due_us")), row.get("every_us")
-        every = int(every) if every else None
-        if segments:
-            origin, step, _ = segments[-1]
-            if every is not None and step == every and (due - origin) % every == 0:
-                continue
-            if every is None and step is None and due == origin:
-                continue
-        segments.append((due, every, row.wall_us))
-    if not segments and fired:  # a partial trace without its armed rows: infer from the firings
-        skipped = {(int(r.get("due_us")), int(r.get("now_us"))): int(r.get("skipped")) for r in caught}
-        first = fired[0]
-        every = None
-        for row in fired:
-            if row.get("next_us") is not None:
-                n = skipped.get((int(row.get("due_us")), int(row.get("now_us"))), 0)
-                every = (int(row.get("next_us")) - int(row.get("due_us"))) // (n + 1)
-                break
-        segments.append((int(first.get("due_us")), every, None))
-    return segments
-
-
-def _grid(segments: list[tuple[int, int | None, int | None]], end_us: int) -> tuple[list[int], int]:
-    """Grid due times (µs) up to ``end_us``, and the count if it was too many to list.
-
-    A grid ends where the next one begins, or where it was replaced if that came first: a due the
-    replacement removed (armed at 32 s, old grid's next due 35 s, new first due 36 s) is not drawn.
-    """
-    out: list[int] = []
-    total = 0
-    for i, (origin, every, _) in enumerate(segments):
-        stop = end_us
-        if i + 1 < len(segments):
-            following, _, replaced_at = segments[i + 1]
-            stop = min(following, replaced_at if replaced_at is not None else following) - 1
-        if every is None:
-            if origin <= max(stop, origin):
-                out.append(origin)
-                total += 1
-            continue
-        count = max(0, (stop - origin) // every + 1)
-        total += count
-        if total <= _MAX_GRID_POINTS:
-            out.extend(origin + k * every for k in range(count))
-    return (out, total) if total <= _MAX_GRID_POINTS else ([], total)
 
 
 def _lanes(ax: Axes | Sequence[Axes] | None, n_rows: int, footer: int) -> tuple[Figure, Axes, Axes]:
@@ -186,7 +88,7 @@ def catchup_chart(
     ``ax`` may be one Axes (split into the two lanes) or a pair (true-time lane, wall-clock lane).
     Raises ``ValueError`` when the trace has no ``schedule.*`` row for the requested schedule.
     """
-    rows, (actor, key, name) = _select(trace, actor, key, schedule)
+    rows, (actor, key, name) = select_schedule(trace, actor, key, schedule)
     fired = [r for r in rows if r.kind == "schedule.fired"]
     caught = [r for r in rows if r.kind == "schedule.caught_up"]
     armed = [r for r in rows if r.kind == "schedule.armed"]
@@ -213,12 +115,12 @@ def catchup_chart(
     hi_s = max([end_true_s, *wall_points_s, 1e-3])
     unit = time_unit(hi_s - lo_s)
     x_max_us = origin + int(hi_s * 1e6)
-    segments = _segments(armed, fired, caught)
+    segments = grid_segments(armed, fired, caught)
     grid_end = x_max_us
     if cancelled and (not armed or cancelled[-1].seq > armed[-1].seq) and cancelled[-1].get("reason") not in ("replaced",):
         last = cancelled[-1]
         grid_end = wall.wall_us(last.node, last.t_ns, last.seq)
-    grid, grid_total = _grid(segments, grid_end)
+    grid, grid_total = grid_dues(segments, grid_end)
     every = next((e for _, e, _ in reversed(segments) if e), None)
     intervals = list(dict.fromkeys(e for _, e, _ in segments))  # each grid's period in order (None: one-shot)
 
@@ -386,7 +288,7 @@ def catchup_chart(
     ax_t.set_title(title or f"Schedule '{name}' of {actor}[{key}] ({kind}): {summary}", fontsize=FONT + 2, loc="left")
 
     handles: list[Any] = [
-        Line2D([], [], color=GRID_GREY, lw=1.5, label=f"nominal due ({kind})" + ("" if len(grid) <= _MAX_GRID_LINES and grid_total <= _MAX_GRID_POINTS else "\ntoo dense to draw")),
+        Line2D([], [], color=GRID_GREY, lw=1.5, label=f"nominal due ({kind})" + ("" if len(grid) <= _MAX_GRID_LINES and grid_total <= MAX_GRID_POINTS else "\ntoo dense to draw")),
         Line2D([], [], ls="", marker="o", ms=7, color=BLUE, mec="white", label="delivered"),
     ]
     if any(abs(wx(int(r.get("due_us"))) - wx(fired_wall(r))) > visible for r in fired):

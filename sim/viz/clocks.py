@@ -16,6 +16,8 @@ run only is dashed:
 
 Why offsets and not wall time against true time: the clocks that matter differ by
 milliseconds to minutes over runs of seconds to days, and only a difference shows both.
+
+The offsets come from ``sim.viz.data.clocks``; this module only draws them.
 """
 
 from __future__ import annotations
@@ -26,46 +28,15 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.transforms import blended_transform_factory, offset_copy
 
-from casty.clock import to_us
-
 from sim.trace import Trace
-from sim.viz.timeline import BLUE, GREEN, INK, ORANGE, PURPLE, SKY, VERMILLION, time_unit
+from sim.viz.data.clocks import agreement, clock_offsets, coincident_groups, offset_at
+from sim.viz.data.timebase import time_unit
+from sim.viz.palette import BLUE, GREEN, INK, ORANGE, PURPLE, SKY, VERMILLION
 from sim.world import DEFAULT_START
 
-__all__ = ["clock_offsets", "clock_chart"]
+__all__ = ["clock_chart"]
 
 _COLOURS = (BLUE, ORANGE, GREEN, PURPLE, SKY, VERMILLION, INK)
-_MAX_POINTS = 4000  # per node: a day of heartbeats would otherwise draw millions of points on a few hundred pixels
-
-
-def clock_offsets(trace: Trace, *, start: datetime = DEFAULT_START) -> dict[str, list[tuple[int, int]]]:
-    """Per node, ``[(t_ns, offset_us)]`` at its rows (consecutive equal offsets kept at their ends only).
-
-    ``start`` is the world's start (``World(start=)``): a node whose clock is exact reads
-    ``start + t``. Rows without a wall clock (the world's own notes) are skipped.
-    """
-    epoch_us = to_us(start)
-    out: dict[str, list[tuple[int, int]]] = {}
-    for row in trace.rows:
-        if row.wall_us is None:
-            continue
-        offset = row.wall_us - epoch_us - row.t_ns // 1000
-        points = out.setdefault(row.node, [])
-        if row.kind == "clock.step":  # the row is stamped after the jump: the clock read the old offset up to this instant
-            points.append((row.t_ns, offset - int(row.get("delta_us", 0) or 0)))
-            points.append((row.t_ns, offset))
-            continue
-        if len(points) >= 2 and points[-1][1] == offset and points[-2][1] == offset:
-            points[-1] = (row.t_ns, offset)  # a flat run: move its end, keep its start
-        else:
-            points.append((row.t_ns, offset))
-    for node, points in out.items():
-        if len(points) > _MAX_POINTS:
-            every = len(points) // _MAX_POINTS + 1
-            steps = {i for i in range(1, len(points)) if abs(points[i][1] - points[i - 1][1]) > 1000}
-            keep = sorted(set(range(0, len(points), every)) | steps | {i - 1 for i in steps} | {len(points) - 1})
-            out[node] = [points[i] for i in keep]
-    return out
 
 
 def clock_chart(
@@ -97,7 +68,7 @@ def clock_chart(
     in_ms = biggest < 2_000_000
     scale, y_name = (1000.0, "ms") if in_ms else (1e6, "s")
     tolerance = max(1, (max(values) - min(values)) // 500)  # under half a pixel of a chart a few hundred pixels high
-    groups = _coincident_groups([offsets[n] for n in drawn], tolerance)
+    groups = coincident_groups([offsets[n] for n in drawn], tolerance)
     ax.axhline(0, color="#999999", lw=1, zorder=1)
     ends: list[tuple[float, float, str, str]] = []  # (x, y) of each line's end, its label, its colour
     for g, members in enumerate(groups):
@@ -107,18 +78,18 @@ def clock_chart(
         colour = _COLOURS[names.index(node) % len(_COLOURS)]
         xs = [unit.x(t) for t, _ in points]
         ys = [o / scale for _, o in points]
-        partly = any(_agreement(offsets[drawn[groups[h][0]]], points, tolerance) > 0 for h in range(g))
+        partly = any(agreement(offsets[drawn[groups[h][0]]], points, tolerance) > 0 for h in range(g))
         ax.plot(xs, ys, color=colour, lw=2, label=label, linestyle="--" if partly else "-", zorder=3 + g * 0.01)
         ends.append((xs[-1], ys[-1], label, colour))
         for row in trace.of("clock.step", node=node):
             delta_s = int(row.get("delta_us", 0) or 0) / 1e6
-            after = _offset_at(points, row.t_ns) / scale
+            after = offset_at(points, row.t_ns) / scale
             ax.plot([unit.x(row.t_ns)], [after], marker="v" if delta_s < 0 else "^", color=colour, ms=9, zorder=4)
             ax.annotate(f"{label} stepped {delta_s:+g} s", (unit.x(row.t_ns), after), xytext=(7, -15 if delta_s < 0 else 6),
                         textcoords="offset points", fontsize=8.5, color=colour)
         for row in trace.of("clock.drift", node=node):
             ppm = float(row.get("drift_ppm", 0.0) or 0.0)
-            here = _offset_at(points, row.t_ns) / scale
+            here = offset_at(points, row.t_ns) / scale
             ax.plot([unit.x(row.t_ns)], [here], marker="o", mfc="white", color=colour, ms=7, zorder=4)
             ax.annotate(f"{label} drifts {ppm:+g} ppm", (unit.x(row.t_ns), here), xytext=(6, 6), textcoords="offset points",
                         fontsize=8.5, color=colour)
@@ -172,49 +143,3 @@ def _end_labels(fig: Figure, ax: Axes, ends: list[tuple[float, float, str, str]]
         ax.annotate(label, (x, y), xytext=(column_x, at), textcoords=column, va="center", fontsize=_LABEL_PT, color=colour,
                     fontweight="normal" if label == "true time" else "bold",
                     arrowprops={"arrowstyle": "-", "color": colour, "lw": 0.6, "shrinkA": 0, "shrinkB": 0} if moved else None)
-
-
-def _coincident_groups(lines: list[list[tuple[int, int]]], tolerance: int) -> list[list[int]]:
-    """Indices of ``lines`` grouped so that the lines of a group agree everywhere they both exist (first one leads)."""
-    groups: list[list[int]] = []
-    for i, points in enumerate(lines):
-        for group in groups:
-            if _agreement(lines[group[0]], points, tolerance) == 1.0:
-                group.append(i)
-                break
-        else:
-            groups.append([i])
-    return groups
-
-
-def _agreement(a: list[tuple[int, int]], b: list[tuple[int, int]], tolerance: int) -> float:
-    """The share (0 to 1) of the common time span where offset lines ``a`` and ``b`` are within ``tolerance`` µs."""
-    first, last = max(a[0][0], b[0][0]), min(a[-1][0], b[-1][0])
-    if last < first:
-        return 0.0
-    samples = sorted({first, last, *(first + (last - first) * k // 200 for k in range(201)),
-                      *(t for t, _ in a if first <= t <= last), *(t for t, _ in b if first <= t <= last)})
-    close = sum(1 for t in samples if abs(_offset_between(a, t) - _offset_between(b, t)) <= tolerance)
-    return close / len(samples)
-
-
-def _offset_between(points: list[tuple[int, int]], t_ns: int) -> float:
-    """The line's offset at ``t_ns`` as drawn: straight between its points, the value after a step at that instant."""
-    before = points[0]
-    for point in points:
-        if point[0] > t_ns:
-            if point[0] == before[0]:
-                return float(before[1])
-            return before[1] + (point[1] - before[1]) * (t_ns - before[0]) / (point[0] - before[0])
-        before = point
-    return float(before[1])
-
-
-def _offset_at(points: list[tuple[int, int]], t_ns: int) -> int:
-    """The offset a node's clock had just after ``t_ns`` (after a step at that instant)."""
-    here = points[0][1]
-    for t, offset in points:
-        if t > t_ns:
-            break
-        here = offset
-    return here

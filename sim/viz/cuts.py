@@ -1,13 +1,4 @@
-"""Network cuts read from a trace, as spells, and how a chart with one lane per node shows them.
-
-A **spell** is one ``fault.partition`` row (recorded once per node of its first side: counted
-once) from its instant to the moment none of its links is cut any more: the ``fault.reconnect``
-rows that restore them (a flap cuts and reconnects the same sides every few hundred ms) or the
-next ``fault.heal`` (every link whole). A spell that outlives the trace is *never healed*.
-
-Why spells and not "partition until the next heal": swarm runs flap links for seconds and heal
-only once, at the end of their safety phase; a band from the first cut to that heal said the
-network was split for 28 s when it was split for a third of that, in 19 short spells.
+"""How a chart with one lane per node shows the network's cuts (the spells of ``sim.viz.data.cuts``).
 
 A chart shows them twice:
 
@@ -23,7 +14,6 @@ A chart shows them twice:
 from __future__ import annotations
 
 import textwrap
-from dataclasses import dataclass
 
 from matplotlib.axes import Axes
 from matplotlib.backend_bases import RendererBase
@@ -31,10 +21,11 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 from matplotlib.transforms import ScaledTranslation
 
-from sim.trace import Row, Trace
-from sim.viz.timeline import SMALL, TimeUnit, end_ns
+from sim.viz.data.cuts import Spell, bands
+from sim.viz.data.timebase import TimeUnit
+from sim.viz.palette import SMALL
 
-__all__ = ["Spell", "Band", "spells", "bands", "draw_bands", "band_handle", "name_cuts", "PARTITION_YELLOW"]
+__all__ = ["draw_bands", "band_handle", "name_cuts", "PARTITION_YELLOW"]
 
 PARTITION_YELLOW = "#FFF3C4"
 MARK_YELLOW = "#EBCB6B"  # a spell's mark on the strip: darker than the band, so it reads on white
@@ -43,87 +34,6 @@ ROW_PT = 13.0  # one strip row, in points: a name in SMALL type and a little air
 _GAP_PT = 3.0  # between the axes' top and the strip's first row
 _PAD_PX = 6.0  # the least room between two cuts on one row
 MAX_ROWS = 4
-
-Link = tuple[str, str]
-
-
-@dataclass(frozen=True, slots=True)
-class Spell:
-    """One cut of ``sides`` (``a -> b`` only when ``oneway``) from ``start_ns`` until its last link was whole again."""
-
-    start_ns: int
-    end_ns: int
-    sides: tuple[tuple[str, ...], tuple[str, ...]]
-    oneway: bool
-    healed: bool  # False: still cut when the trace ends
-
-    @property
-    def text(self) -> str:
-        """``n1 n2 | n3``, or ``n1 n2 -/-> n3`` for a one-way cut."""
-        return f"{' '.join(self.sides[0])}{' -/-> ' if self.oneway else ' | '}{' '.join(self.sides[1])}"
-
-
-@dataclass(frozen=True, slots=True)
-class Band:
-    """Overlapping spells drawn as one band: from the first one's start to the last one's end."""
-
-    start_ns: int
-    end_ns: int
-    spells: int
-
-
-def _links(row: Row) -> set[Link]:
-    a = [str(n) for n in row.get("from") or ()]
-    b = [str(n) for n in row.get("to") or ()]
-    links = {(u, v) for u in a for v in b if u != v}
-    if not row.get("oneway"):
-        links |= {(v, u) for u, v in links}
-    return links
-
-
-def spells(trace: Trace) -> list[Spell]:
-    """Every spell of cut links in the trace, in the order they began (see the module docstring)."""
-    out: list[tuple[int, Spell]] = []  # (the cut row's place in the trace, its spell): spells of one instant in trace order
-    open_: list[tuple[Row, set[Link]]] = []  # (the cut's row, its links not yet restored)
-    seen: set[tuple[str, int, str]] = set()
-
-    def close(index: int, t_ns: int, healed: bool) -> None:
-        row, _ = open_.pop(index)
-        sides = (tuple(str(n) for n in row.get("from") or ()), tuple(str(n) for n in row.get("to") or ()))
-        out.append((row.seq, Spell(row.t_ns, t_ns, sides, bool(row.get("oneway")), healed)))
-
-    for row in trace.of("fault.partition", "fault.reconnect", "fault.heal"):
-        ident = (row.kind, row.t_ns, repr((row.get("from"), row.get("to"), row.get("oneway"))))
-        if ident in seen:  # the same fault, recorded on another node of its side
-            continue
-        seen.add(ident)
-        if row.kind == "fault.partition":
-            open_.append((row, _links(row)))
-        elif row.kind == "fault.reconnect":
-            restored = _links(row)
-            for i in reversed(range(len(open_))):
-                open_[i][1].difference_update(restored)
-                if not open_[i][1]:
-                    close(i, row.t_ns, True)
-        else:
-            while open_:
-                close(len(open_) - 1, row.t_ns, True)
-    last = end_ns(trace)
-    while open_:
-        close(len(open_) - 1, last, False)
-    return [spell for _, spell in sorted(out, key=lambda e: (e[1].start_ns, e[0]))]
-
-
-def bands(found: list[Spell]) -> list[Band]:
-    """The spells merged where they overlap in time (one starting the instant another ends does not overlap it)."""
-    out: list[Band] = []
-    for spell in sorted(found, key=lambda s: (s.start_ns, s.end_ns)):
-        if out and spell.start_ns < out[-1].end_ns:
-            last = out[-1]
-            out[-1] = Band(last.start_ns, max(last.end_ns, spell.end_ns), last.spells + 1)
-        else:
-            out.append(Band(spell.start_ns, spell.end_ns, 1))
-    return out
 
 
 def draw_bands(ax: Axes, found: list[Spell], unit: TimeUnit) -> None:

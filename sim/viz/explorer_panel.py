@@ -1,7 +1,7 @@
 """The explorer: scrub a finished run frame by frame, and fork it with one more fault.
 
 ``explorer(run)`` returns an ``Explorer``: displayed in a notebook it is an ipywidgets panel; its
-parts read only the run's trace (through ``sim.viz.frames``):
+parts read only the run's trace (through ``sim.viz.data.frames``):
 
 * a **Play** button and an **IntSlider** over the frame times (``step`` seconds apart), linked in
   the browser (``jslink``), the slider with ``continuous_update=False`` so that dragging draws one
@@ -40,10 +40,11 @@ from sim.scenarios import Run
 from sim.scenarios import run as run_scenario
 from sim.trace import Trace
 from sim.world import World
-from sim.viz.frames import Frame, frame_at, frame_times, keys_of, short_actor
+from sim.viz.data.frames import Frame, frame_at, frame_times, keys_of, short_actor
+from sim.viz.data.timebase import time_unit
 from sim.viz.graph import cluster_graph
 from sim.viz.ownership import ownership_chart
-from sim.viz.timeline import activation_timeline, time_unit
+from sim.viz.timeline import activation_timeline
 
 __all__ = ["Explorer", "explorer", "png", "FAULT_BUTTONS"]
 

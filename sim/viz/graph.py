@@ -16,7 +16,7 @@ slider moves:
   view, which differs from the node's own status during a cut or a pause.
 
 The title names the time, the key and the newest epoch; nothing here reads the trace (see
-``sim.viz.frames``).
+``sim.viz.data.frames``).
 """
 
 from __future__ import annotations
@@ -31,8 +31,8 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
-from sim.viz.frames import Frame, short_actor
-from sim.viz.timeline import GREEN, GREY, INK, LIGHT_GREY, ORANGE, VERMILLION
+from sim.viz.data.frames import Frame, short_actor
+from sim.viz.palette import GREEN, GREY, INK, LIGHT_GREY, ORANGE, VERMILLION
 
 __all__ = ["cluster_graph", "STATUS_COLOURS"]
 

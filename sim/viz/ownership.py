@@ -30,6 +30,9 @@ One lane per node, true time on x. Read from the trace only:
   strip naming each cut once, with a mark per spell, packed in rows so that no name overlaps another.
 
 The title says which key and what happened to its ownership, in one line.
+
+The spans, handoff rounds and the title's story come from ``sim.viz.data.ownership``, the cuts from
+``sim.viz.data.cuts``; this module only draws them.
 """
 
 from __future__ import annotations
@@ -37,7 +40,6 @@ from __future__ import annotations
 import textwrap
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import Any
 
 from matplotlib.axes import Axes
@@ -47,225 +49,18 @@ from matplotlib.patches import Patch, Rectangle
 from matplotlib.text import Annotation
 
 from sim.trace import Row, Trace
-from sim.viz.cuts import band_handle, draw_bands, name_cuts, spells
-from sim.viz.keys import is_internal
+from sim.viz.cuts import band_handle, draw_bands, name_cuts
+from sim.viz.data.cuts import spells
+from sim.viz.data.nodes import node_events
+from sim.viz.data.ownership import SAID_ENDS, cluster_nodes, end_words, epoch_spans, handoff_rounds, ownership_story, select_key
+from sim.viz.data.timebase import end_ns, fmt_signed, time_unit
+from sim.viz.draw import declutter, fault_handles, label, outside_legend, style_node_lanes
+from sim.viz.palette import BLUE, FONT, GREEN, GREY, INK, LIGHT_GREY, ORANGE, PURPLE, SKY, SMALL, VERMILLION, key_style, text_colour_on
 from sim.viz.spacetime import keep_free
-from sim.viz.timeline import (
-    BLUE,
-    FONT,
-    GREEN,
-    GREY,
-    INK,
-    LIGHT_GREY,
-    ORANGE,
-    PURPLE,
-    SKY,
-    SMALL,
-    VERMILLION,
-    TimeUnit,
-    declutter,
-    end_ns,
-    fault_handles,
-    fmt_signed,
-    key_style,
-    label,
-    style_node_lanes,
-    node_events,
-    outside_legend,
-    text_colour_on,
-    time_unit,
-)
 
-__all__ = ["ownership_chart", "epoch_spans", "EpochSpan"]
+__all__ = ["ownership_chart"]
 
 _DROP_GREY = "#6E6E6E"
-
-
-@dataclass(frozen=True, slots=True)
-class EpochSpan:
-    """One node's hold of the key's owner epoch: ``superseded_ns`` is when another node took a newer one (or None)."""
-
-    node: str
-    epoch_round: int
-    incarnation: int
-    start_ns: int
-    end_ns: int
-    superseded_ns: int | None
-    found: int
-    ended_by: str  # the activation's end reason, "crash", "re-acquired", "end of trace"
-
-    @property
-    def name(self) -> str:
-        return f"({self.epoch_round}, {self.node}#{self.incarnation})"
-
-
-# ---------------------------------------------------------------------------------------
-# reading the trace
-# ---------------------------------------------------------------------------------------
-
-
-def _actor_matches(row_actor: Any, wanted: str | None) -> bool:
-    if wanted is None:
-        return True
-    text = str(row_actor)
-    return text == wanted or text.split(":")[-1] == wanted
-
-
-def _select(trace: Trace, actor: str | None, key: str | None) -> tuple[str, str]:
-    """The (actor, key) to draw: the one asked for, else the user's key (not the runtime's own) whose ownership changed most."""
-    acquired = [r for r in trace.of("epoch.acquired") if _actor_matches(r.get("actor"), actor) and (key is None or str(r.get("key")) == key)]
-    if actor is None and key is None and any(not is_internal(r.get("actor")) for r in acquired):
-        acquired = [r for r in acquired if not is_internal(r.get("actor"))]
-    if not acquired:
-        known = sorted({f"{str(r.get('actor')).split(':')[-1]}[{r.get('key')}]" for r in trace.of("epoch.acquired")})
-        wanted = f"actor={actor!r} key={key!r}" if actor or key else "any key"
-        raise ValueError(f"no epoch.acquired row for {wanted} in this trace; keys with an owner epoch: {', '.join(known) or 'none'}")
-    counts: Counter[tuple[str, str]] = Counter((str(r.get("actor")), str(r.get("key"))) for r in acquired)
-    fired: Counter[tuple[str, str]] = Counter((str(r.get("actor")), str(r.get("key"))) for r in trace.of("schedule.fired"))
-    order = {e: i for i, e in enumerate(dict.fromkeys((str(r.get("actor")), str(r.get("key"))) for r in acquired))}
-    return max(counts, key=lambda e: (counts[e], fired[e], -order[e]))
-
-
-def _incarnations(trace: Trace) -> dict[str, list[tuple[int, int]]]:
-    """Per node, [(t_ns, incarnation)] from ``node.started`` rows: which life of the node a row belongs to."""
-    out: dict[str, list[tuple[int, int]]] = {}
-    for row in trace.of("node.started"):
-        out.setdefault(row.node, []).append((row.t_ns, int(row.get("incarnation", 1) or 1)))
-    return out
-
-
-def _life_at(lives: dict[str, list[tuple[int, int]]], node: str, t_ns: int) -> int:
-    current = 1
-    for t, incarnation in lives.get(node, ()):
-        if t <= t_ns:
-            current = incarnation
-    return current
-
-
-def epoch_spans(trace: Trace, actor: str, key: str) -> list[EpochSpan]:
-    """Every hold of the key's owner epoch, in the order they were acquired (see the module docstring)."""
-    rows = [r for r in trace.rows if str(r.get("key")) == key and str(r.get("actor")) == actor
-            and r.kind in ("epoch.acquired", "activation.ended")]
-    crashes = trace.of("fault.crash")
-    lives = _incarnations(trace)
-    last = end_ns(trace)
-    acquired = [r for r in rows if r.kind == "epoch.acquired"]
-    spans: list[EpochSpan] = []
-    for row in acquired:
-        ends: list[tuple[int, str]] = [(last, "end of trace")]
-        ended = next((r for r in rows if r.kind == "activation.ended" and r.node == row.node and r.seq > row.seq), None)
-        if ended is not None:
-            ends.append((ended.t_ns, str(ended.get("reason", "ended"))))
-        crash = next((r for r in crashes if r.node == row.node and r.seq > row.seq), None)
-        if crash is not None:
-            ends.append((crash.t_ns, "crash"))
-        again = next((r for r in acquired if r.node == row.node and r.seq > row.seq), None)
-        if again is not None:
-            ends.append((again.t_ns, "re-acquired"))
-        end, how = min(ends, key=lambda e: e[0])
-        newer = next((r for r in acquired if r.node != row.node and r.seq > row.seq), None)
-        superseded = newer.t_ns if newer is not None and newer.t_ns < end else None
-        spans.append(EpochSpan(row.node, int(row.get("epoch_round", 0) or 0), _life_at(lives, row.node, row.t_ns),
-                               row.t_ns, end, superseded, int(row.get("found", 0) or 0), how))
-    return spans
-
-
-def _handoff_rounds(trace: Trace) -> dict[str, list[tuple[int, int]]]:
-    """Per node, (start, end) of each handoff round: ended by its ``handoff.ended``, the node's next round, a crash, or the end."""
-    out: dict[str, list[tuple[int, int]]] = {}
-    open_: dict[str, dict[Any, int]] = {}
-    last = end_ns(trace)
-    for row in trace.rows:
-        if row.kind == "handoff.started":
-            rounds = open_.setdefault(row.node, {})
-            for started in rounds.values():  # a new round replaces the ones still open
-                out.setdefault(row.node, []).append((started, row.t_ns))
-            rounds.clear()
-            rounds[row.get("round")] = row.t_ns
-        elif row.kind == "handoff.ended":
-            started_at = open_.get(row.node, {}).pop(row.get("round"), None)
-            if started_at is not None:
-                out.setdefault(row.node, []).append((started_at, row.t_ns))
-        elif row.kind == "fault.crash":
-            for started in open_.pop(row.node, {}).values():
-                out.setdefault(row.node, []).append((started, row.t_ns))
-    for node, rounds in open_.items():
-        for started in rounds.values():
-            out.setdefault(node, []).append((started, last))
-    return out
-
-
-def _cluster_nodes(trace: Trace) -> list[str]:
-    """The nodes (not the world's own rows such as notes): those that started, else every node with a non-note row."""
-    started = list(dict.fromkeys(r.node for r in trace.of("node.started")))
-    if started:
-        return started
-    return list(dict.fromkeys(r.node for r in trace.rows if r.kind != "note"))
-
-
-# ---------------------------------------------------------------------------------------
-# the title
-# ---------------------------------------------------------------------------------------
-
-
-def _at(unit: TimeUnit, t_ns: int) -> str:
-    value = unit.x(t_ns)
-    return f"{value:.1f} {unit.name}" if value < 100 else f"{value:.0f} {unit.name}"
-
-
-# an epoch span's end that no other mark shows (a crash has its line): written where the run ended, and in the title
-_SAID_ENDS = {"lost": "lost: stepped down", "handoff": "handed off", "idle": "idle", "released": "released",
-              "stopped": "node stopped", "failed": "failed"}
-
-
-def _end_words(span: EpochSpan, fenced: list[Row]) -> str:
-    """Why the span's run ended, in words: a run lost right after one of its writes was fenced was fenced, else it stepped down."""
-    if span.ended_by == "lost" and any(r.node == span.node and span.start_ns <= r.t_ns <= span.end_ns for r in fenced):
-        return "lost: fenced"
-    return _SAID_ENDS[span.ended_by]
-
-
-def _story(trace: Trace, spans: list[EpochSpan], unit: TimeUnit, fenced_rows: list[Row], repeats: int) -> str:
-    """What happened to the key's ownership, in a few clauses."""
-    if not spans:
-        return "no owner epoch"
-    first = spans[0]
-    clauses = [f"{first.node} took epoch {first.name} at {_at(unit, first.start_ns)}"]
-    crashes = trace.of("fault.crash")
-    parts = spells(trace)
-    shown = 1
-    for before, span in zip(spans, spans[1:]):
-        if shown >= 3:
-            clauses.append(f"... {len(spans) - shown} more epoch(s)")
-            break
-        why = ""
-        crash = next((c for c in crashes if c.node == before.node and before.start_ns <= c.t_ns <= span.start_ns), None)
-        cut = next((p for p in parts if before.start_ns <= p.start_ns <= span.start_ns and before.node in (*p.sides[0], *p.sides[1])), None)
-        everyone = {c.node for c in crashes if before.start_ns <= c.t_ns <= span.start_ns}
-        if crash is not None and len(everyone) > 1 and len(everyone) >= len(_cluster_nodes(trace)):
-            why = f"every node crashed at {_at(unit, crash.t_ns)}; "
-        elif crash is not None:
-            why = f"owner {before.node} crashed at {_at(unit, crash.t_ns)}; "
-        elif cut is not None and span.node != before.node:
-            why = f"owner {before.node} cut off at {_at(unit, cut.start_ns)}; "
-        if crash is None and before.ended_by in _SAID_ENDS and before.end_ns <= span.start_ns:  # the gap between the two, said
-            why += f"{before.node}'s run ended ({_end_words(before, fenced_rows)}) at {_at(unit, before.end_ns)}; "
-        found = "" if span.found else " from nothing"
-        clauses.append(f"{why}{span.node} took {span.name} at {_at(unit, span.start_ns)}{found}")
-        shown += 1
-    story = "; ".join(clauses)
-    extras = []
-    fenced = len(fenced_rows)
-    if fenced:
-        extras.append(f"{fenced} write{'s' if fenced != 1 else ''} fenced")
-    if repeats:
-        extras.append(f"{repeats} firing{'s' if repeats != 1 else ''} repeated")
-    return story + (f"\n{', '.join(extras)}" if extras else "")
-
-
-# ---------------------------------------------------------------------------------------
-# the chart
-# ---------------------------------------------------------------------------------------
 
 # lane geometry (y grows downwards, one lane per node, centred on its index)
 _LANE = 0.47
@@ -294,9 +89,9 @@ def ownership_chart(
     ``actor`` may be the type's full name (``module:qualname``) or its short name. Raises
     ``ValueError`` naming the keys that have an owner epoch when the requested one has none.
     """
-    actor_name, key_name = _select(trace, actor, key)
+    actor_name, key_name = select_key(trace, actor, key)
     spans = epoch_spans(trace, actor_name, key_name)
-    lanes = list(nodes) if nodes is not None else _cluster_nodes(trace)
+    lanes = list(nodes) if nodes is not None else cluster_nodes(trace)
     for span in spans:
         if span.node not in lanes:
             lanes.append(span.node)
@@ -344,7 +139,7 @@ def ownership_chart(
             labels.append(label(ax, unit.x(t), y + _MARKS, f"clock {fmt_signed(delta / 1e6)}", colour="#9E4A7E", weight="bold", va="center"))
 
     # handoff rounds
-    rounds = _handoff_rounds(trace)
+    rounds = handoff_rounds(trace)
     for node, spans_of_node in rounds.items():
         if node not in row_of:
             continue
@@ -394,8 +189,8 @@ def ownership_chart(
         ax.scatter([unit.x(r.t_ns) for r in other_failed], [row_of[r.node] + ymid for r in other_failed], marker="o", s=30, facecolors="white",
                    edgecolors=VERMILLION, linewidths=1.2, zorder=3.4, gid="write.failed")
     for span in spans:
-        if span.ended_by in _SAID_ENDS:
-            words = _end_words(span, fenced).replace(": ", " (", 1) + (")" if ": " in _end_words(span, fenced) else "")
+        if span.ended_by in SAID_ENDS:
+            words = end_words(span, fenced).replace(": ", " (", 1) + (")" if ": " in end_words(span, fenced) else "")
             labels.append(label(ax, unit.x(span.end_ns), row_of[span.node] + _MARKS, f"run ended: {words}", colour="#555555", va="center", dx=3))
     for rows, colour in ((fenced, VERMILLION), (other_failed, VERMILLION)):  # writes of one instant share one mark: count them
         for (node, t), n in Counter((r.node, r.t_ns) for r in rows).items():
@@ -451,7 +246,7 @@ def ownership_chart(
     ax.set_yticks(range(len(lanes)), lanes, fontsize=FONT)
     style_node_lanes(ax, unit, trace.time_axis)
     short = f"{actor_name.split(':')[-1]}[{key_name}]"
-    story = _story(trace, spans, unit, fenced, len(repeated))
+    story = ownership_story(trace, spans, unit, fenced, len(repeated))
     # long node ids (a real cluster's HOST:PORT) would run the story off the figure: wrap each of its lines
     heading = title or "\n".join(textwrap.fill(part, 115) for part in f"{short}: {story}".split("\n"))
     ax.set_title(heading, fontsize=FONT + 1.5, loc="left", pad=8)

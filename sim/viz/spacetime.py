@@ -18,6 +18,9 @@ believes about a peer), crashes and restarts (the line is dotted while the node 
 
 Keep the window short (tens to a few hundred ms): the default is the first ownership change
 of a key, from the new owner's first Prepare to its first confirmed write.
+
+The window and the node events' labels come from ``sim.viz.data.spacetime``, the frames from
+``sim.messages``; this module only draws them.
 """
 
 from __future__ import annotations
@@ -31,29 +34,16 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import FancyArrowPatch
 from matplotlib.text import Annotation
 
-from sim.messages import FrameArrow, frame_arrows
+from sim.messages import frame_arrows
 from sim.trace import Row, Trace
-from sim.viz.keys import is_internal
-from sim.viz.timeline import (
-    BLUE,
-    FONT,
-    GREEN,
-    GREY,
-    INK,
-    ORANGE,
-    PURPLE,
-    SKY,
-    SMALL,
-    VERMILLION,
-    declutter,
-    end_ns,
-    fmt_duration,
-    label,
-    node_events,
-    outside_legend,
-)
+from sim.viz.data.keys import is_internal
+from sim.viz.data.nodes import node_events
+from sim.viz.data.spacetime import LOCAL_KINDS, PRIORITY, default_window, event_label
+from sim.viz.data.timebase import fmt_duration
+from sim.viz.draw import declutter, label, outside_legend
+from sim.viz.palette import BLUE, FONT, GREEN, GREY, INK, ORANGE, PURPLE, SKY, SMALL, VERMILLION
 
-__all__ = ["spacetime_diagram", "frame_arrows", "FrameArrow", "default_window", "FRAME_KINDS"]
+__all__ = ["spacetime_diagram", "FRAME_KINDS"]
 
 HEARTBEAT_GREY = "#B5B5B5"
 
@@ -76,75 +66,6 @@ FRAME_KINDS: dict[str, tuple[str, str, bool]] = {
 }
 _OTHER = ("other frames", GREY, False)
 
-
-def default_window(trace: Trace) -> tuple[int, int]:
-    """(start_ns, end_ns) around the first ownership change (else the first epoch): the new owner's Prepare .. its first write."""
-    acquired = trace.of("epoch.acquired")
-    if not acquired:
-        return 0, min(end_ns(trace), 200_000_000)
-    first_owner = {(r.get("actor"), r.get("key")): r.node for r in reversed(acquired)}
-    change = next((r for r in acquired if first_owner[(r.get("actor"), r.get("key"))] != r.node), acquired[0])
-    prepares = [r for r in trace.of("net.sent", node=change.node) if r.get("frame") == "Prepare" and r.t_ns <= change.t_ns]
-    start = prepares[-1].t_ns if prepares and change.t_ns - prepares[-1].t_ns < 500_000_000 else change.t_ns - 5_000_000
-    confirmed = next((r for r in trace.of("write.confirmed", node=change.node, key=change.get("key")) if r.t_ns >= change.t_ns), None)
-    stop = confirmed.t_ns if confirmed is not None and confirmed.t_ns - change.t_ns < 200_000_000 else change.t_ns + 5_000_000
-    margin = max((stop - start) // 10, 1_000_000)
-    return max(start - margin, 0), stop + margin
-
-
-_LOCAL_KINDS = ("epoch.acquired", "write.confirmed", "write.failed", "schedule.fired", "activation.started", "activation.ended",
-                "member.changed", "fault.", "handoff.started", "handoff.ended", "message.dropped")
-
-
-# which of a node's rows at one instant gives the marker and the colour of their common label (the text keeps row order)
-_PRIORITY = ("fault.crash", "fault.restart", "epoch.acquired", "write.failed", "write.confirmed", "schedule.fired",
-             "activation.started", "activation.ended", "message.dropped", "fault.partition", "fault.heal", "fault.pause",
-             "fault.resume", "member.changed", "handoff.started", "handoff.ended")
-
-
-def _event_text(row: Row, incarnation: dict[str, int], with_key: bool) -> tuple[str, str, str] | None:
-    """(marker, colour, text) of a node's own row, or None to leave it out; ``with_key`` names the key in every line."""
-    kind = row.kind
-    named = f"{str(row.get('actor')).split(':')[-1]}[{row.get('key')}]" if row.get("key") is not None else ""
-    short = f"{named} " if with_key else ""
-    if kind == "epoch.acquired":
-        node = str(row.get("epoch_node", "")).split("#")[0]
-        found = f"found v{row.get('found')}" if row.get("found") else "found nothing"
-        return "*", PURPLE, f"epoch ({row.get('epoch_round')}, {node}#{incarnation.get(row.node, 1)}) of {named}, {found}"
-    if kind == "write.confirmed":
-        pages = ", ".join(row.get("pages") or ())
-        return "s", BLUE, f"write v{row.get('version')} confirmed ({pages})"
-    if kind == "write.failed":
-        return "X", VERMILLION, f"write {row.get('reason')} ({row.get('operation')})"
-    if kind == "schedule.fired":
-        return "o", INK, f"fires schedule '{row.get('name')}'" + (f" of {named}" if with_key else "")
-    if kind == "activation.started":
-        return ">", GREEN, f"{short}activated" + (" (recovered)" if row.get("recovered") else "")
-    if kind == "activation.ended":
-        return "|", GREY, f"{short}ended: {row.get('reason')}"
-    if kind == "message.dropped":
-        return "x", GREY, f"{row.get('message')} dropped"
-    if kind == "member.changed":
-        if row.get("node") == row.node:
-            return None
-        return "d", "#666666", f"sees {row.get('node')} {row.get('status')}"
-    if kind == "handoff.started":
-        return "4", GREEN, f"handoff round: asks {', '.join(row.get('peers') or ()) or 'nobody'}"
-    if kind == "handoff.ended":
-        return "3", GREEN, f"handoff done ({row.get('keys')} key{'' if row.get('keys') == 1 else 's'})"
-    if kind == "fault.crash":
-        return "X", VERMILLION, "CRASH"
-    if kind == "fault.restart":
-        return "^", GREEN, f"restart #{row.get('incarnation')}"
-    if kind == "fault.pause":
-        return "s", GREY, "paused"
-    if kind == "fault.resume":
-        return "s", GREY, "resumed"
-    if kind == "fault.partition":
-        return "|", "#7A5C00", f"partition {' '.join(row.get('from') or ())} | {' '.join(row.get('to') or ())}"
-    if kind == "fault.heal":
-        return "|", "#7A5C00", "heal"
-    return None
 
 
 def spacetime_diagram(
@@ -257,18 +178,18 @@ def spacetime_diagram(
         for row in trace.rows:
             if row.kind == "node.started":
                 lives[row.node] = int(row.get("incarnation", 1) or 1)
-            if (t0 <= row.t_ns <= t1 and row.node in col and row.kind.startswith(_LOCAL_KINDS)
+            if (t0 <= row.t_ns <= t1 and row.node in col and row.kind.startswith(LOCAL_KINDS)
                     and (internal or not is_internal(row.get("actor")))):
                 picked.append((row, dict(lives)))
         keys = {(r.get("actor"), r.get("key")) for r, _ in picked if r.get("key") is not None}
         grouped: dict[tuple[str, int], list[tuple[str, str, str, str]]] = {}
         for row, at in picked:
-            found = _event_text(row, at, with_key=len(keys) > 1)
+            found = event_label(row, at, with_key=len(keys) > 1)
             if found is not None:
                 grouped.setdefault((row.node, row.t_ns), []).append((*found, row.kind))
         for (node, t_ns), items in grouped.items():
             shown_events += len(items)
-            first = min(items, key=lambda item: _PRIORITY.index(item[3]) if item[3] in _PRIORITY else len(_PRIORITY))
+            first = min(items, key=lambda item: PRIORITY.index(item[3]) if item[3] in PRIORITY else len(PRIORITY))
             marker, colour, _, kind = first  # the lines stay in the order the rows happened
             ax.scatter([col[node]], [y(t_ns)], marker=marker, s=110 if marker == "*" else 40, color=colour,
                        edgecolors="white" if marker not in ("x", "|", "3", "4") else None, linewidths=0.6, zorder=5, gid=f"event:{kind}")

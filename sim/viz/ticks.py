@@ -18,6 +18,8 @@ periodic work side by side, so a crash shows which kind survives it:
 The rows of a node carry its faults (crash, down, pause) as the activation timeline draws
 them. The claim keys' own schedules (the internal type ``casty.cluster.claims:schedule_fire``
 arms one to expire each claim) are runtime bookkeeping and are left out unless ``internal=True``.
+
+The rows come from ``sim.viz.data.ticks``; this module only draws them.
 """
 
 from __future__ import annotations
@@ -30,67 +32,14 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Rectangle
 
-from sim.trace import Row, Trace
-from sim.viz.timeline import (
-    BLUE,
-    FONT,
-    GREEN,
-    GREY,
-    LIGHT_GREY,
-    ORANGE,
-    SMALL,
-    VERMILLION,
-    declutter,
-    end_ns,
-    fault_handles,
-    label,
-    node_events,
-    outside_legend,
-    style_node_lanes,
-    time_unit,
-)
+from sim.trace import Trace
+from sim.viz.data.nodes import node_events
+from sim.viz.data.ticks import source_name, tick_rows
+from sim.viz.data.timebase import end_ns, time_unit
+from sim.viz.draw import declutter, fault_handles, label, outside_legend, style_node_lanes
+from sim.viz.palette import BLUE, FONT, GREEN, GREY, LIGHT_GREY, ORANGE, SMALL, VERMILLION
 
-__all__ = ["ticks_chart", "tick_rows"]
-
-CLAIM_ACTOR = "casty.cluster.claims:schedule_fire"
-"""The internal actor type whose keys are the cron claims (one key per reference and tick)."""
-
-_KINDS = (
-    "schedule.fired", "schedule.caught_up", "timer.fired", "node_schedule.fired", "node_schedule.caught_up",
-    "node_schedule.tick_lost", "node_schedule.claim_won", "node_schedule.claim_lost", "node_schedule.claim_skipped",
-    "node_schedule.paused", "node_schedule.resumed", "node_schedule.cancelled",
-)
-_DEAD_ORIGIN = "node-schedule:"  # a dead letter's origin when a node schedule's tick failed in its handler
-
-
-def _source(row: Row) -> str:
-    """The row's name: a node schedule by its reference; a timer or actor schedule by its key and name.
-
-    A timer's or a schedule's name is only unique within its key (every key of a type arms its
-    own ``'beat'``), so the key is part of the row: ``counted[k] · timer 'beat'``.
-    """
-    if row.kind.startswith("node_schedule."):
-        return f"node schedule '{row.get('reference')}'"
-    owner = f"{str(row.get('actor')).split(':')[-1]}[{row.get('key')}]"
-    if row.kind.startswith("timer."):
-        return f"{owner} \u00b7 timer '{row.get('name')}'"
-    return f"{owner} \u00b7 actor schedule '{row.get('name')}'"
-
-
-def tick_rows(trace: Trace, *, internal: bool = False) -> dict[tuple[str, str], list[Row]]:
-    """The periodic-delivery rows of a run by ``(node, source)`` (source as the chart names its row), in order of first row."""
-    out: dict[tuple[str, str], list[Row]] = {}
-    for row in trace.rows:
-        if row.kind not in _KINDS or (not internal and row.get("actor") == CLAIM_ACTOR):
-            continue
-        out.setdefault((row.node, _source(row)), []).append(row)
-    for row in trace.of("dead_letter"):  # the handler's failure, on the row of the schedule that told it
-        origin = str(row.get("origin") or "")
-        if origin.startswith(_DEAD_ORIGIN):
-            source = f"node schedule '{origin[len(_DEAD_ORIGIN):]}'"
-            home = (row.node, source) if (row.node, source) in out else next((k for k in out if k[1] == source), (row.node, source))
-            out.setdefault(home, []).append(row)
-    return out
+__all__ = ["ticks_chart"]
 
 
 def ticks_chart(trace: Trace, *, ax: Axes | None = None, title: str | None = None, internal: bool = False) -> Figure:
@@ -127,7 +76,7 @@ def ticks_chart(trace: Trace, *, ax: Axes | None = None, title: str | None = Non
             else:
                 continue
             told_anywhere.add(tick)  # one mark per tick
-            untold.setdefault((winner, _source(r)), []).append(at)
+            untold.setdefault((winner, source_name(r)), []).append(at)
     for (node, source), found in rows.items():
         y = y_of[(node, source)]
         ax.add_patch(Rectangle((0, y - 0.4), unit.x(end), 0.8, facecolor="#F4F4F4", edgecolor="none", zorder=0))

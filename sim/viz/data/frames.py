@@ -33,8 +33,8 @@ from dataclasses import dataclass
 from casty.protocol.placement import Ring
 
 from sim.trace import Row, Trace
-from sim.viz.ownership import EpochSpan, epoch_spans
-from sim.viz.keys import is_internal  # one rule for every view: the runtime's own types (cron claims)
+from sim.viz.data.keys import is_internal  # one rule for every view: the runtime's own types (cron claims)
+from sim.viz.data.ownership import EpochSpan, epoch_spans
 
 __all__ = ["Frame", "MemberState", "frame_at", "frame_times", "keys_of", "describe", "short_actor", "is_internal"]
 
