@@ -10,13 +10,19 @@ randomness nowhere else, so the simulator can run it unmodified on virtual time.
 A cluster plugs in from above: ``cluster=`` takes any ``ClusterOptions`` (``casty.Cluster``),
 which builds the node's ``ClusterPlugin`` at entry (``casty._core.plugin``); the system asks
 it where a key lives and hands it what must travel, and never imports ``casty.cluster``.
+
+What an activation may ask of its node is named in ``casty._core.host.ActivationHost``; the
+system implements it under public names (``emit``, ``records``, ``next_lease``, ``forget``,
+``track``, ...). The cluster node asks a few more (``activate``, ``activation_table``,
+``type_named``, ``pending_ask``, ``next_request``, ``number_requests_after``). The underscored
+names they replace stay, as aliases of the very same objects, until every caller has moved.
 """
 
 from __future__ import annotations
 
 import asyncio
 import random
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import timedelta, tzinfo
 from datetime import timezone as dt_timezone
@@ -40,6 +46,7 @@ from .state import ACTIVE_PAGE
 
 if TYPE_CHECKING:
     from ..protocol.membership import MemberView
+    from .host import ActivationHost
     from .plugin import ClusterPlugin
 
 __all__ = ["ActorSystem", "Placement"]
@@ -113,22 +120,25 @@ class ActorSystem:
         self.random = rng if rng is not None else random.Random()
         if observer is None:
             default = LoggingObserver()
-            self._observer: Observer | None = default if default.enabled else None
+            self.observer: Observer | None = default if default.enabled else None
         else:
-            self._observer = observer
+            self.observer = observer
+        self._observer = self.observer  # the old name (the activation, the context, the cluster read it)
         self.codec = Codec(self._ref_from_wire)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._running = False
         self._stopped = False
         self._activations: dict[tuple[str, str], Activation] = {}
-        self._records = KeyRecords()
+        self.activation_table: Mapping[tuple[str, str], Activation] = self._activations  # read-only to the others
+        self.records = self._records = KeyRecords()  # the node's copy of every key's confirmed pages
         self._types: dict[str, ActorType[Any, Any]] = {}
         self._pending: dict[int, PendingAsk] = {}
         self._request_seq = 0
         self._lease_seq = 0
         self._background: dict[asyncio.Task[Any], None] = {}
         self._deadlines: dict[float, DeadlineQueue[PendingAsk]] = {}  # ask timeouts, one queue per duration
-        self._dirty: dict[Activation, None] = {}  # write-behind keys with an unsaved change
+        self.dirty: dict[Activation, None] = {}  # write-behind keys with an unsaved change (the stop flushes them)
+        self._dirty = self.dirty  # the old name
         self.scheduler = NodeScheduler(self, tz=timezone, cluster_mode=cluster is not None)
 
     # ================================================================== lifecycle ====
@@ -260,9 +270,10 @@ class ActorSystem:
             self._types[name] = found
         return found
 
-    _type_hosted = _type_named
+    type_named = _type_hosted = _type_named
 
     def _activation_for(self, actor: ActorType[Any, Any], key: str, initial: Any) -> Activation:
+        """The key's activation on this node, made and started if it has none (from ``initial`` if it has no state)."""
         entity = (actor.name, key)
         activation = self._activations.get(entity)
         if activation is None:
@@ -275,9 +286,14 @@ class ActorSystem:
             activation.start()
         return activation
 
-    def _forget(self, activation: Activation) -> None:
+    activate = _activation_for
+
+    def forget(self, activation: Activation) -> None:
+        """``activation`` ended: out of the table (if it is still the key's), so the next message starts a new one."""
         if self._activations.get(activation.entity) is activation:
             del self._activations[activation.entity]
+
+    _forget = forget
 
     def _ref_from_wire(self, obj: list[Any]) -> Ref[Any]:
         """A ref decoded from bytes, bound to this system. An entity ref must name a type this process
@@ -498,25 +514,47 @@ class ActorSystem:
         if activation is not None:
             await activation.release()
 
-    # ================================================================== internals ====
+    # ================================================================== for the activations and the cluster
 
-    def _next_lease(self) -> int:
+    def next_lease(self) -> int:
+        """A lease no run on this node had: a run's writes carry it, so a replaced run's are refused."""
         self._lease_seq += 1
         return self._lease_seq
 
-    def _emit_event(self, cls: type[Event], *fields: Any) -> None:
+    _next_lease = next_lease
+
+    def emit(self, cls: type[Event], *fields: Any) -> None:
+        """Report ``cls(*fields)`` to the observer; nothing is built when there is none."""
         observer = self._observer
         if observer is not None:
             observer(cls(*fields))
 
-    def _track(self, task: asyncio.Task[Any]) -> None:
+    _emit_event = emit
+
+    def track(self, task: asyncio.Task[Any]) -> None:
+        """Keep a background task (a write-behind save, a store sweep): an orderly stop waits for it, a failure is reported."""
         self._background[task] = None
         task.add_done_callback(self._untrack)
+
+    _track = track
 
     def _untrack(self, task: asyncio.Task[Any]) -> None:
         self._background.pop(task, None)
         if not task.cancelled() and task.exception() is not None:
             self._emit_event(ev.MessageDropped, "system", self.node, "task", f"background task failed: {task.exception()!r}")
+
+    def pending_ask(self, request: int) -> PendingAsk | None:
+        """This node's ask numbered ``request`` while it waits (None once answered, timed out or never made)."""
+        return self._pending.get(request)
+
+    def next_request(self) -> int:
+        """A number for a request of this node (an ask, a routed message): the one after the last."""
+        self._request_seq += 1
+        return self._request_seq
+
+    def number_requests_after(self, last: int) -> None:
+        """Number this node's next requests after ``last`` (never backwards): a cluster's request rule, one range per life."""
+        self._request_seq = max(self._request_seq, last)
 
     def pages(self, actor: ActorType[Any, Any], key: str) -> dict[str, bytes]:
         """A copy of the node's pages of a key, as encoded bytes (for inspection and tests)."""
@@ -526,3 +564,8 @@ class ActorSystem:
         state = "running" if self._running else ("stopped" if self._stopped else "new")
         return f"<ActorSystem node={self.node!r} {state} activations={len(self._activations)}>"
 
+
+
+def _fits(system: ActorSystem) -> ActivationHost:
+    """Never called: mypy checks here that the system is the ``ActivationHost`` its activations are written against."""
+    return system

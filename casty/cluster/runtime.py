@@ -125,7 +125,7 @@ class ClusterNode:
         assert transport is not None
         self.system: Final = system
         self.config: Final = config
-        reported = system._observer or _ignore
+        reported = system.observer or _ignore
         self._sweep_armed = False
         self._started_at = system.loop.time()
         # Only the node's own options decide the grace (not which modules happen to be imported):
@@ -142,7 +142,7 @@ class ClusterNode:
         # Request ids of one life (the request rule): a Reply names only the node and the ask's
         # number, and a restarted node is reached at the same name, so the late reply to an ask of
         # its previous life must not find an ask of this one under that number.
-        system._request_seq = max(system._request_seq, born << REQUEST_BITS)
+        system.number_requests_after(born << REQUEST_BITS)
         self._quorum = False  # whether this node had a quorum at the last membership report (the step-down rule)
 
         def observer(event: Event) -> None:
@@ -166,7 +166,7 @@ class ClusterNode:
         # The remembered view (membership): a node with a disk learns no view before it read it back.
         self._keeper = ViewKeeper(system.store, system.codec, born, system.loop, node=system.node) if system.store is not None else None
 
-        self.dispatcher: Final = Dispatcher.of(transport, CLUSTER_WIRE, observer=system._observer)
+        self.dispatcher: Final = Dispatcher.of(transport, CLUSTER_WIRE, observer=system.observer)
         self.membership: Final = MembershipService(
             system.node,
             born,
@@ -204,7 +204,7 @@ class ClusterNode:
         self._built = True
         self._seeded = system.store is None  # the disk rule: the replica opens once the store was read back into it
         if not self._seeded:
-            system._track(system.loop.create_task(self._seed_replica()))
+            system.track(system.loop.create_task(self._seed_replica()))
 
     @staticmethod
     def of(system: ActorSystem) -> ClusterNode | None:
@@ -239,8 +239,7 @@ class ClusterNode:
         Looked up by name (``UnknownActor`` if no module defines it): the router asks about
         names that arrived in frames, and a name this node cannot resolve must fail clearly.
         """
-        found = self.system._types.get(actor)
-        return (found if found is not None else self.system._type_hosted(actor)).replicas
+        return self.system.type_named(actor).replicas
 
     def placement(self, actor: str, key: str) -> Placement:
         """Owner and replicas of ``actor[key]`` in this node's view; the type's ``replicas=`` sets how many."""
@@ -272,7 +271,7 @@ class ClusterNode:
         """The key's replicas under the current ring, under the ring before the last change, and without this node."""
         actor_name, key = entity
         try:
-            count = self.system._type_hosted(actor_name).replicas
+            count = self.system.type_named(actor_name).replicas
         except Exception:
             count = 3  # a type this node does not host: the default
         current = self._current()
@@ -288,12 +287,12 @@ class ClusterNode:
 
     def _handoff_report(self, event: RoundStarted | RoundEnded, reason: str) -> None:
         if isinstance(event, RoundStarted):
-            self.system._emit_event(ev.HandoffStarted, event.round, event.peers, reason)
+            self.system.emit(ev.HandoffStarted, event.round, event.peers, reason)
             return
-        self.system._emit_event(ev.HandoffEnded, event.round, event.peers, event.synced, len(self.replication.store.entities()))
+        self.system.emit(ev.HandoffEnded, event.round, event.peers, event.synced, len(self.replication.store.entities()))
         self._membership_changed()  # keys pulled back with @active may be ours to resume
         if self.system.store is not None:
-            self.system._track(self.system.loop.create_task(self._sweep_store()))
+            self.system.track(self.system.loop.create_task(self._sweep_store()))
 
     async def _sweep_store(self) -> None:
         """Activate the keys the node's durable store marks ``@active`` that this node owns and does not run.
@@ -310,15 +309,15 @@ class ClusterNode:
                 return
             if actor_name == VIEW_ACTOR:
                 continue  # the remembered view, not a key
-            if (actor_name, key) in system._activations:
+            if (actor_name, key) in system.activation_table:
                 continue
             try:
                 stored = await store.load(actor_name, key)
                 marked = stored is not None and bool(stored[1]) and ACTIVE_PAGE in system.codec.decode_pages(stored[1])
             except Exception as exc:
-                system._emit_event(ev.ActivationFailed, actor_name, key, 0, f"not resumed from the store: {exc!r}", None, 0.0)
+                system.emit(ev.ActivationFailed, actor_name, key, 0, f"not resumed from the store: {exc!r}", None, 0.0)
                 continue
-            if marked and (actor_name, key) not in system._activations:
+            if marked and (actor_name, key) not in system.activation_table:
                 self._resume((actor_name, key), "not resumed from the store")
 
     def _resume(self, entity: Entity, failed: str) -> bool:
@@ -332,11 +331,11 @@ class ClusterNode:
         try:
             if self.owner_of(actor_name, key) != system.node:
                 return False
-            actor = system._type_hosted(actor_name)
-            system._activation_for(actor, key, actor.initial)
+            actor = system.type_named(actor_name)
+            system.activate(actor, key, actor.initial)
             return True
         except Exception as exc:
-            system._emit_event(ev.ActivationFailed, actor_name, key, 0, f"{failed}: {exc!r}", None, 0.0)
+            system.emit(ev.ActivationFailed, actor_name, key, 0, f"{failed}: {exc!r}", None, 0.0)
             return False
 
     def _peers(self) -> tuple[str, ...]:
@@ -426,7 +425,7 @@ class ClusterNode:
         """
         system = self.system
         node = system.node
-        for activation in list(system._activations.values()):
+        for activation in list(system.activation_table.values()):
             name, key = activation.type.name, activation.key
             try:
                 owner = self.owner_of(name, key)
@@ -436,13 +435,13 @@ class ClusterNode:
             slot = activation._replica
             if owner is not None and owner != node:
                 activation.stop("handoff", f"the key moved to {owner}")
-                system._forget(activation)
+                system.forget(activation)
                 self.orphaned(activation.entity)  # the new owner may not know the key is @active
             elif slot is not None and slot.owner.replicas and slot.owner.replicas != replicas:
                 # Still ours, but over other replicas: no write may be confirmed on the old set
                 # from now on (a new replica counts on that); the sweep acquires it again.
                 activation.stop("handoff", "the key's replicas moved")
-                system._forget(activation)
+                system.forget(activation)
                 self.orphaned(activation.entity)
 
     def _standing(self, event: MemberChanged) -> None:
@@ -479,11 +478,11 @@ class ClusterNode:
         newer epoch exists (and if it does not, it fails and is tried again as usual).
         """
         system = self.system
-        for activation in list(system._activations.values()):
+        for activation in list(system.activation_table.values()):
             if activation.pages is None:
                 continue  # still acquiring
             activation.stop("lost", f"the run may be superseded: {why}")
-            system._forget(activation)
+            system.forget(activation)
             self.orphaned(activation.entity)
 
     def _sweep(self) -> None:
@@ -504,7 +503,7 @@ class ClusterNode:
         store = self.replication.store
         resumed = 0
         for entity in store.entities():
-            if entity not in system._activations and store.has_page(entity, ACTIVE_PAGE):
+            if entity not in system.activation_table and store.has_page(entity, ACTIVE_PAGE):
                 resumed += self._resume(entity, "not resumed")
         if resumed and self._resweep is None:
             # An acquisition may fail (replicas not ready yet, no quorum in time) and a resumed
@@ -554,7 +553,7 @@ class ClusterNode:
         now = system.loop.time()
         orphans = self._orphans
         for entity in list(orphans):
-            activation = system._activations.get(entity)
+            activation = system.activation_table.get(entity)
             if activation is not None:
                 if activation.pages is not None:  # acquired: it runs here
                     self._forget_orphan(entity)
@@ -563,7 +562,7 @@ class ClusterNode:
             try:
                 owner = self.owner_of(actor_name, key)
             except Exception as exc:  # a type this node cannot look up: nothing to resume here
-                system._emit_event(ev.ActivationFailed, actor_name, key, 0, f"not resumed: {exc!r}", None, 0.0)
+                system.emit(ev.ActivationFailed, actor_name, key, 0, f"not resumed: {exc!r}", None, 0.0)
                 self._forget_orphan(entity)
                 continue
             if owner is None:
@@ -583,8 +582,7 @@ class ClusterNode:
         """Send the key's owner a resume request: a ``Deliver`` with no message and origin ``RESUME_ORIGIN``."""
         system = self.system
         self._forget_request(entity)  # one unanswered before: given up
-        system._request_seq += 1
-        request = system._request_seq
+        request = system.next_request()
         self._nudges[request] = entity
         self._nudged[entity] = (request, system.loop.time() + (system.write_timeout or 5.0) + RESUME_EVERY)
         actor_name, key = entity
@@ -595,11 +593,11 @@ class ClusterNode:
         system = self.system
         entity = (frame.actor, frame.key)
         try:
-            actor = system._type_hosted(frame.actor)
-            if entity not in system._activations:
-                system._activation_for(actor, frame.key, actor.initial)
+            actor = system.type_named(frame.actor)
+            if entity not in system.activation_table:
+                system.activate(actor, frame.key, actor.initial)
         except Exception as exc:
-            system._emit_event(ev.ActivationFailed, frame.actor, frame.key, 0, f"not resumed on request: {exc!r}", None, 0.0)
+            system.emit(ev.ActivationFailed, frame.actor, frame.key, 0, f"not resumed on request: {exc!r}", None, 0.0)
             self._refuse(frame, exc)
             return
         self._orphans[entity] = None
@@ -651,7 +649,7 @@ class ClusterNode:
         try:
             data = self.system.codec.encode_value(value, "reply")
         except SchemaError as exc:
-            self.system._emit_event(ev.MessageDropped, "reply", f"{ref.node}#{ref.request}", type(value).__qualname__, str(exc))
+            self.system.emit(ev.MessageDropped, "reply", f"{ref.node}#{ref.request}", type(value).__qualname__, str(exc))
             self.router.reply(ref.node, Failed(ref.request, "schema", clip(f"{self.system.node}: {exc}")))
             return
         self.router.reply(ref.node, Reply(ref.request, data))
@@ -702,17 +700,17 @@ class ClusterNode:
             self._resume_asked(frame)
             return
         try:
-            actor = system._type_hosted(frame.actor)
+            actor = system.type_named(frame.actor)
             message = system.codec.decode_message(frame.message, actor.schema)
-            activation = system._activations.get((actor.name, frame.key)) or system._activation_for(actor, frame.key, actor.initial)
+            activation = system.activation_table.get((actor.name, frame.key)) or system.activate(actor, frame.key, actor.initial)
             activation.deliver(Envelope(message, origin=frame.origin) if frame.origin is not None else Envelope(message))
         except Exception as exc:
-            system._emit_event(ev.MessageDropped, frame.actor, frame.key, "message", f"routed message not delivered: {exc!r}")
+            system.emit(ev.MessageDropped, frame.actor, frame.key, "message", f"routed message not delivered: {exc!r}")
             self._refuse(frame, exc)
 
     def _refused(self, src: str, frame: Deliver, error: CastyError) -> None:
         """The router could not place a ``Deliver`` (no such actor type here): drop it, fail its ask at the asker."""
-        self.system._emit_event(ev.MessageDropped, frame.actor, frame.key, "message", f"routed message from {src} refused: {error}")
+        self.system.emit(ev.MessageDropped, frame.actor, frame.key, "message", f"routed message from {src} refused: {error}")
         self._refuse(frame, error)
 
     def _reply_arrived(self, src: str, frame: Reply | Failed) -> None:
@@ -720,7 +718,7 @@ class ClusterNode:
         if frame.request in self._nudges:
             self._resume_answered(frame.request, frame if isinstance(frame, Failed) else None)
             return
-        pending = self.system._pending.get(frame.request)
+        pending = self.system.pending_ask(frame.request)
         if pending is None or pending.future.done():
             return
         message = pending.message
@@ -742,11 +740,11 @@ class ClusterNode:
             return
         where = f"{frame.actor}[{frame.key!r}]"
         if frame.reply_request is not None:
-            pending = self.system._pending.get(frame.reply_request)
+            pending = self.system.pending_ask(frame.reply_request)
             if pending is not None and not pending.future.done():
                 pending.future.set_exception(Unavailable(f"ask to {where}: no owner took it: {reason}"))
             return
-        self.system._emit_event(ev.MessageDropped, frame.actor, frame.key, "message", f"unavailable: {reason}")
+        self.system.emit(ev.MessageDropped, frame.actor, frame.key, "message", f"unavailable: {reason}")
 
     # --- lifecycle -----------------------------------------------------------------------
 
