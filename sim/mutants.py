@@ -121,6 +121,7 @@ def _one(file: str, snippet: str, replacement: str) -> tuple[Edit, ...]:
 REPLICA_STORE = "casty/protocol/replica_store.py"  # replication rules 1, 3, 6 and readiness: the replica side
 KEY_OWNER = "casty/protocol/key_owner.py"  # replication rules 2, 4, 5, 7: the owner side
 ACTIVATION = "casty/_core/activation.py"
+ACTIVATION_SCHEDULES = "casty/_core/activation_schedules.py"
 MEMBERSHIP = "casty/protocol/gossip.py"  # the membership state machine (its rules: casty/protocol/membership.py)
 
 MUTANTS: tuple[Mutant, ...] = (
@@ -283,9 +284,9 @@ MUTANTS: tuple[Mutant, ...] = (
         "catch-up-burst",
         "catch-up (actor schedules): a late firing delivers once and skips to the next grid time (here: no skip, a burst)",
         _one(
-            ACTIVATION,
-            "            skipped = (now - due) // every if now > due else 0\n",
-            "            skipped = 0\n",
+            ACTIVATION_SCHEDULES,
+            "            next_us, skipped = catch_up(due, every, now)  # the first grid time after now: no burst\n",
+            "            next_us, skipped = due + every, 0\n",
         ),
         ("pause-catch-up", "clock-step", "durable-restart"),
     ),
@@ -322,7 +323,7 @@ MUTANTS: tuple[Mutant, ...] = (
                 "",
             ),
             Edit(
-                ACTIVATION,
+                ACTIVATION_SCHEDULES,
                 "        armed.timer = None\n        if not armed.live or self._closed:\n            return\n",
                 "        armed.timer = None\n"
                 "        if not armed.live:\n"

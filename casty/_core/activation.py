@@ -18,12 +18,8 @@ Every run has its own lease; every write names the lease it comes from and is re
 from __future__ import annotations
 
 import asyncio
-import logging
-import contextvars
-from collections import deque
-from collections.abc import AsyncIterable, Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Mapping
 from datetime import timedelta
-from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -34,30 +30,29 @@ from ..protocol.replication import (
     ZERO_STAMP, Acquired, AcquireTimedOut, Confirmed, Epoch, Lost, Persisting, Stamp, WriteTimedOut,
 )
 from ..protocol.replication import Fenced as EpochFenced
-from .context import EMPTY, Context, Inbox
-from ..errors import ActorFailed, CastyError, Fenced, MailboxFull, MessageTooLarge, NotStarted, SchemaError, Unavailable
+from .context import Context
+from ..errors import Fenced, MessageTooLarge, SchemaError, Unavailable
 from ..ports import NO_EPOCH, StoredEpoch
-from .ref import EntityRef, ReplyRef
-from .schedules import LAST_US, ArmedSchedule, Schedule, checked_due, decode_schedules, encode_armed, to_micros
+from .ref import EntityRef
 from .state import ACTIVE_PAGE, BEHAVIOR_PAGE, SCHEDULES_PAGE, STATE_PAGE
-from .activation_timers import ActivationTimer, TimerHandle
+from .activation_runs import RunWork
+from .activation_schedules import NO_SCHEDULES, ScheduleWork
+from .activation_timers import ActivationTimer
+from .mailbox import ASK_CHAIN, AskChain, Envelope, Link, PendingAsk
+from .schedules import ArmedSchedule
 
 if TYPE_CHECKING:
+    import contextvars
+    from collections import deque
+
     from ..cluster.replicas import OwnerSlot
+    from .context import Inbox
     from .system import ActorSystem
 
 __all__ = ["Activation", "Envelope", "PendingAsk", "KeyRecords", "ASK_CHAIN"]
 
 Entity = tuple[str, str]
 
-Link = tuple[Entity, "PendingAsk"]
-"""A key blocked in an ask, and that ask: the key waits while the ask is not settled."""
-
-AskChain = tuple[Entity | None, tuple[Link, ...]]
-"""Who is running here (the key whose body this is, or None) and the asks waiting on it, transitively."""
-
-ASK_CHAIN: contextvars.ContextVar[AskChain] = contextvars.ContextVar("casty_ask_chain", default=(None, ()))
-"""The ask chain of the code running now: an ask back into a key of it that still waits would deadlock."""
 
 
 class _Staged(msgspec.Struct):
@@ -163,47 +158,7 @@ class KeyRecords:
         return lock
 
 
-class PendingAsk:
-    """The asker's side of one ask: its future and where its message is."""
-
-    __slots__ = ("future", "message", "activation", "handling")
-
-    def __init__(self, future: asyncio.Future[Any], message: Any) -> None:
-        self.future = future
-        self.message = message
-        self.activation: Activation | None = None
-        self.handling = False
-
-    def settled(self) -> bool:
-        return self.future.done()
-
-
-class Envelope:
-    """A message in a mailbox, with the ask waiting on it (if any) and the links of askers waiting on it."""
-
-    __slots__ = ("message", "ask", "chain", "quiet", "origin")
-
-    def __init__(
-        self,
-        message: Any,
-        ask: PendingAsk | None = None,
-        chain: tuple[Link, ...] = (),
-        quiet: bool = False,
-        origin: str | None = None,
-    ) -> None:
-        self.message = message
-        self.ask = ask
-        self.chain = chain
-        self.quiet = quiet  # a timer tick that must not refresh the idle clock
-        self.origin = origin  # who delivered it on someone's behalf ("node-schedule:<ref>", "timer:<name>")
-
-
-_MISSING: Any = object()
-_log = logging.getLogger("casty")
-
-_NO_SCHEDULES: Mapping[str, ArmedSchedule] = MappingProxyType({})
 _STATE_PAGES = (STATE_PAGE,)  # the pages of a state write, as its WriteConfirmed names them
-_SCHEDULES_PAGES = (SCHEDULES_PAGE,)
 _NIL = b"\xc0"  # None in msgpack
 
 ACQUIRE_TRIES = 3
@@ -224,16 +179,9 @@ class _AcquireLost(Unavailable):
     """
 
 
-def _utf8(text: str) -> bool:
-    try:
-        text.encode()
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
-
-class Activation:
+class Activation(RunWork, ScheduleWork):
     """The in-memory incarnation of one (actor type, key) on one node."""
 
     __slots__ = (
@@ -273,7 +221,7 @@ class Activation:
         self._in_body = False
         self._run_tasks: dict[asyncio.Task[Any], None] | None = None  # made by the first to_self/merge
         self._life: asyncio.Task[None] | None = None
-        self._schedules: Mapping[str, ArmedSchedule] = _NO_SCHEDULES  # see _writable_schedules
+        self._schedules: Mapping[str, ArmedSchedule] = NO_SCHEDULES  # see _writable_schedules
         self._idle_after = actor_type.idle_after if actor_type.idle_after is not None else system.idle_after
         self._idle_handle: int | None = None  # the idle check's number in the system's TimerHeap
         self._last_activity = self._loop.time()
@@ -822,244 +770,6 @@ class Activation:
             self.system.timers.cancel(self._idle_handle)
             self._idle_handle = None
 
-    def _cancel_run_tasks(self) -> None:
-        if not self._run_tasks:
-            return
-        tasks = list(self._run_tasks)
-        self._run_tasks.clear()
-        for task in tasks:
-            task.cancel()
-
-    # ================================================================== mailbox ======
-
-    def deliver(self, envelope: Envelope) -> None:
-        """Queue a message; ``MailboxFull`` if a bounded mailbox has no room."""
-        mailbox = self._mailbox
-        if mailbox is None:
-            mailbox = self._mailbox = deque()
-        limit = self._mailbox_limit
-        if limit is not None and len(mailbox) >= limit:
-            raise MailboxFull(f"{self.type.name}[{self.key!r}]: mailbox full ({limit} messages)")
-        if envelope.ask is not None:
-            envelope.ask.activation = self
-        mailbox.append(envelope)
-        waiter = self._waiter
-        if waiter is not None:
-            self._waiter = None
-            waiter.wake()
-
-    def has_room(self) -> bool:
-        return self._mailbox_limit is None or self._mailbox is None or len(self._mailbox) < self._mailbox_limit
-
-    async def wait_room(self) -> None:
-        room: asyncio.Future[None] = self._loop.create_future()
-        if self._room is None:
-            self._room = deque()
-        self._room.append(room)
-        await room
-
-    def _wake(self) -> None:
-        waiter = self._waiter
-        if waiter is not None:
-            self._waiter = None
-            waiter.wake()
-
-    # An inbox read is made of steps (``read``) so that ``Inbox`` can run it without a
-    # coroutine of its own and be what its task waits on: a read coroutine and a waiter
-    # future suspended in every idle body (with the future's iterator) were three more
-    # objects per live key for the garbage collector to traverse. A delivery wakes the
-    # waiting inbox, once.
-
-    def read(self, lease: int, inbox: Inbox[Any]) -> Any:
-        """One step of an inbox read: the next message, the end (``StopAsyncIteration``), or ``EMPTY``.
-
-        ``EMPTY`` means the body must wait, with ``inbox`` as the waiter (``_wait``). A read
-        that starts ends the previous message; after a wait there is none left to end.
-        """
-        if lease != self.lease or self._closed:
-            raise StopAsyncIteration
-        if self._current is not None:
-            self._current = None
-            self._failures = 0
-        mailbox = self._mailbox
-        while mailbox:
-            env = mailbox.popleft()
-            ask = env.ask
-            if ask is not None:
-                if ask.future.done():
-                    continue  # its asker gave up while it was queued
-                ask.handling = True
-            if self._room:
-                self._release_room()
-            self._current = env
-            self._reads += 1
-            if not env.quiet:
-                self._last_activity = self._loop.time()
-            links = self._held_links = env.chain
-            running, held = ASK_CHAIN.get()
-            if held is not links or running is not self.entity:
-                token = ASK_CHAIN.set((self.entity, links))  # _hold_chain, inline: once per message
-                if self._chain_token is None:
-                    self._chain_token = token
-            return env.message
-        if self._ending is not None or lease != self.lease:
-            raise StopAsyncIteration
-        self._wait(inbox)
-        return EMPTY
-
-    def _wait(self, inbox: Inbox[Any]) -> None:
-        """The body waits: ``inbox`` is what the next delivery (or the end of the run) wakes.
-
-        The idle check is armed, and the ask chain of the last message is taken off the
-        task's context (see ``_hold_chain``). The empty mailbox is dropped too: an idle key
-        holds no deque for the garbage collector to traverse, and the next delivery makes
-        a new one. A key with schedules keeps it: its next firing is due anyway, and a deque
-        made per firing lives from the firing to the body's wake-up, long enough to be
-        promoted by the young collections in between.
-        """
-        self._waiter = inbox
-        if not self._schedules:  # with schedules: no idle check either, the key stays active (_arm_idle)
-            self._mailbox = None
-            if self._idle_handle is None:
-                self._arm_idle()
-        undo = self._chain_token
-        if undo is not None:
-            self._chain_token = None
-            try:
-                ASK_CHAIN.reset(undo)
-            except ValueError:
-                pass  # the inbox is read from another task than the one the chain was set in: leave both
-
-    def read_ended(self) -> None:
-        """A read that had waited found the end of the run: the body goes on with its last message's chain."""
-        self._waiter = None
-        self._restore_chain()
-
-    def read_interrupted(self, *, restore: bool) -> None:
-        """The wait was interrupted (the task cancelled, the coroutine closed): stop waiting.
-
-        With ``restore``, the body goes on (it may catch the error) with the chain of its last
-        message, unless the activation is closed: then it only unwinds, and nothing it asks
-        can be sent any more.
-        """
-        self._waiter = None
-        if restore and not self._closed:
-            self._restore_chain()
-
-    # The ask chain of the message being handled lives in the ASK_CHAIN context variable of
-    # the reading task, so that asks from the body and from tasks it spawns (which copy the
-    # context) can tell a deadlock. Setting it builds a HAMT in the task's context; kept
-    # while the key idles, that was two more objects per live key for the collector. So the
-    # first set of a handling stretch keeps its token, and the wait resets the variable
-    # with it: the task's context falls back to what it held before (for most tasks, the
-    # shared empty HAMT). If the read ends instead of delivering a message, the last chain
-    # is set again, so the body's code after its inbox loop sees what it saw before.
-
-    def _hold_chain(self, chain: AskChain) -> None:
-        """Set the reading task's chain; the first set since the last wait keeps the token that undoes them all."""
-        token = ASK_CHAIN.set(chain)
-        if self._chain_token is None:
-            self._chain_token = token
-
-    def _restore_chain(self) -> None:
-        links = self._held_links
-        if links is not None:
-            running, held = ASK_CHAIN.get()
-            if held is not links or running is not self.entity:
-                self._hold_chain((self.entity, links))
-
-    def _release_room(self) -> None:
-        assert self._room is not None
-        while self._room:
-            room = self._room.popleft()
-            if not room.done():
-                room.set_result(None)
-                return
-
-    def _arm_idle(self) -> None:
-        if self._idle_handle is not None or self._idle_after is None or self._schedules:
-            return
-        self._idle_handle = self.system.timers.arm(self._last_activity + self._idle_after, Activation._idle_check, self)
-
-    def _idle_check(self) -> None:
-        self._idle_handle = None
-        if self._waiter is None or self._waiter.done() or self._schedules or self._idle_after is None:
-            return  # busy, or kept alive: the next wait arms the check again
-        deadline = self._last_activity + self._idle_after
-        if self._loop.time() >= deadline:
-            self._ending = "idle"
-            self._wake()
-        else:
-            self._idle_handle = self.system.timers.arm(deadline, Activation._idle_check, self)
-
-    def cancel_ask(self, ask: PendingAsk) -> None:
-        """The asker gave up: drop the message if queued, else cancel the body at its await."""
-        if ask.handling:
-            current = self._current
-            if current is not None and current.ask is ask and self._in_body and self._life is not None:
-                self._cancelled_ask = True
-                self._life.cancel()
-            return
-        self.system._emit_event(
-            ev.MessageDropped, self.type.name, self.key, type(ask.message).__qualname__, "ask cancelled while queued"
-        )
-
-    def _drop_current(self, reason: str) -> None:
-        env = self._current
-        self._current = None
-        if env is not None:
-            self.system._emit_event(ev.MessageDropped, self.type.name, self.key, type(env.message).__qualname__, reason)
-
-    def _report_failed_delivery(self, env: Envelope, error: BaseException) -> None:
-        """A scheduled delivery made the body fail: a dead letter naming the target (timers: a warning). Never retried."""
-        origin = env.origin or ""
-        if origin.startswith("timer:"):
-            _log.warning("%s[%r]: timer %s: handler failed: %r", self.type.name, self.key, origin[6:], error)
-            return
-        self.system._emit_event(
-            ev.DeadLetter, self.type.name, self.key, type(env.message).__qualname__, repr(error), origin
-        )
-
-    def _fail_ask(self, env: Envelope, error: BaseException) -> None:
-        ask = env.ask
-        self.system._emit_event(
-            ev.MessageDropped, self.type.name, self.key, type(env.message).__qualname__, f"failed: {error!r}"
-        )
-        if ask is None:
-            reply_to = getattr(env.message, "reply_to", None)
-            if isinstance(reply_to, ReplyRef):
-                self._fail_reply_slot(reply_to, env.message, error)
-            return
-        if not ask.future.done():
-            if isinstance(error, Unavailable):
-                ask.future.set_exception(error)  # the key could not confirm a write: not the body's fault
-            else:
-                ask.future.set_exception(ActorFailed(self.type.name, self.key, error, env.message))
-
-    def _fail_reply_slot(self, reply_to: ReplyRef[Any], message: Any, error: BaseException) -> None:
-        """Fail the ask behind the ``reply_to`` of a message that came without its pending ask.
-
-        Such a message is an ask of another node (routed here), an ask routed back to this
-        node after the owner moved under the router, or an ask forwarded by another key with
-        its ``reply_to`` passed on. Its asker fails as a direct ask would (``Unavailable`` as
-        such, anything else as ``ActorFailed`` naming this key), not after ``ask_timeout``.
-        """
-        system = self.system
-        if reply_to.node != system.node:
-            if system._cluster is not None:
-                system._cluster.fail(reply_to, error, self.type.name, self.key, message)
-            return
-        home = reply_to._system if reply_to._system is not None else system
-        pending = home._pending.get(reply_to.request)
-        if pending is None or pending.future.done():
-            return
-        if isinstance(error, Unavailable):
-            pending.future.set_exception(error)
-        else:
-            asked = pending.message
-            failed_on = type(message).__name__ if type(message) is not type(asked) else None
-            pending.future.set_exception(ActorFailed(self.type.name, self.key, error, asked, failed_on=failed_on))
-
     # ================================================================== writes =======
 
     def _check_lease(self, lease: int | None, operation: str) -> None:
@@ -1332,281 +1042,3 @@ class Activation:
         if has_state and version >= self._state_version:
             self._state_version = version
             self.state_value = state
-
-    # ================================================================== schedules ====
-
-    async def add_schedule(
-        self, lease: int, ctx: Context[Any, Any], name: str, delay: timedelta, interval: timedelta | None, message: Any
-    ) -> Schedule[Any]:
-        if not isinstance(name, str) or not name:
-            raise ValueError(f"a schedule name must be a non-empty string, got {name!r}")
-        if not name.isascii() and not _utf8(name):  # before anything is armed: the @schedules page could not hold it
-            raise SchemaError(f"a schedule name must be valid unicode (it is stored as UTF-8), got {name!r}")
-        delay_us = to_micros(delay, "delay")
-        if delay_us < 0:
-            raise ValueError(f"schedule {name!r}: delay must not be negative, got {delay}")
-        every_us: int | None = None
-        if interval is not None:
-            every_us = to_micros(interval, "interval")
-            if every_us <= 0:
-                raise ValueError(f"schedule {name!r}: interval must be positive, got {interval}")
-        schema = self.behavior.schema
-        schema.check(message)
-        data = self.system.codec.encode_message(message, schema)
-        self._check_lease(lease, "schedule")
-        now = self.system.clock.now_us()
-        due_us = checked_due(f"schedule {name!r}", "delay", delay, now + delay_us)  # before anything changes
-        if every_us is not None:
-            checked_due(f"schedule {name!r}", "interval", interval, due_us + every_us)
-        old = self._schedules.get(name)
-        if old is not None:
-            self._remove_schedule(old, "replaced")
-        armed = ArmedSchedule(name, message, data, due_us, every_us)
-        self._writable_schedules()[name] = armed
-        self._arm(armed, now)
-        if self._idle_handle is not None:
-            self.system.timers.cancel(self._idle_handle)
-            self._idle_handle = None
-        await self._commit(lease, {SCHEDULES_PAGE: self._schedules_page()}, "schedule")
-        return Schedule(self, lease, armed)
-
-    async def cancel_schedule(self, lease: int, armed: ArmedSchedule) -> None:
-        self._check_lease(lease, "schedule.cancel")
-        if self._schedules.get(armed.name) is not armed:
-            return
-        self._remove_schedule(armed, "cancelled")
-        await self._commit(lease, {SCHEDULES_PAGE: self._schedules_page()}, "schedule.cancel")
-
-    def schedule_handles(self, ctx: Context[Any, Any]) -> Mapping[str, Schedule[Any]]:
-        return {name: Schedule(self, ctx._lease, armed) for name, armed in self._schedules.items()}
-
-    def _writable_schedules(self) -> dict[str, ArmedSchedule]:
-        """The key's schedules, to change: made on first use, as most keys never have one (until then
-        ``_schedules`` is a shared, read-only empty mapping)."""
-        schedules = self._schedules
-        if not isinstance(schedules, dict):
-            schedules = self._schedules = {}
-        return schedules
-
-    def _schedules_page(self) -> bytes | None:
-        schedules = self._schedules
-        return encode_armed(schedules.values()) if schedules else None
-
-    def _remove_schedule(self, armed: ArmedSchedule, reason: str) -> None:
-        armed.live = False
-        if armed.timer is not None:
-            self.system.timers.cancel(armed.timer)
-            armed.timer = None
-        del self._writable_schedules()[armed.name]
-        self.system._emit_event(ev.ScheduleCancelled, self.type.name, self.key, armed.name, reason)
-
-    def _end_out_of_range(self, armed: ArmedSchedule, due: int, now: int) -> None:
-        """An interval whose next due would pass year 9999, where no datetime can say when: this firing was its last."""
-        self.system._emit_event(ev.ScheduleFired, self.type.name, self.key, armed.name, due, now, None)
-        self._remove_schedule(armed, "out-of-range")
-        self._commit_soon({SCHEDULES_PAGE: self._schedules_page()}, "schedule.fire")
-
-    def _arm(self, armed: ArmedSchedule, now_us: int, *, announce: bool = True) -> None:
-        """Set the timer of a schedule; ``announce`` it unless a ``ScheduleFired`` already said where it goes next."""
-        wait_us = armed.due_us - now_us
-        delay = wait_us / 1_000_000 if wait_us > 0 else 0.0
-        armed.timer = self.system.timers.arm_wall_method(self._loop.time() + delay, armed.due_us, Activation._fire, self, armed)
-        if announce:
-            self.system._emit_event(ev.ScheduleArmed, self.type.name, self.key, armed.name, armed.due_us, armed.every_us)
-
-    def _arm_recovered_schedules(self) -> None:
-        """Install the timers of the ``@schedules`` page; a time that passed while inactive fires once, now."""
-        assert self.pages is not None
-        page = self.pages.get(SCHEDULES_PAGE)
-        if page is None:
-            return
-        codec = self.system.codec
-        now = self.system.clock.now_us()
-        overdue: list[ArmedSchedule] = []
-        for entry in decode_schedules(page):
-            problem = entry.problem()
-            if problem is not None:
-                self.system._emit_event(ev.MessageDropped, self.type.name, self.key, entry.name, f"unusable schedule: {problem}")
-                continue
-            try:
-                message = codec.decode_message(entry.message, self.behavior.schema)
-            except SchemaError as exc:
-                self.system._emit_event(ev.MessageDropped, self.type.name, self.key, entry.name, f"undecodable schedule: {exc}")
-                continue
-            armed = ArmedSchedule(entry.name, message, entry.message, entry.due_us, entry.every_us)
-            self._writable_schedules()[entry.name] = armed
-            if entry.due_us <= now:
-                overdue.append(armed)
-            else:
-                self._arm(armed, now)
-        for armed in overdue:
-            self._fire(armed)
-
-    def _fire(self, armed: ArmedSchedule) -> None:
-        """A schedule timer went off: tell the message, then write the next due (catch-up, no burst)."""
-        armed.timer = None
-        if not armed.live or self._closed:
-            return
-        system = self.system
-        now = system.clock.now_us()
-        if now < armed.due_us:
-            # the wall clock is behind the loop's (stepped back, or drift): wait more, for the same due
-            self._arm(armed, now, announce=False)
-            return
-        due = armed.due_us
-        try:
-            envelope = armed.envelope  # an envelope is never changed once made: every firing can tell the same one
-            if envelope is None:
-                envelope = armed.envelope = Envelope(armed.message)
-            self.deliver(envelope)
-        except MailboxFull as exc:
-            system._emit_event(ev.MessageDropped, self.type.name, self.key, type(armed.message).__qualname__, str(exc))
-        loop_now = self._last_activity = self._loop.time()
-        every = armed.every_us
-        if every is None:
-            system._emit_event(ev.ScheduleFired, self.type.name, self.key, armed.name, due, now, None)
-            self._remove_schedule(armed, "done")
-        else:
-            # catch_up, inline: the first time on the grid strictly after now (or one period after due)
-            skipped = (now - due) // every if now > due else 0
-            next_us = due + every * (skipped + 1)
-            if next_us > LAST_US:
-                self._end_out_of_range(armed, due, now)
-                return
-            armed.due_us = next_us
-            observer = system._observer
-            if observer is not None:
-                observer(ev.ScheduleFired(self.type.name, self.key, armed.name, due, now, next_us))
-                if skipped:
-                    observer(ev.ScheduleCaughtUp(self.type.name, self.key, armed.name, due, now, next_us, skipped))
-            # _arm(announce=False), inline, with the loop time just read
-            armed.timer = system.timers.arm_wall_method(loop_now + (next_us - now) / 1_000_000, next_us, Activation._fire, self, armed)
-        if not self._confirm_later:  # _commit_soon, without its call
-            self._write_page_now(None, SCHEDULES_PAGE, _SCHEDULES_PAGES, self._schedules_page(), "schedule.fire")
-        else:
-            self._commit_soon({SCHEDULES_PAGE: self._schedules_page()}, "schedule.fire")
-
-    # ================================================================== run work =====
-
-    def spawn_bridge(
-        self,
-        lease: int,
-        awaitable: Awaitable[Any],
-        mapper: Callable[[Any], Any] | None,
-        failed: Callable[[BaseException], Any] | None,
-    ) -> None:
-        if lease != self.lease or self._closed:
-            if asyncio.iscoroutine(awaitable):
-                awaitable.close()
-            raise Fenced(f"{self.type.name}[{self.key!r}]: a replaced run cannot start work (lease {lease})")
-        task = self._loop.create_task(self._bridge(awaitable, mapper, failed), name=f"casty:{self.type.name}[{self.key}]:to_self")
-        self._track_run_task(task)
-
-    # ================================================================== timers =======
-
-    def set_timer(
-        self, lease: int, name: str, delay: timedelta, interval: timedelta | None, message: Any, keep_alive: bool
-    ) -> TimerHandle[Any]:
-        """``ctx.timer``: deliver ``message`` after ``delay``, then every ``interval``, while this activation lasts."""
-        if not isinstance(name, str) or not name:
-            raise ValueError(f"a timer name must be a non-empty string, got {name!r}")
-        delay_s = to_micros(delay, "delay") / 1_000_000
-        if delay_s < 0:
-            raise ValueError(f"timer {name!r}: delay must not be negative, got {delay}")
-        every: float | None = None
-        if interval is not None:
-            every = to_micros(interval, "interval") / 1_000_000
-            if every <= 0:
-                raise ValueError(f"timer {name!r}: interval must be positive, got {interval}")
-        self.behavior.schema.check(message)
-        self.system.codec.encode_message(message, self.behavior.schema)
-        if lease != self.lease or self._closed:
-            raise Fenced(f"{self.type.name}[{self.key!r}]: a replaced run cannot set timers (lease {lease})")
-        timers = self._timers
-        if timers is None:
-            timers = self._timers = {}
-        old = timers.get(name)
-        if old is not None:
-            self.cancel_timer(old, "replaced")
-        timer = ActivationTimer(name, message, every, keep_alive, self._loop.time() + delay_s)
-        timers[name] = timer
-        timer.timer = self.system.timers.call_at(timer.due, self._tick, timer)
-        return TimerHandle(self, timer)
-
-    def timer_handles(self) -> Mapping[str, TimerHandle[Any]]:
-        return {name: TimerHandle(self, timer) for name, timer in (self._timers or {}).items()}
-
-    def cancel_timer(self, timer: ActivationTimer, reason: str) -> None:
-        if not timer.live:
-            return
-        timer.live = False
-        if timer.timer is not None:
-            timer.timer.cancel()
-            timer.timer = None
-        if self._timers is not None and self._timers.get(timer.name) is timer:
-            del self._timers[timer.name]
-        self.system._emit_event(ev.TimerCancelled, self.type.name, self.key, timer.name, reason)
-
-    def _tick(self, timer: ActivationTimer) -> None:
-        """A timer went off: its message goes to this activation's mailbox (never to a new activation)."""
-        timer.timer = None
-        if not timer.live or self._closed:
-            return
-        timer.fired += 1
-        try:
-            self.deliver(Envelope(timer.message, quiet=not timer.keep_alive, origin=f"timer:{timer.name}"))
-        except MailboxFull as exc:
-            self.system._emit_event(ev.MessageDropped, self.type.name, self.key, type(timer.message).__qualname__, str(exc))
-        self.system._emit_event(ev.TimerFired, self.type.name, self.key, timer.name, timer.keep_alive)
-        if timer.every is None:
-            self.cancel_timer(timer, "done")
-            return
-        timer.due = timer.next_due(self._loop.time())
-        timer.timer = self.system.timers.call_at(timer.due, self._tick, timer)
-
-    def spawn_merge(self, lease: int, source: AsyncIterable[Any]) -> None:
-        if lease != self.lease or self._closed:
-            raise Fenced(f"{self.type.name}[{self.key!r}]: a replaced run cannot merge a stream (lease {lease})")
-        task = self._loop.create_task(self._pump(source), name=f"casty:{self.type.name}[{self.key}]:merge")
-        self._track_run_task(task)
-
-    def _track_run_task(self, task: asyncio.Task[Any]) -> None:
-        if self._run_tasks is None:
-            self._run_tasks = {}
-        self._run_tasks[task] = None
-        task.add_done_callback(self._run_task_done)
-
-    def _run_task_done(self, task: asyncio.Task[Any]) -> None:
-        if self._run_tasks is not None:
-            self._run_tasks.pop(task, None)
-
-    async def _bridge(
-        self,
-        awaitable: Awaitable[Any],
-        mapper: Callable[[Any], Any] | None,
-        failed: Callable[[BaseException], Any] | None,
-    ) -> None:
-        ASK_CHAIN.set((None, ()))  # the body keeps reading while this waits: it is not blocked on it
-        try:
-            result = await awaitable
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:
-            if failed is None:
-                self.system._emit_event(ev.MessageDropped, self.type.name, self.key, "to_self", f"work failed: {exc!r}")
-                return
-            message = failed(exc)
-        else:
-            message = mapper(result) if mapper is not None else result
-        self._tell_self(message, "to_self")
-
-    async def _pump(self, source: AsyncIterable[Any]) -> None:
-        ASK_CHAIN.set((None, ()))
-        async for item in source:
-            self._tell_self(item, "merge")
-
-    def _tell_self(self, message: Any, via: str) -> None:
-        try:
-            self.system.tell(self.ref, message)
-        except (CastyError, NotStarted) as exc:
-            self.system._emit_event(ev.MessageDropped, self.type.name, self.key, type(message).__qualname__, f"{via}: {exc}")

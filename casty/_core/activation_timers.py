@@ -14,7 +14,7 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 if TYPE_CHECKING:
-    from .activation import Activation
+    from .activation_runs import RunWork
     from .timer_heap import Timer
 
 __all__ = ["ActivationTimer", "TimerHandle"]
@@ -49,7 +49,7 @@ class TimerHandle(Generic[M]):
 
     __slots__ = ("_activation", "_timer")
 
-    def __init__(self, activation: Activation, timer: ActivationTimer) -> None:
+    def __init__(self, activation: RunWork, timer: ActivationTimer) -> None:
         self._activation = activation
         self._timer = timer
 

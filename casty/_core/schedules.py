@@ -19,7 +19,7 @@ import msgspec
 from ..clock import to_datetime, to_us
 
 if TYPE_CHECKING:
-    from .activation import Activation
+    from .activation_schedules import ScheduleWork
 
 __all__ = [
     "ScheduleEntry", "ArmedSchedule", "catch_up", "checked_due", "encode_schedules", "encode_armed", "decode_schedules",
@@ -135,7 +135,7 @@ class Schedule(Generic[M]):
 
     __slots__ = ("_activation", "_lease", "_armed")
 
-    def __init__(self, activation: Activation, lease: int, armed: ArmedSchedule) -> None:
+    def __init__(self, activation: ScheduleWork, lease: int, armed: ArmedSchedule) -> None:
         self._activation = activation
         self._lease = lease
         self._armed = armed
