@@ -2,6 +2,23 @@
 
 An ``@actor`` turns an ``async def body(ctx: Context[S, M])`` into an actor type; an
 ``ActorSystem`` runs keys of those types on demand. See the README for a tour.
+
+What a user imports is re-exported here (``__all__``, pinned by ``tests/test_exports.py``).
+The modules behind it:
+
+* public, importable as such: ``casty.errors`` (every error, by class), ``casty.observer``
+  (the events and observers), ``casty.ports`` (the ports a system takes: ``Clock``,
+  ``Store``, ``Transport``, ``Observer``), ``casty.clock``, ``casty.store`` (its adapters),
+  ``casty.cluster.config`` (``Cluster``) and ``casty.cluster.client`` (``ClusterClient``);
+  the rest of ``casty.cluster`` runs a node (``python -m casty node``) and is not an API;
+* private: ``casty._core`` (the runtime: actor types, activations, the system, state pages,
+  schedules) and ``casty._durations``; its names that are public are re-exported here;
+* internal: ``casty.protocol`` (the sans-I/O protocol cores the cluster drives), for the
+  simulator, the tests and the curious, not an API.
+
+``Cluster`` comes from ``casty.cluster.config``, imported last: the cluster modules import
+only the runtime's modules, never this package's names, so importing them from here makes no
+cycle; importing it also loads ``casty.cluster.claims``, whose cron claims a cluster needs.
 """
 
 from ._core.actor import ActorType, Backoff, actor
@@ -35,6 +52,8 @@ from ._core.schedules import Schedule
 from ._core.state import State
 from .store import MemoryStore, SQLiteStore
 from ._core.system import ActorSystem, Placement
+from .cluster.config import Cluster
+from .cluster.client import ClusterClient
 
 __version__ = "0.1.0"
 
@@ -47,6 +66,8 @@ __all__ = [
     "Backoff",
     "CastyError",
     "Clock",
+    "Cluster",
+    "ClusterClient",
     "ConfigurationError",
     "Context",
     "Fenced",
