@@ -1,0 +1,486 @@
+"""The occurrence ledger: every occurrence of every periodic thing in a finished trace, classified.
+
+A periodic thing is a persisted actor schedule (``schedule.*`` rows, keyed by actor, key and
+name), a node schedule (``node_schedule.*`` rows, keyed by node and reference), a cluster
+cron tick (a node schedule whose ticks are claimed: keyed by reference alone, since the
+cluster tells each tick once), or an activation timer (``timer.fired``). Each occurrence (a
+due time on the schedule's grid) gets one :class:`Entry` whose ``status`` is
+
+* ``on-time``: delivered once, at most ``tolerance`` after its due time;
+* ``late``: delivered once, ``late_us`` after its due time, nothing skipped;
+* ``caught-up``: delivered once, late, and the firing skipped ``skipped`` later occurrences
+  (each of those has its own ``missed`` entry);
+* ``repeated``: fired more than once (``why``: the ownership change, fault or clock change
+  between the firings; ``attempts`` lists every firing);
+* ``missed``: never reached the body (``why``): skipped by a catch-up, passed over when the
+  schedule was re-armed past it, paused, its tick lost, its claim skipped, claimed by a node
+  that never told it, or **lost in flight**: fired, but the message died in the mailbox of
+  an activation that ended (a crash) before its handler finished (``message.dropped``);
+* ``delivered``: an activation timer's firing (``timer.fired`` carries no due time, so no
+  lateness can be told).
+
+Cluster cron entries also say who ``claimed`` the tick and on which nodes the claim was
+``lost`` (another node had it first).
+
+Attributing a ``message.dropped`` row to a firing (the trace does not link them): a drop
+counts when, at its instant, the key's activation on the firing node ends (activation
+ended, the node crashed, stopped or restarted) or its body fails (``activation.failed``).
+A mailbox is FIFO and survives a body's restart, not a new activation, so the drops at an
+end go to the newest firings the mailbox may still hold (the older ones were handled),
+and the drop of a failure to the message in the body: the oldest of those the mailbox held
+when the body last restarted, else the newest (a free body handles a firing as it comes;
+the ones before it were handled). A drop right before a firing at its instant (mailbox full) is that
+firing's. Without ``messages`` (schedule name -> message type name) any dropped message of
+the key can be taken for a firing's; with it, only that type. These are inferences: a drop
+that named the firing it belongs to (its envelope's origin) would make them exact.
+
+Dues past the furthest next due any firing set are not counted: the run may simply have
+ended before them.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any
+
+from casty._core.cron import Cron, zone
+from casty.clock import to_datetime, to_us
+
+from .trace import Row, Trace
+
+__all__ = ["Attempt", "Entry", "STATUSES", "ledger", "counts", "misses", "table"]
+
+STATUSES = ("on-time", "late", "caught-up", "repeated", "missed", "delivered")
+
+_ENDS_OF_LIFE = ("activation.ended", "activation.failed")
+_NODE_ENDS = ("fault.crash", "node.stopped", "fault.restart")
+_CAUSES = ("epoch.acquired", "fault.crash", "fault.restart", "node.stopped", "fault.pause", "fault.resume", "clock.step", "clock.drift")
+_NEAR_NS = 2_000_000_000
+"""How far before an occurrence's first firing a cause still explains a repeat (2 s, as sim.checks)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Attempt:
+    """One firing of an occurrence: the row, where, how late on that node's wall clock, and
+    ``lost``: why its message never reached the body (None: it was delivered)."""
+
+    row: Row
+    node: str
+    late_us: int
+    lost: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """One occurrence of one periodic thing and its classification (see the module docstring)."""
+
+    source: str  # "schedule", "node-schedule", "cron", "timer"
+    actor: str
+    key: str
+    name: str  # the schedule's name, the node schedule's reference, the timer's name
+    node: str | None  # the node of a node schedule (None for the others: they move with their key)
+    due_us: int | None
+    status: str
+    why: str = ""
+    late_us: int = 0
+    skipped: int = 0
+    attempts: tuple[Attempt, ...] = ()
+    claimed: str | None = None
+    lost_claims: tuple[str, ...] = field(default=())
+
+    @property
+    def schedule(self) -> str:
+        """A short name of the thing this is an occurrence of."""
+        where = f"{self.node}:" if self.node else ""
+        return f"{where}{self.actor.split(':')[-1]}[{self.key}]/{self.name}"
+
+    def describe(self) -> str:
+        due = "-" if self.due_us is None else to_datetime(self.due_us).isoformat()
+        text = f"{self.source} {self.schedule} due {due}: {self.status}"
+        if self.status in ("late", "caught-up"):
+            text += f" by {self.late_us / 1e6:.3f}s"
+        if self.skipped:
+            text += f", skipped {self.skipped}"
+        return text + (f" ({self.why})" if self.why else "")
+
+
+def _internal(actor: Any) -> bool:
+    """The runtime's own types (cron claim records and their expiry schedules): not the user's."""
+    return str(actor).startswith("casty.")
+
+
+def _at(row: Row) -> str:
+    return f"{row.node} at t={row.t:.3f}s"
+
+
+# --- lost in flight -------------------------------------------------------------------------------
+
+
+class _Losses:
+    """Which firings' messages died in their mailbox (see the module docstring)."""
+
+    def __init__(self, trace: Trace, fired_kinds: tuple[str, ...], messages: Mapping[str, str] | None) -> None:
+        self.lost: dict[int, str] = {}  # fired row seq -> why
+        lives: dict[tuple[str, str, str], list[Row]] = defaultdict(list)  # (actor, key, node) -> starts, firings, drops, ends
+        node_ends: dict[str, list[Row]] = defaultdict(list)
+        for row in trace.rows:
+            if row.kind in _NODE_ENDS:
+                node_ends[row.node].append(row)
+            elif row.kind in fired_kinds or row.kind in _ENDS_OF_LIFE or row.kind in ("activation.started", "message.dropped"):
+                actor, key = row.get("actor"), row.get("key")
+                if actor is not None and not _internal(actor):
+                    lives[(str(actor), str(key), row.node)].append(row)
+        for (_, _, node), rows in lives.items():
+            self._attribute(rows, node_ends.get(node, []), messages)
+
+    def _attribute(self, rows: list[Row], node_ends: list[Row], messages: Mapping[str, str] | None) -> None:
+        failed_at = {r.t_ns for r in rows if r.kind == "activation.failed"}
+        ends_at = {r.t_ns for r in rows if r.kind == "activation.ended"} | {r.t_ns for r in node_ends}
+        pending: list[Row] = []  # the firings the key's mailbox may still hold, oldest first
+        queued: list[Row] = []  # those it held when its body restarted after a failure
+        for index, row in enumerate(rows):
+            if row.kind == "activation.started":
+                if not row.get("restart"):
+                    pending, queued = [], []  # a new activation, a new mailbox
+                else:
+                    queued = list(pending)  # a restarted body takes these first, oldest first
+            elif row.kind == "message.dropped":
+                following = rows[index + 1] if index + 1 < len(rows) else None
+                if following is not None and following.t_ns == row.t_ns and self._fired(following):
+                    if self._matches(following, row, messages) and "mailbox full" in str(row.get("reason")):
+                        self.lost[following.seq] = f"lost before the mailbox: {row.get('reason')}"
+                        continue
+                live = [c for c in pending if c.seq not in self.lost and self._matches(c, row, messages)]
+                if not live:
+                    continue
+                if row.t_ns in ends_at:  # everything still held dies with the activation: the newest firings
+                    candidate = live[-1]
+                    end = next((e for e in node_ends if e.t_ns == row.t_ns), None)
+                    how = f" ({end.kind} of {_at(end)})" if end is not None else ""
+                    self.lost[candidate.seq] = f"lost in flight: fired on {_at(candidate)}, dropped{how}: {row.get('reason')}"
+                elif row.t_ns in failed_at:
+                    # The message in the failed body: the oldest of those held at the last restart,
+                    # else the newest (a body that was free handles a firing as it comes).
+                    waiting = [c for c in queued if c in live]
+                    candidate = waiting[0] if waiting else live[-1]
+                    self.lost[candidate.seq] = f"its handler failed: fired on {_at(candidate)}, dropped at t={row.t:.3f}s: {row.get('reason')}"
+                    after = pending.index(candidate) + 1
+                    pending = pending[after:]  # FIFO: the older ones were handled before it
+                    queued = [c for c in queued if c in pending]
+            elif self._fired(row):
+                pending.append(row)
+
+    @staticmethod
+    def _fired(row: Row) -> bool:
+        return row.kind in ("schedule.fired", "node_schedule.fired")
+
+    @staticmethod
+    def _matches(fired: Row, dropped: Row, messages: Mapping[str, str] | None) -> bool:
+        if messages is None:
+            return True
+        name = str(fired.get("name") if fired.kind == "schedule.fired" else fired.get("reference"))
+        wanted = messages.get(name)
+        return wanted is None or wanted == dropped.get("message")
+
+
+# --- shared --------------------------------------------------------------------------------------------
+
+
+def _classify(attempts: list[Attempt], skipped: int, tolerance_us: int, causes: list[Row], actor: str, key: str) -> tuple[str, str, int]:
+    """(status, why, late_us) of an occurrence that was fired at least once."""
+    if len(attempts) > 1:
+        return "repeated", _repeat_why(attempts, causes, actor, key), attempts[-1].late_us
+    (only,) = attempts
+    if only.lost is not None:
+        return "missed", only.lost, only.late_us
+    if skipped:
+        return "caught-up", f"late by {only.late_us / 1e6:.3f}s, skipped the next {skipped}", only.late_us
+    if only.late_us > tolerance_us:
+        return "late", f"late by {only.late_us / 1e6:.3f}s", only.late_us
+    return "on-time", "", only.late_us
+
+
+def _repeat_why(attempts: list[Attempt], causes: list[Row], actor: str, key: str) -> str:
+    first, last = attempts[0].row, attempts[-1].row
+    nodes = {a.node for a in attempts}
+    found = []
+    for row in causes:
+        if not first.t_ns - _NEAR_NS <= row.t_ns <= last.t_ns or row.seq > last.seq:
+            continue
+        if row.kind == "epoch.acquired":
+            if row.get("actor") == actor and row.get("key") == key and row.seq > first.seq:
+                found.append(f"owner changed: epoch.acquired on {_at(row)}")
+        elif row.node in nodes:
+            found.append(f"{row.kind} of {_at(row)}")
+    lost = [f"the firing on {_at(a.row)} was {a.lost}" for a in attempts if a.lost]
+    return "; ".join([f"fired {len(attempts)} times ({', '.join(_at(a.row) for a in attempts)})", *found, *lost])
+
+
+# --- persisted actor schedules -----------------------------------------------------------------------------
+
+
+def _persisted(trace: Trace, tolerance_us: int, losses: _Losses, causes: list[Row]) -> list[Entry]:
+    groups: dict[tuple[str, str, str], list[Row]] = defaultdict(list)
+    for row in trace.of("schedule.armed", "schedule.fired", "schedule.caught_up", "schedule.cancelled"):
+        if not _internal(row.get("actor")):
+            groups[(str(row.get("actor")), str(row.get("key")), str(row.get("name")))].append(row)
+    out: list[Entry] = []
+    for (actor, key, name), rows in groups.items():
+        attempts: dict[int, list[Attempt]] = defaultdict(list)
+        skipped: dict[int, tuple[int, Row]] = {}
+        for row in rows:
+            if row.kind == "schedule.fired":
+                due = int(row.get("due_us"))
+                attempts[due].append(Attempt(row, row.node, int(row.get("now_us")) - due, losses.lost.get(row.seq)))
+            elif row.kind == "schedule.caught_up":
+                skipped[int(row.get("due_us"))] = (int(row.get("skipped")), row)
+        entries = {}
+        for due, tries in attempts.items():
+            count = skipped[due][0] if due in skipped and len(tries) == 1 else 0
+            status, why, late = _classify(tries, count, tolerance_us, causes, actor, key)
+            entries[due] = Entry("schedule", actor, key, name, None, due, status, why, late, count, tuple(tries))
+        for due, why in _grid_misses(rows, set(attempts), skipped):
+            entries[due] = Entry("schedule", actor, key, name, None, due, "missed", why)
+        out.extend(entries[due] for due in sorted(entries))
+    return out
+
+
+def _grid_misses(rows: list[Row], fired: set[int], skipped: Mapping[int, tuple[int, Row]]) -> list[tuple[int, str]]:
+    """The interval grid's dues that no firing delivered, each with why: a grid restarts where the
+    schedule is cancelled or armed off it (another phase or period)."""
+    out: list[tuple[int, str]] = []
+    segment: list[Row] = []
+    anchor = every = 0
+    segments: list[tuple[int, int, list[Row]]] = []
+    for row in rows:
+        if row.kind == "schedule.cancelled":
+            anchor = every = 0
+            continue
+        if row.kind == "schedule.armed":
+            period = row.get("every_us")
+            if not period:
+                anchor = every = 0
+                continue
+            due, period = int(row.get("due_us")), int(period)
+            if not every or every != period or (due - anchor) % every:
+                anchor, every, segment = due, period, []
+                segments.append((anchor, every, segment))
+        if every:
+            segment.append(row)
+    for anchor, every, seg in segments:
+        firings = [r for r in seg if r.kind == "schedule.fired" and (int(r.get("due_us")) - anchor) % every == 0]
+        if not firings:
+            continue
+        first = min(int(r.get("due_us")) for r in firings)
+        furthest = max((int(r.get("next_us")) for r in firings if r.get("next_us") is not None), default=first)
+        catchups = [(d, n, r) for d, (n, r) in skipped.items() if n]
+        for due in range(first, furthest, every):
+            if due in fired:
+                continue
+            by = next((r for d, n, r in catchups if d < due <= d + n * every), None)
+            if by is not None:
+                out.append((due, f"skipped by the catch-up of due {to_datetime(int(by.get('due_us'))).isoformat()} on {_at(by)}"))
+                continue
+            passed = next((r for r in seg if r.kind == "schedule.fired" and r.get("next_us") is not None and int(r.get("next_us")) > due), None)
+            rearmed = next((r for r in seg if r.kind == "schedule.armed" and int(r.get("due_us")) > due and (passed is None or r.seq < passed.seq)), None)
+            if rearmed is not None:
+                out.append((due, f"passed over: the schedule was armed for {to_datetime(int(rearmed.get('due_us'))).isoformat()} on {_at(rearmed)}"))
+            else:
+                out.append((due, "never fired"))
+    return out
+
+
+# --- node schedules and cluster cron ----------------------------------------------------------------------------
+
+
+def _node_schedules(trace: Trace, tolerance_us: int, losses: _Losses, causes: list[Row]) -> list[Entry]:
+    rows = [r for r in trace.of("node_schedule.*") if not _internal(r.get("actor"))]
+    claimed = {str(r.get("reference")) for r in rows if r.kind.startswith("node_schedule.claim_")}
+    groups: dict[tuple[str, str | None], list[Row]] = defaultdict(list)
+    for row in rows:
+        reference = str(row.get("reference"))
+        groups[(reference, None if reference in claimed else row.node)].append(row)
+    out: list[Entry] = []
+    ends = trace.of(*_NODE_ENDS)
+    for (reference, node), group in groups.items():
+        for life in [group] if node is None else _lives(group):
+            out.extend(_node_group(reference, node, life, tolerance_us, losses, causes, ends))
+    return out
+
+
+def _lives(rows: list[Row]) -> list[list[Row]]:
+    """A node schedule's rows split at each registration: a node restart loses its node schedules,
+    and one registered again is a new schedule with a grid of its own."""
+    lives: list[list[Row]] = []
+    for row in rows:
+        if row.kind == "node_schedule.registered" or not lives:
+            lives.append([])
+        lives[-1].append(row)
+    return lives
+
+
+def _node_group(
+    reference: str, node: str | None, rows: list[Row], tolerance_us: int, losses: _Losses, causes: list[Row], ends: list[Row]
+) -> list[Entry]:
+    source = "node-schedule" if node is not None else "cron"
+    first = rows[0]
+    actor, key = str(first.get("actor")), str(first.get("key"))
+    attempts: dict[int, list[Attempt]] = defaultdict(list)
+    skipped: dict[int, int] = {}
+    other: dict[int, list[Row]] = defaultdict(list)  # tick -> claim rows and lost ticks
+    for row in rows:
+        tick = row.get("tick_us")
+        if row.kind == "node_schedule.fired":
+            attempts[int(tick)].append(Attempt(row, row.node, int(row.get("now_us")) - int(tick), losses.lost.get(row.seq)))
+        elif row.kind == "node_schedule.caught_up":
+            skipped[int(tick)] = int(row.get("skipped"))
+        elif tick is not None:
+            other[int(tick)].append(row)
+    entries: dict[int, Entry] = {}
+    for tick in sorted(set(attempts) | set(other)):
+        claims = other.get(tick, [])
+        won = [r for r in claims if r.kind == "node_schedule.claim_won"]
+        lost = tuple(sorted({r.node for r in claims if r.kind == "node_schedule.claim_lost"}))
+        winners = sorted({str(r.get("winner")) for r in claims if r.kind == "node_schedule.claim_lost"} | {r.node for r in won})
+        holder = ",".join(winners) or None
+        tries = attempts.get(tick, [])
+        if tries:
+            count = skipped.get(tick, 0) if len(tries) == 1 else 0
+            status, why, late = _classify(tries, count, tolerance_us, causes, actor, key)
+            entries[tick] = Entry(source, actor, key, reference, node, tick, status, why, late, count, tuple(tries), holder, lost)
+        else:
+            entries[tick] = Entry(source, actor, key, reference, node, tick, "missed", _unfired_why(claims, winners, ends), claimed=holder, lost_claims=lost)
+    for tick, why in _node_grid_misses(rows, set(entries), skipped):
+        entries[tick] = Entry(source, actor, key, reference, node, tick, "missed", why)
+    return [entries[tick] for tick in sorted(entries)]
+
+
+def _unfired_why(claims: list[Row], winners: list[str], ends: list[Row]) -> str:
+    """Why a tick with claim or tick-lost rows but no firing never reached its target."""
+    lost_tick = next((r for r in claims if r.kind == "node_schedule.tick_lost"), None)
+    if lost_tick is not None:
+        return f"tick lost on {_at(lost_tick)}: {lost_tick.get('reason')}"
+    skips = [r for r in claims if r.kind == "node_schedule.claim_skipped"]
+    if winners:
+        first_claim = min(r.t_ns for r in claims)
+        crash = next((e for e in ends if e.node in winners and e.t_ns >= first_claim - _NEAR_NS), None)
+        died = f": {crash.kind} of {_at(crash)}" if crash is not None else ""
+        return f"claimed by {', '.join(winners)}, which never told it{died}"
+    if skips:
+        return "claim skipped: " + "; ".join(f"on {_at(r)}: {r.get('reason')}" for r in skips)
+    return "never fired"
+
+
+def _node_grid_misses(rows: list[Row], seen: set[int], skipped: Mapping[int, int]) -> list[tuple[int, str]]:
+    """Grid ticks (interval or cron) with no row at all: skipped by a catch-up, paused, or never fired."""
+    registrations = [r for r in rows if r.kind == "node_schedule.registered"]
+    registered = min(registrations, key=lambda r: int(r.get("due_us")), default=None)  # a cluster cron: the earliest
+    fired = [r for r in rows if r.kind == "node_schedule.fired"]
+    if registered is None or not fired:
+        return []
+    kind = registered.get("schedule_kind")
+    furthest = max((int(r.get("next_us")) for r in fired if r.get("next_us") is not None), default=0)
+    grid = _grid(registered, furthest, rows)
+    if kind == "once" or grid is None:
+        return []
+    out = []
+    first = min(int(r.get("tick_us")) for r in fired)
+    pauses = [(p, next((r for r in rows if r.kind == "node_schedule.resumed" and r.node == p.node and r.seq > p.seq), None)) for p in rows if p.kind == "node_schedule.paused"]
+    for tick in grid:
+        if tick < first or tick in seen:
+            continue
+        by = next((t for t, n in skipped.items() if n and t < tick and sum(1 for g in grid if t < g <= tick) <= n), None)
+        if by is not None:
+            out.append((tick, f"skipped by the catch-up of tick {to_datetime(by).isoformat()}"))
+            continue
+        paused = next((p for p, r in pauses if (p.wall_us or 0) <= tick and (r is None or tick < int(r.get("due_us")))), None)
+        out.append((tick, f"paused on {_at(paused)}" if paused is not None else "never fired"))
+    return out
+
+
+def _grid(registered: Row, furthest: int, rows: list[Row]) -> list[int] | None:
+    """The ticks from the first due up to (not including) ``furthest``, anchored again at each resume."""
+    kind = registered.get("schedule_kind")
+    start = int(registered.get("due_us"))
+    if kind == "interval":
+        every = int(registered.get("every_us"))
+        # a resume starts a new grid at its due; the old one ends when the resume is made (its wall time)
+        resumes = [r for r in rows if r.kind == "node_schedule.resumed"]
+        anchors = [start, *(int(r.get("due_us")) for r in resumes)]
+        stops = [*(r.wall_us if r.wall_us is not None else int(r.get("due_us")) for r in resumes), furthest]
+        ticks: set[int] = set()
+        for anchor, stop in zip(anchors, stops, strict=True):
+            ticks.update(range(anchor, min(stop, furthest), every))
+        return sorted(ticks)
+    if kind == "cron":
+        cron = Cron(str(registered.get("expression")), zone(str(registered.get("tz") or "UTC")))
+        out, moment = [start], to_datetime(start)
+        while (moment_next := cron.next_after(moment)) is not None and to_us(moment_next) < furthest:
+            out.append(to_us(moment_next))
+            moment = moment_next
+        return out if start < furthest else []
+    return None
+
+
+# --- activation timers ----------------------------------------------------------------------------------------
+
+
+def _timers(trace: Trace) -> list[Entry]:
+    return [
+        Entry("timer", str(r.get("actor")), str(r.get("key")), str(r.get("name")), None, None, "delivered", attempts=(Attempt(r, r.node, 0),))
+        for r in trace.of("timer.fired")
+        if not _internal(r.get("actor"))
+    ]
+
+
+# --- public ------------------------------------------------------------------------------------------------------
+
+
+def ledger(trace: Trace, *, tolerance: timedelta = timedelta(milliseconds=100), messages: Mapping[str, str] | None = None) -> list[Entry]:
+    """Every occurrence in ``trace``, classified: persisted schedules, node schedules, cluster cron, timers (in that order).
+
+    ``tolerance``: how late a delivery may be and still be ``on-time`` (a cluster cron tick
+    waits for its claim's quorum). ``messages``: schedule name (or node schedule reference)
+    to the type name of the message it tells, to attribute drops exactly.
+    """
+    if not isinstance(tolerance, timedelta) or tolerance < timedelta(0):
+        raise ValueError(f"tolerance must be a non-negative timedelta, got {tolerance!r}")
+    tolerance_us = (tolerance.days * 86_400 + tolerance.seconds) * 1_000_000 + tolerance.microseconds
+    losses = _Losses(trace, ("schedule.fired", "node_schedule.fired"), messages)
+    causes = trace.of(*_CAUSES)
+    return [*_persisted(trace, tolerance_us, losses, causes), *_node_schedules(trace, tolerance_us, losses, causes), *_timers(trace)]
+
+
+def counts(entries: Iterable[Entry]) -> dict[str, int]:
+    """How many entries have each status, in ``STATUSES`` order (zeros included)."""
+    out = dict.fromkeys(STATUSES, 0)
+    for entry in entries:
+        out[entry.status] += 1
+    return out
+
+
+def misses(entries: Iterable[Entry]) -> list[Entry]:
+    """The missed and repeated entries: what ``sim.checks.explain_occurrences`` must explain."""
+    return [e for e in entries if e.status in ("missed", "repeated")]
+
+
+def table(entries: Iterable[Entry]) -> list[dict[str, Any]]:
+    """The ledger as plain rows (for a table view or JSON): one dict per entry."""
+    return [
+        {
+            "source": e.source,
+            "schedule": e.schedule,
+            "due": None if e.due_us is None else to_datetime(e.due_us).isoformat(),
+            "status": e.status,
+            "late_s": e.late_us / 1e6,
+            "skipped": e.skipped,
+            "firings": len(e.attempts),
+            "claimed": e.claimed,
+            "lost_claims": list(e.lost_claims),
+            "why": e.why,
+        }
+        for e in entries
+    ]

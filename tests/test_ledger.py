@@ -1,0 +1,299 @@
+"""The occurrence ledger (sim.ledger): exact classifications on hand-built traces and on real scenario runs."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+import pytest
+
+from sim import scenarios
+from sim.ledger import Entry, counts, ledger, misses, table
+from sim.trace import Trace
+
+START = 1_767_225_600_000_000  # 2026-01-01T00:00:00Z in µs
+S = 1_000_000
+A = "app:ticker"
+
+
+class Build:
+    """A trace written by hand: rows at true time t seconds, the node's wall clock START + t (unless given)."""
+
+    def __init__(self) -> None:
+        self.trace = Trace()
+
+    def add(self, t: float, node: str, kind: str, wall: int | None = None, **fields: Any) -> Build:
+        self.trace.add(round(t * 1e9), node, START + round(t * S) if wall is None else wall, kind, fields)
+        return self
+
+    def armed(self, t: float, node: str, due: float, every: float | None, key: str = "k", name: str = "tick") -> Build:
+        return self.add(t, node, "schedule.armed", actor=A, key=key, name=name, due_us=START + round(due * S), every_us=None if every is None else round(every * S))
+
+    def fired(self, t: float, node: str, due: float, nxt: float | None, key: str = "k", name: str = "tick") -> Build:
+        return self.add(t, node, "schedule.fired", actor=A, key=key, name=name, due_us=START + round(due * S), now_us=START + round(t * S), next_us=None if nxt is None else START + round(nxt * S))
+
+    def caught_up(self, t: float, node: str, due: float, nxt: float, skipped: int, key: str = "k", name: str = "tick") -> Build:
+        return self.add(t, node, "schedule.caught_up", actor=A, key=key, name=name, due_us=START + round(due * S), now_us=START + round(t * S), next_us=START + round(nxt * S), skipped=skipped)
+
+    def started(self, t: float, node: str, key: str = "k") -> Build:
+        return self.add(t, node, "activation.started", actor=A, key=key, lease=1, behavior=A, recovered=False, restart=0)
+
+    def crash(self, t: float, node: str, key: str = "k", dropped: tuple[str, ...] = ()) -> Build:
+        self.add(t, node, "fault.crash", incarnation=1, unsynced_lost=0)
+        self.add(t, node, "activation.ended", actor=A, key=key, lease=1, reason="crashed")
+        for message in dropped:
+            self.add(t, node, "message.dropped", actor=A, key=key, message=message, reason="failed: Unavailable('stopped')")
+        return self
+
+
+def statuses(entries: list[Entry]) -> list[tuple[float | None, str]]:
+    return [(None if e.due_us is None else (e.due_us - START) / S, e.status) for e in entries]
+
+
+# --- persisted schedules, hand-built ------------------------------------------------------------
+
+
+def test_on_time_late_and_caught_up_with_each_skipped_occurrence_missed() -> None:
+    """Firings at 10 (on time), 20.5 (late 0.5 s) and 57 for due 30 (caught up, 2 skipped: 40 and 50 missed by that catch-up)."""
+    b = Build().started(0, "n1").armed(0, "n1", 10, 10)
+    b.fired(10, "n1", 10, 20).fired(20.5, "n1", 20, 30).fired(57, "n1", 30, 60).caught_up(57, "n1", 30, 60, 2).fired(60, "n1", 60, 70)
+    entries = ledger(b.trace)
+    assert statuses(entries) == [(10, "on-time"), (20, "late"), (30, "caught-up"), (40, "missed"), (50, "missed"), (60, "on-time")]
+    assert entries[1].late_us == 500_000 and entries[1].why == "late by 0.500s"
+    assert (entries[2].late_us, entries[2].skipped) == (27 * S, 2)
+    assert entries[3].why == "skipped by the catch-up of due 2026-01-01T00:00:30+00:00 on n1 at t=57.000s"
+    assert counts(entries) == {"on-time": 2, "late": 1, "caught-up": 1, "repeated": 0, "missed": 2, "delivered": 0}
+
+
+def test_tolerance_decides_on_time_or_late() -> None:
+    """A firing 50 ms late is on time under the default 100 ms tolerance, late under a 10 ms one."""
+    b = Build().started(0, "n1").armed(0, "n1", 10, None).fired(10.05, "n1", 10, None)
+    assert statuses(ledger(b.trace)) == [(10, "on-time")]
+    assert statuses(ledger(b.trace, tolerance=timedelta(milliseconds=10))) == [(10, "late")]
+    with pytest.raises(ValueError, match="tolerance must be a non-negative timedelta"):
+        ledger(b.trace, tolerance=timedelta(seconds=-1))
+
+
+def test_repeat_across_owners_names_the_crash_and_the_new_owner() -> None:
+    """Due 10 fired on n3, n3 crashes, n2 acquires the key and fires due 10 again: repeated, with both causes."""
+    b = Build().started(0, "n3").armed(0, "n3", 10, 10).fired(10, "n3", 10, 20).crash(10.5, "n3")
+    b.add(12, "n2", "epoch.acquired", actor=A, key="k", epoch_round=2, epoch_node="n2#0", version=3, found=2)
+    b.started(12, "n2").fired(12, "n2", 10, 20).fired(20, "n2", 20, 30)
+    entries = ledger(b.trace)
+    assert statuses(entries) == [(10, "repeated"), (20, "on-time")]
+    assert entries[0].why == (
+        "fired 2 times (n3 at t=10.000s, n2 at t=12.000s); fault.crash of n3 at t=10.500s; owner changed: epoch.acquired on n2 at t=12.000s"
+    )
+    assert [a.node for a in entries[0].attempts] == ["n3", "n2"]
+
+
+def test_message_dropped_when_its_node_crashes_is_lost_in_flight() -> None:
+    """Fired at 20, the node crashes at 20.2 and the Tick is dropped: due 20 is missed, lost in flight (ownership-miss's shape)."""
+    b = Build().started(0, "n3").armed(0, "n3", 10, 10).fired(10, "n3", 10, 20).fired(20, "n3", 20, 30).crash(20.2, "n3", dropped=("Tick",))
+    b.started(22, "n1").armed(22, "n1", 30, 10).fired(30, "n1", 30, 40)
+    entries = ledger(b.trace)
+    assert statuses(entries) == [(10, "on-time"), (20, "missed"), (30, "on-time")]
+    assert entries[1].why == "lost in flight: fired on n3 at t=20.000s, dropped (fault.crash of n3 at t=20.200s): failed: Unavailable('stopped')"
+    assert entries[1].attempts[0].lost == entries[1].why
+    assert [(e.due_us - START) // S for e in misses(entries)] == [20]
+
+
+def test_drops_at_an_end_go_to_the_newest_firings_of_that_life() -> None:
+    """Three firings queued in one life, two drops at the crash: the two newest are lost, the oldest delivered (FIFO)."""
+    b = Build().started(0, "n1").armed(0, "n1", 1, 1).fired(1, "n1", 1, 2).fired(2, "n1", 2, 3).fired(3, "n1", 3, 4).crash(3.5, "n1", dropped=("Tick", "Tick"))
+    assert statuses(ledger(b.trace)) == [(1, "on-time"), (2, "missed"), (3, "missed")]
+
+
+def test_a_failed_handler_loses_the_message_in_the_body() -> None:
+    """A free body's failure drops the newest firing (10, not the handled 9); after the restart the failure drops the oldest held one (11, not 12)."""
+    b = Build().started(0, "n1").armed(0, "n1", 9, 1).fired(9, "n1", 9, 10).fired(10, "n1", 10, 11)
+
+    def fail(t: float) -> None:
+        b.add(t, "n1", "message.dropped", actor=A, key="k", message="Tick", reason="failed: Unavailable('no quorum')")
+        b.add(t, "n1", "activation.failed", actor=A, key="k", lease=1, error="Unavailable('no quorum')", message="Tick", retry_in=0.1)
+
+    fail(11)
+    b.fired(11, "n1", 11, 12).add(11.1, "n1", "activation.started", actor=A, key="k", lease=2, behavior=A, recovered=True, restart=1)
+    b.fired(12, "n1", 12, 13)
+    fail(12.1)
+    entries = ledger(b.trace)
+    assert statuses(entries) == [(9, "on-time"), (10, "missed"), (11, "missed"), (12, "on-time")]
+    assert entries[2].why == "its handler failed: fired on n1 at t=11.000s, dropped at t=12.100s: failed: Unavailable('no quorum')"
+
+
+def test_a_drop_not_at_an_end_of_life_is_not_a_loss() -> None:
+    """A message dropped while the activation goes on (an ask cancelled while queued) does not make a firing lost."""
+    b = Build().started(0, "n1").armed(0, "n1", 1, None).fired(1, "n1", 1, None)
+    b.add(1.5, "n1", "message.dropped", actor=A, key="k", message="Tick", reason="ask cancelled while queued")
+    assert statuses(ledger(b.trace)) == [(1, "on-time")]
+
+
+def test_messages_map_keeps_other_types_from_counting_as_losses() -> None:
+    """With messages={'tick': 'Tick'}, a Get dropped at the crash is not taken for the tick's firing."""
+    b = Build().started(0, "n1").armed(0, "n1", 1, None).fired(1, "n1", 1, None).crash(1.5, "n1", dropped=("Get",))
+    assert statuses(ledger(b.trace)) == [(1, "missed")]  # without the map: any message of the key may be the firing's
+    assert statuses(ledger(b.trace, messages={"tick": "Tick"})) == [(1, "on-time")]
+
+
+def test_mailbox_full_at_the_firing_is_lost_before_the_mailbox() -> None:
+    """A message.dropped (mailbox full) right before the firing at its instant: that occurrence is missed."""
+    b = Build().started(0, "n1").armed(0, "n1", 1, None)
+    b.add(1, "n1", "message.dropped", actor=A, key="k", message="Tick", reason="app:ticker['k']: mailbox full (4 messages)")
+    b.fired(1, "n1", 1, None)
+    (entry,) = ledger(b.trace)
+    assert (entry.status, entry.why) == ("missed", "lost before the mailbox: app:ticker['k']: mailbox full (4 messages)")
+
+
+def test_due_passed_over_by_a_rearm_is_missed() -> None:
+    """An owner resumes the key armed for 40 after the firing at 20 (whose next due was 30): due 30 is missed, passed over."""
+    b = Build().started(0, "n1").armed(0, "n1", 10, 10).fired(10, "n1", 10, 20).fired(20, "n1", 20, 30)
+    b.started(35, "n2").armed(35, "n2", 40, 10).fired(40, "n2", 40, 50)
+    entries = ledger(b.trace)
+    assert statuses(entries) == [(10, "on-time"), (20, "on-time"), (30, "missed"), (40, "on-time")]
+    assert entries[2].why == "passed over: the schedule was armed for 2026-01-01T00:00:40+00:00 on n2 at t=35.000s"
+
+
+def test_internal_keys_are_left_out() -> None:
+    """Schedules of the runtime's own types (cron claim records, actor 'casty.…') are not in the ledger."""
+    b = Build()
+    b.add(1, "n1", "schedule.armed", actor="casty.cluster.claims:schedule_fire", key="c", name="expire", due_us=START + 60 * S, every_us=None)
+    assert ledger(b.trace) == []
+
+
+# --- node schedules and cluster cron, hand-built ------------------------------------------------------
+
+
+def node_row(b: Build, t: float, node: str, kind: str, tick: float | None = None, **fields: Any) -> Build:
+    base: dict[str, Any] = {"reference": "beats", "actor": A, "key": "k", "schedule_kind": fields.pop("schedule_kind", "interval")}
+    if tick is not None:
+        base["tick_us"] = START + round(tick * S)
+        base["now_us"] = START + round(t * S)
+    return b.add(t, node, kind, **base, **fields)
+
+
+def test_node_schedule_caught_up_paused_and_tick_lost() -> None:
+    """A node interval schedule: on time, a lost tick, paused over two ticks (resumed at 50), caught up over one."""
+    b = Build()
+    node_row(b, 0, "n1", "node_schedule.registered", due_us=START + 10 * S, every_us=10 * S, expression=None)
+    node_row(b, 10, "n1", "node_schedule.fired", 10, next_us=START + 20 * S)
+    node_row(b, 20, "n1", "node_schedule.tick_lost", 20, next_us=START + 30 * S, reason="UnknownActor: gone")
+    node_row(b, 25, "n1", "node_schedule.paused")
+    node_row(b, 45, "n1", "node_schedule.resumed", due_us=START + 55 * S)
+    node_row(b, 55, "n1", "node_schedule.fired", 55, next_us=START + 65 * S)
+    node_row(b, 76, "n1", "node_schedule.fired", 65, next_us=START + 85 * S)
+    node_row(b, 76, "n1", "node_schedule.caught_up", 65, next_us=START + 85 * S, skipped=1)
+    node_row(b, 85, "n1", "node_schedule.fired", 85, next_us=START + 95 * S)
+    entries = ledger(b.trace)
+    assert statuses(entries) == [(10, "on-time"), (20, "missed"), (30, "missed"), (40, "missed"), (55, "on-time"), (65, "caught-up"), (75, "missed"), (85, "on-time")]
+    assert {e.source for e in entries} == {"node-schedule"} and entries[0].node == "n1"
+    assert [e.why for e in entries if e.status == "missed"] == [
+        "tick lost on n1 at t=20.000s: UnknownActor: gone",
+        "paused on n1 at t=25.000s",
+        "paused on n1 at t=25.000s",
+        "skipped by the catch-up of tick 2026-01-01T00:01:05+00:00",
+    ]
+
+
+def cron_rows(b: Build, tick: float, winner: str | None, nodes: tuple[str, ...] = ("n1", "n2", "n3"), told: bool = True) -> None:
+    claim = f"schedule-fire::beats@{tick}"
+    for node in nodes:
+        t = tick + 0.01
+        if node == winner:
+            node_row(b, t, node, "node_schedule.claim_won", tick, schedule_kind="cron", claim=claim, ttl_us=60 * S)
+            if told:
+                node_row(b, t, node, "node_schedule.fired", tick, schedule_kind="cron", next_us=START + round((tick + 5) * S))
+        elif winner is not None:
+            node_row(b, t, node, "node_schedule.claim_lost", tick, schedule_kind="cron", claim=claim, winner=winner)
+        else:
+            node_row(b, t, node, "node_schedule.claim_skipped", tick, schedule_kind="cron", claim=claim, reason="older than its TTL")
+
+
+def test_cluster_cron_claims_winner_crash_and_skipped_claims() -> None:
+    """Cluster cron every 5 s: tick 5 claimed by n1 (n2, n3 lost), tick 10 claimed by n1 which crashed, tick 15 skipped by all, tick 20 by n2."""
+    b = Build()
+    for node in ("n1", "n2", "n3"):
+        node_row(b, 0, node, "node_schedule.registered", schedule_kind="cron", due_us=START + 5 * S, every_us=None, expression="*/5 * * * * ?")
+    cron_rows(b, 5, "n1")
+    b.add(9.9, "n1", "fault.crash", incarnation=1, unsynced_lost=0)
+    cron_rows(b, 10, "n1", told=False)
+    cron_rows(b, 15, None, nodes=("n2", "n3"))
+    cron_rows(b, 20, "n2", nodes=("n2", "n3"))
+    entries = ledger(b.trace)
+    assert statuses(entries) == [(5, "on-time"), (10, "missed"), (15, "missed"), (20, "on-time")]
+    assert [(e.source, e.node, e.claimed, e.lost_claims) for e in entries] == [
+        ("cron", None, "n1", ("n2", "n3")),
+        ("cron", None, "n1", ("n2", "n3")),
+        ("cron", None, None, ()),
+        ("cron", None, "n2", ("n3",)),
+    ]
+    assert entries[1].why == "claimed by n1, which never told it: fault.crash of n1 at t=9.900s"
+    assert entries[2].why == "claim skipped: on n2 at t=15.010s: older than its TTL; on n3 at t=15.010s: older than its TTL"
+    assert table(entries)[1] == {
+        "source": "cron", "schedule": "ticker[k]/beats", "due": "2026-01-01T00:00:10+00:00", "status": "missed", "late_s": 0.0,
+        "skipped": 0, "firings": 0, "claimed": "n1", "lost_claims": ["n2", "n3"], "why": entries[1].why,
+    }
+
+
+def test_timer_firings_are_delivered_without_a_due() -> None:
+    """An activation timer's firing carries no due time: listed as delivered, due None."""
+    b = Build().add(3, "n1", "timer.fired", actor=A, key="k", name="volatile", keep_alive=True)
+    (entry,) = ledger(b.trace)
+    assert (entry.source, entry.name, entry.due_us, entry.status) == ("timer", "volatile", None, "delivered")
+
+
+# --- real runs -------------------------------------------------------------------------------------------
+
+
+def test_ownership_miss_the_firing_that_died_with_its_node_is_missed() -> None:
+    """ownership-miss seed 0: due 12.006534 s fired on n3, whose crash dropped the Tick: missed (lost in flight); the rest on time."""
+    run = scenarios.run("ownership-miss", 0)
+    entries = ledger(run.trace)
+    assert [((e.due_us or 0) - START, e.status) for e in entries] == [
+        (7_006_534, "on-time"), (12_006_534, "missed"), (17_006_534, "on-time"), (22_006_534, "on-time"),
+    ]
+    assert entries[1].why.startswith("lost in flight: fired on n3 at t=12.007s, dropped (fault.crash of n3 at t=12.207s): failed: Unavailable(")
+    assert [a.node for a in entries[2].attempts] == ["n1"]
+
+
+def test_ownership_repeat_the_refired_occurrence_is_repeated() -> None:
+    """ownership-repeat seed 0: due 12.006534 s fired on n3 (lost at its crash) and again on n2 after it took the key: repeated."""
+    entries = ledger(scenarios.run("ownership-repeat", 0).trace)
+    assert [((e.due_us or 0) - START, e.status) for e in entries] == [
+        (7_006_534, "on-time"), (12_006_534, "repeated"), (17_006_534, "on-time"), (22_006_534, "on-time"),
+    ]
+    repeat = entries[1]
+    assert [(a.node, a.lost is not None) for a in repeat.attempts] == [("n3", True), ("n2", False)]
+    assert "owner changed: epoch.acquired on n2 at t=13.808s" in repeat.why
+
+
+def test_pause_catch_up_the_late_firing_skips_five() -> None:
+    """pause-catch-up seed 0: 10, 20, 30 s on time; 40 s caught up 57 s late skipping 50..90 s (each missed); 100..140 s on time."""
+    entries = ledger(scenarios.run("pause-catch-up", 0).trace)
+    assert [((e.due_us or 0) - START - 200) // S for e in entries] == list(range(10, 150, 10))
+    assert [e.status for e in entries] == ["on-time"] * 3 + ["caught-up"] + ["missed"] * 5 + ["on-time"] * 5
+    assert (entries[3].late_us, entries[3].skipped) == (56_999_800, 5)
+
+
+def test_node_pause_catch_up_the_node_schedule_skips_five() -> None:
+    """node-pause-catch-up seed 0: the node schedule's tick 30 s is caught up, 40..80 s missed by that catch-up."""
+    entries = ledger(scenarios.run("node-pause-catch-up", 0).trace)
+    assert [e.status for e in entries] == ["on-time"] * 2 + ["caught-up"] + ["missed"] * 5 + ["on-time"] * 4
+    assert {(e.source, e.node) for e in entries} == {("node-schedule", "n1")}
+
+
+def test_cron_claim_winner_crash_the_claimed_tick_is_missed() -> None:
+    """cron-claim-winner-crash seed 0: tick 25 s was claimed by n1, which crashed before telling it; every other tick on time, told once."""
+    entries = ledger(scenarios.run("cron-claim-winner-crash", 0).trace)
+    assert [((e.due_us or 0) - START) // S for e in entries] == list(range(5, 50, 5))
+    assert [e.status for e in entries] == ["on-time"] * 4 + ["missed"] + ["on-time"] * 4
+    missed = entries[4]
+    assert (missed.claimed, missed.lost_claims) == ("n1", ("n2", "n3"))
+    assert missed.why == "claimed by n1, which never told it: fault.crash of n1 at t=23.510s"
+    assert all(len(e.attempts) == 1 for e in entries if e.status == "on-time")
+
+
+def test_timers_vs_schedules_lists_all_three_sources() -> None:
+    """timers-vs-schedules seed 0: the persisted schedule, the node schedule and the activation timer each appear."""
+    entries = ledger(scenarios.run("timers-vs-schedules", 0).trace)
+    assert sorted({e.source for e in entries}) == ["node-schedule", "schedule", "timer"]
+    assert {e.status for e in entries if e.source == "timer"} == {"delivered"}
