@@ -53,7 +53,8 @@ from ..protocol.limits import check_frame
 from ..protocol.wire import WireError
 from .addresses import Address, format_address, node_id, parse_address
 from .client_wire import MAX_TIMEOUT, Call, Members, Result, Where, decode_client_frame, encode_client_frame
-from .tcp import ConnectFailed, ConnectionLost, TcpTransport, secret_bytes
+from ..protocol.framing import secret_bytes
+from .tcp import ConnectFailed, ConnectionLost, TcpTransport
 
 __all__ = [
     "RemoteError",

@@ -76,7 +76,8 @@ from .gateway import Gateway
 from .runtime import ClusterNode
 from ..protocol.membership import MemberChanged, MembershipConfig
 from ..protocol.limits import MAX_FRAME
-from .tcp import TcpLimits, TcpTransport, secret_bytes
+from ..protocol.framing import HEADER_SIZE, secret_bytes
+from .tcp import TcpLimits, TcpTransport
 
 __all__ = [
     "load_modules",
@@ -282,7 +283,7 @@ class NodeConfig:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "secret", secret_bytes(self.secret, "the cluster secret"))
-        if self.limits.max_buffered < MAX_FRAME + 4:  # what TcpTransport would refuse at start: refuse it here
+        if self.limits.max_buffered < MAX_FRAME + HEADER_SIZE:  # what TcpTransport would refuse at start: refuse it here
             raise ValueError(f"max_buffered ({self.limits.max_buffered}) must hold one partial frame of MAX_FRAME ({MAX_FRAME}) bytes")
         object.__setattr__(self, "bind", parse_address(format_address(self.bind)))
         object.__setattr__(self, "seeds", tuple(parse_address(format_address(s)) for s in self.seeds))

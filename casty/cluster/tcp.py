@@ -5,8 +5,10 @@ length-prefixed frames, the ``max_frame`` and ``HANDSHAKE_MAX`` limits, the hand
 the cluster name and, with a cluster secret, the mutual HMAC challenge, and the accounting
 of partial frames against the global byte bound. Each connection runs one core (an
 ``Acceptor`` for an incoming one, a ``Dialer`` for an outgoing one); this module is the
-asyncio transport around them: the listener, one outgoing connection per peer, bounded
-queues, reconnection with capped backoff, the caps and the timeouts.
+asyncio transport around them: one outgoing connection per peer with its bounded queue
+and reconnection with capped backoff (here), and the listener with its caps and timeouts
+(``casty.cluster.tcp_incoming``); ``casty.cluster.tcp_types`` holds the limits, events and
+counters both sides share.
 
 The handshake nonces come from ``os.urandom``, drawn here and handed to the cores, not from
 the injected ``random.Random``: that one is seeded for reproducible jitter, and a nonce an
@@ -72,31 +74,20 @@ from __future__ import annotations
 
 import asyncio
 import hmac
-import logging
-import math
 import os
 import random
 from collections import deque
 from collections.abc import Mapping
-from dataclasses import dataclass, fields
-from typing import Any, ClassVar, Final
+from typing import Final
 
 from ..observer import Event
 from ..ports import FrameHandler, Observer
-from ..protocol.framing import (
-    HEADER,
-    HEADER_SIZE,
-    LENGTH_LIMIT,
-    NONCE_SIZE,
-    Acceptor,
-    BufferBudget,
-    Dialer,
-    FrameError,
-    OverBudget,
-    secret_bytes,
-)
+from ..protocol.framing import HEADER, HEADER_SIZE, LENGTH_LIMIT, NONCE_SIZE, Dialer, FrameError, secret_bytes
 from ..protocol.limits import MAX_FRAME
 from .addresses import Address
+from .tcp_incoming import Listener
+from .tcp_streams import READ_CHUNK, describe, format_peer, log, log_crash, shut
+from .tcp_types import ConnectFailed, ConnectionLost, TcpLimits, TcpStats, check_seconds
 
 __all__ = [
     "MAX_FRAME",
@@ -108,89 +99,7 @@ __all__ = [
     "TcpTransport",
 ]
 
-_READ_CHUNK: Final = 256 * 1024
 _WRITE_BATCH: Final = 256 * 1024
-_CLOSE_GRACE: Final = 1.0
-
-log = logging.getLogger("casty.tcp")
-
-
-# --- events and counters -------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class ConnectionLost(Event):
-    """A connection ended for ``reason``: a garbage or oversized frame, a refused handshake, the peer went away, ...
-
-    ``direction`` is "in" (accepted here; ``node`` is "" if it never said who it was) or
-    "out" (dialed from here, after a completed handshake). ``address`` is the peer's
-    host:port.
-    """
-
-    kind: ClassVar[str] = "net.connection_lost"
-    node: str
-    reason: str
-    direction: str
-    address: str
-
-
-@dataclass(frozen=True, slots=True)
-class ConnectFailed(Event):
-    """An attempt to reach ``node`` failed (``reason``); ``dropped`` queued frames were dropped; next try in ``retry_in`` s."""
-
-    kind: ClassVar[str] = "net.connect_failed"
-    node: str
-    address: str
-    reason: str
-    dropped: int
-    retry_in: float
-
-
-@dataclass(slots=True)
-class TcpStats:
-    """What a transport did, counted since it was built."""
-
-    sent: int = 0
-    """Frames written to a socket (or handed to this node itself)."""
-    received: int = 0
-    """Frames handed to the handler."""
-    connects: int = 0
-    """Outgoing connections that completed the handshake."""
-    connect_failures: int = 0
-    """Outgoing attempts that did not complete it."""
-    accepts: int = 0
-    """Incoming connections welcomed."""
-    refused: int = 0
-    """Incoming handshakes refused (another cluster, another protocol, ...)."""
-    protocol_errors: int = 0
-    """Incoming connections closed for a garbage or oversized frame or a malformed or missing handshake."""
-    over_cap: int = 0
-    """Incoming connections closed at once: ``max_connections`` were open already."""
-    evicted: int = 0
-    """Incoming connections still in the handshake closed to make room for a newer one (``max_handshakes``)."""
-    idle_closed: int = 0
-    """Welcomed incoming connections closed after ``idle_timeout`` without a byte."""
-    over_buffered: int = 0
-    """Incoming connections closed for a partial frame that took the bytes buffered past ``max_buffered``."""
-    connections_lost: int = 0
-    """Welcomed incoming or established outgoing connections that ended (not counting ``close``)."""
-    dropped_unknown: int = 0
-    """Frames to a node not in the address book."""
-    dropped_too_large: int = 0
-    """Frames over this node's ``max_frame``."""
-    dropped_overflow: int = 0
-    """Frames pushed out of a full queue (the oldest go first)."""
-    dropped_unreachable: int = 0
-    """Frames queued for a peer when an attempt to reach it failed."""
-    dropped_closed: int = 0
-    """Frames sent before ``start`` or after ``close``."""
-    dropped_no_handler: int = 0
-    """Frames that arrived while no handler was set."""
-
-    @property
-    def dropped(self) -> int:
-        """Every frame dropped, whatever the reason."""
-        return sum(getattr(self, f.name) for f in fields(self) if f.name.startswith("dropped_"))
 
 
 # --- the asyncio driver --------------------------------------------------------------------
@@ -218,108 +127,6 @@ class _Peer:
         self.failures = 0
         self.retry_at = 0.0
         self.lost_reason: str | None = None
-
-
-class _Incoming:
-    """One accepted connection: who it is (once the handshake says), the task reading it, the bytes it holds."""
-
-    __slots__ = ("writer", "address", "node", "admitted", "lost_reason", "task")
-
-    def __init__(self, writer: asyncio.StreamWriter, address: str) -> None:
-        self.writer = writer
-        self.address = address
-        self.node = ""
-        self.admitted = False
-        self.lost_reason: str | None = None
-        self.task: asyncio.Task[None] | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class TcpLimits:
-    """How much the incoming side of a transport holds for peers it has not (or not recently) heard from.
-
-    Each bound is here because without it a stranger that can reach the port can take a
-    node down without sending a single valid frame: idle sockets exhaust its descriptors,
-    and partial frames its memory. All of them are checked here (``ValueError`` naming the
-    option for NaN, infinity, zero or a negative value).
-    """
-
-    max_connections: int = 256
-    """Incoming connections open at once (handshaking or welcomed); the next one is closed at accept."""
-    max_handshakes: int = 64
-    """Incoming connections still in their handshake; one more closes the oldest of them."""
-    handshake_timeout: float | None = None
-    """Seconds an incoming connection has to complete its handshake (None: the transport's ``connect_timeout``)."""
-    idle_timeout: float = 60.0
-    """Seconds a welcomed incoming connection may stay without a byte before it is closed."""
-    max_buffered: int = 64 * 1024 * 1024
-    """Bytes of partial frames held across all incoming connections (at least one frame of ``max_frame``)."""
-
-    def __post_init__(self) -> None:
-        _count(self.max_connections, "max_connections")
-        _count(self.max_handshakes, "max_handshakes")
-        if self.handshake_timeout is not None:
-            _seconds(self.handshake_timeout, "handshake_timeout")
-        _seconds(self.idle_timeout, "idle_timeout")
-        _count(self.max_buffered, "max_buffered")
-
-
-class _Closed(Exception):
-    """The peer closed an incoming connection during the handshake."""
-
-
-def _seconds(value: float, what: str) -> float:
-    """``value`` if it is a positive, finite number of seconds; else ``ValueError`` naming ``what``."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < math.inf:
-        raise ValueError(f"{what} must be a positive, finite number of seconds, got {value!r}")
-    return float(value)
-
-
-def _count(value: int, what: str, least: int = 1) -> int:
-    """``value`` if it is an int of at least ``least``; else ``ValueError`` naming ``what``."""
-    if isinstance(value, bool) or not isinstance(value, int) or value < least:
-        raise ValueError(f"{what} must be an int of at least {least}, got {value!r}")
-    return value
-
-
-def _format_address(address: Any) -> str:
-    if isinstance(address, tuple) and len(address) >= 2:
-        host, port = address[0], address[1]
-        return f"[{host}]:{port}" if ":" in str(host) else f"{host}:{port}"
-    return str(address)
-
-
-def _describe(exc: BaseException) -> str:
-    text = str(exc)
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
-
-
-async def _shut(writer: asyncio.StreamWriter, *, graceful: bool) -> None:
-    """Close a connection: flush and FIN when ``graceful`` (for at most a second), else reset it at once.
-
-    The close itself is started before the first ``await``, so even a cancellation landing
-    here cannot leave the socket open.
-    """
-    transport = writer.transport
-    if graceful and not transport.is_closing():
-        writer.close()
-    else:
-        transport.abort()
-    try:
-        async with asyncio.timeout(_CLOSE_GRACE):
-            await writer.wait_closed()
-    except TimeoutError:
-        transport.abort()
-    except asyncio.CancelledError:
-        transport.abort()
-        raise
-    except Exception:
-        pass  # the connection ended with an error: it is closed all the same
-
-
-def _log_crash(task: asyncio.Task[None]) -> None:
-    if not task.cancelled() and task.exception() is not None:
-        log.error("internal task %s crashed", task.get_name(), exc_info=task.exception())
 
 
 class TcpTransport:
@@ -357,9 +164,9 @@ class TcpTransport:
             raise ValueError(f"queue_frames must be at least 1, got {queue_frames}")
         if queue_bytes < max_frame:
             raise ValueError(f"queue_bytes ({queue_bytes}) must hold one frame of max_frame ({max_frame}) bytes")
-        _seconds(connect_timeout, "connect_timeout")
-        _seconds(backoff_min, "backoff_min")
-        _seconds(backoff_max, "backoff_max")
+        check_seconds(connect_timeout, "connect_timeout")
+        check_seconds(backoff_min, "backoff_min")
+        check_seconds(backoff_max, "backoff_max")
         if not backoff_min <= backoff_max:
             raise ValueError(f"need 0 < backoff_min <= backoff_max, got {backoff_min} and {backoff_max}")
         if not isinstance(limits, TcpLimits):
@@ -367,11 +174,6 @@ class TcpTransport:
         if limits.max_buffered < max_frame + HEADER_SIZE:
             raise ValueError(f"max_buffered ({limits.max_buffered}) must hold one partial frame of max_frame ({max_frame}) bytes")
         self.limits: Final = limits
-        self._max_connections = limits.max_connections
-        self._max_handshakes = limits.max_handshakes
-        self._handshake_timeout = connect_timeout if limits.handshake_timeout is None else limits.handshake_timeout
-        self._idle_timeout = limits.idle_timeout
-        self._budget = BufferBudget(limits.max_buffered)  # every incoming connection's partial frame, counted by its core
         self._secret = secret_bytes(secret)
         self._node = node
         self._bind = bind
@@ -392,10 +194,12 @@ class TcpTransport:
         self._peers: dict[str, _Peer] = {}
         self._retired: set[asyncio.Task[None]] = set()
         self._watchers: set[asyncio.Task[str]] = set()
-        self._incoming: set[_Incoming] = set()
-        self._handshaking: dict[_Incoming, None] = {}  # oldest first: the first to go when too many wait
-        self._admitted: dict[str, _Incoming] = {}
         self.stats = TcpStats()
+        self._listener: Final = Listener(
+            node, cluster, secret=self._secret, max_frame=max_frame, limits=limits,
+            handshake_timeout=connect_timeout if limits.handshake_timeout is None else limits.handshake_timeout,
+            stats=self.stats, deliver=self._deliver, emit=self._emit,
+        )
         for peer, address in (peers or {}).items():
             self.add_peer(peer, address)
 
@@ -424,12 +228,12 @@ class TcpTransport:
     @property
     def incoming(self) -> int:
         """How many incoming connections are open (in the handshake or welcomed)."""
-        return len(self._incoming)
+        return self._listener.count
 
     @property
     def buffered(self) -> int:
         """Bytes of partial frames held across every incoming connection (at most ``max_buffered``)."""
-        return self._budget.total
+        return self._listener.buffered
 
     @property
     def authenticated(self) -> bool:
@@ -482,7 +286,7 @@ class TcpTransport:
             stats.dropped_overflow += 1
         if peer.task is None:
             task = loop.create_task(self._dial_loop(peer), name=f"casty.tcp {self._node}->{peer.node}")
-            task.add_done_callback(_log_crash)
+            task.add_done_callback(log_crash)
             peer.task = task
         peer.wakeup.set()
 
@@ -492,23 +296,23 @@ class TcpTransport:
             raise RuntimeError("the transport is closed")
         if self._server is not None:
             raise RuntimeError("the transport is already started")
-        self._loop = asyncio.get_running_loop()
+        self._loop = self._listener.loop = asyncio.get_running_loop()
         host, port = self._bind
-        self._server = await asyncio.start_server(self._on_client, host, port, limit=_READ_CHUNK)
+        self._server = await asyncio.start_server(self._listener.accept, host, port, limit=READ_CHUNK)
         name = self._server.sockets[0].getsockname()
         self._address = (str(name[0]), int(name[1]))
-        log.debug("%s: listening on %s (cluster %r)", self._node, _format_address(self._address), self._cluster)
+        log.debug("%s: listening on %s (cluster %r)", self._node, format_peer(self._address), self._cluster)
 
     async def close(self) -> None:
         """Stop listening, drop every connection and queue, and wait for every task of this transport to end."""
         if self._closing:
             return
-        self._closing = True
+        self._closing = self._listener.closing = True
         server, self._server = self._server, None
         if server is not None:
             server.close()
         tasks = [p.task for p in self._peers.values() if p.task is not None]
-        tasks += [c.task for c in self._incoming if c.task is not None]
+        tasks += self._listener.tasks()
         tasks += list(self._retired)
         for task in tasks:
             task.cancel()
@@ -550,7 +354,7 @@ class TcpTransport:
         peer.failures = 0
         peer.retry_at = 0.0
         if peer.writer is not None:
-            peer.lost_reason = f"address changed to {_format_address(address)}"
+            peer.lost_reason = f"address changed to {format_peer(address)}"
             peer.writer.transport.abort()
 
     def remove_peer(self, node: str) -> None:
@@ -591,7 +395,7 @@ class TcpTransport:
             if delay > 0:
                 await asyncio.sleep(delay)
             address = peer.address
-            where = _format_address(address)
+            where = format_peer(address)
             try:
                 async with asyncio.timeout(self._connect_timeout):
                     reader, writer = await self._dial(peer, address)
@@ -601,7 +405,7 @@ class TcpTransport:
                 elif isinstance(exc, (_DialError, FrameError)):  # FrameError: HandshakeError included
                     reason = str(exc)
                 else:
-                    reason = _describe(exc)
+                    reason = describe(exc)
                 peer.failures += 1
                 retry_in = self._backoff(peer.failures)
                 peer.retry_at = loop.time() + retry_in
@@ -634,7 +438,7 @@ class TcpTransport:
 
     async def _dial(self, peer: _Peer, address: Address) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
         """Connect and shake hands (the ``Dialer`` core says what to write and when it is over); the streams once welcomed."""
-        reader, writer = await asyncio.open_connection(address[0], address[1], limit=_READ_CHUNK)
+        reader, writer = await asyncio.open_connection(address[0], address[1], limit=READ_CHUNK)
         try:
             secret = self._secret
             nonce = os.urandom(NONCE_SIZE) if secret is not None else b""
@@ -642,7 +446,7 @@ class TcpTransport:
             writer.write(core.hello)
             await writer.drain()
             while not core.open:
-                data = await reader.read(_READ_CHUNK)
+                data = await reader.read(READ_CHUNK)
                 if not data:
                     raise _DialError("closed by the acceptor during the handshake")
                 step = core.receive(data)
@@ -650,7 +454,7 @@ class TcpTransport:
                     writer.write(step.write)
                     await writer.drain()
         except BaseException:
-            await _shut(writer, graceful=False)
+            await shut(writer, graceful=False)
             raise
         return reader, writer
 
@@ -675,18 +479,18 @@ class TcpTransport:
                 await writer.drain()
         except OSError as exc:
             graceful = False
-            return peer.lost_reason or f"write failed: {_describe(exc)}"
+            return peer.lost_reason or f"write failed: {describe(exc)}"
         finally:
             watcher.cancel()
-            await _shut(writer, graceful=graceful and not self._closing)
+            await shut(writer, graceful=graceful and not self._closing)
             await asyncio.wait([watcher])
 
     async def _watch(self, reader: asyncio.StreamReader) -> str:
         """Read an outgoing connection, where nothing should come after the welcome; return how it ended."""
         try:
-            data = await reader.read(_READ_CHUNK)
+            data = await reader.read(READ_CHUNK)
         except OSError as exc:
-            return f"connection error: {_describe(exc)}"
+            return f"connection error: {describe(exc)}"
         if not data:
             return "closed by the peer"
         return "protocol error: the acceptor sent data after its welcome"
@@ -711,130 +515,6 @@ class TcpTransport:
         if batch:
             writer.write(batch)
         self.stats.sent += count
-
-    # --- incoming -------------------------------------------------------------------------
-
-    def _on_client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        """The listener's callback (synchronous, so every connection is tracked from its first moment).
-
-        The caps act here, before a task or a buffer exists for the connection: over
-        ``max_connections`` the new one is closed at once; over ``max_handshakes`` the oldest
-        connection still in its handshake is closed instead, so that strangers holding
-        silent sockets cannot keep a real peer (whose handshake takes one round trip) out.
-        """
-        loop = self._loop
-        if self._closing or loop is None:
-            writer.transport.abort()
-            return
-        address = _format_address(writer.get_extra_info("peername"))
-        if len(self._incoming) >= self._max_connections:
-            writer.transport.abort()
-            self.stats.over_cap += 1
-            reason = f"over the connection cap ({self._max_connections} incoming connections)"
-            log.info("%s: connection from %s closed: %s", self._node, address, reason)
-            self._emit(ConnectionLost("", reason, "in", address))
-            return
-        if len(self._handshaking) >= self._max_handshakes:
-            oldest = next(iter(self._handshaking))
-            del self._handshaking[oldest]
-            self.stats.evicted += 1
-            oldest.lost_reason = f"evicted: more than {self._max_handshakes} connections in the handshake"
-            oldest.writer.transport.abort()
-        conn = _Incoming(writer, address)
-        task = loop.create_task(self._serve(conn, reader, writer), name=f"casty.tcp {self._node}<-{conn.address}")
-        task.add_done_callback(_log_crash)
-        conn.task = task
-        self._incoming.add(conn)
-        self._handshaking[conn] = None
-
-    async def _serve(self, conn: _Incoming, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        """One incoming connection: the handshake, then every frame to the handler, until it ends or idles.
-
-        The ``Acceptor`` core decides what the bytes mean (and counts its partial frame in the
-        global budget); this task reads, writes what the core says, and keeps the timeouts.
-        """
-        reason = "closed by the peer"
-        level = logging.INFO
-        graceful = True
-        loop = asyncio.get_running_loop()
-        secret = self._secret
-        nonce = os.urandom(NONCE_SIZE) if secret is not None else b""
-        core = Acceptor(
-            self._node, self._cluster, secret=secret, nonce=nonce, max_frame=self._max_frame, budget=self._budget
-        )
-        try:
-            async with asyncio.timeout(self._handshake_timeout):
-                while True:
-                    data = await reader.read(_READ_CHUNK)
-                    if not data:
-                        raise _Closed
-                    step = core.receive(data)
-                    conn.node = core.peer
-                    if step.done:
-                        break
-                    if step.write:
-                        writer.write(step.write)
-            self._handshaking.pop(conn, None)
-            writer.write(step.write)
-            if step.refused is not None:
-                self.stats.refused += 1
-                reason, level = f"refused: {step.refused}", logging.WARNING
-                return
-            self._admit(conn)
-            for frame in step.frames:
-                self._deliver(conn.node, frame)
-            idle = self._idle_timeout
-            async with asyncio.timeout(idle) as quiet:
-                while True:
-                    data = await reader.read(_READ_CHUNK)
-                    if not data:
-                        reason = conn.lost_reason or "closed by the peer"
-                        return
-                    quiet.reschedule(loop.time() + idle)
-                    for frame in core.feed(data):
-                        self._deliver(conn.node, frame)
-        except _Closed:
-            reason = conn.lost_reason or "closed by the peer before the handshake"
-        except TimeoutError:
-            if conn.admitted:
-                self.stats.idle_closed += 1
-                reason, graceful = f"idle for {self._idle_timeout:g}s", False
-            else:
-                self.stats.protocol_errors += 1
-                reason, level, graceful = f"no handshake within {self._handshake_timeout:g}s", logging.WARNING, False
-        except FrameError as exc:
-            if isinstance(exc, OverBudget):
-                self.stats.over_buffered += 1
-            if conn.admitted:
-                for frame in exc.frames:
-                    self._deliver(conn.node, frame)
-            self.stats.protocol_errors += 1
-            reason, level, graceful = f"protocol error: {exc.reason}", logging.WARNING, False
-        except OSError as exc:
-            reason, graceful = conn.lost_reason or f"connection error: {_describe(exc)}", False
-        finally:
-            conn.node = core.peer  # the hello's node id even when a later frame of the handshake failed
-            self._incoming.discard(conn)
-            self._handshaking.pop(conn, None)
-            core.release()
-            if self._admitted.get(conn.node) is conn:
-                del self._admitted[conn.node]
-            if not self._closing:
-                if conn.admitted:
-                    self.stats.connections_lost += 1
-                who = conn.node or "an unidentified peer"
-                log.log(level, "%s: connection from %s at %s closed: %s", self._node, who, conn.address, reason)
-                self._emit(ConnectionLost(conn.node, reason, "in", conn.address))
-            await _shut(writer, graceful=graceful and not self._closing)
-
-    def _admit(self, conn: _Incoming) -> None:
-        conn.admitted = True
-        self.stats.accepts += 1
-        older = self._admitted.get(conn.node)
-        self._admitted[conn.node] = conn
-        if older is not None:
-            older.lost_reason = "superseded by a newer connection from the same node"
-            older.writer.transport.abort()
 
     # --- delivery and reports -------------------------------------------------------------
 
