@@ -13,7 +13,9 @@ unit tests drive the very same objects, and a core's rules can be read and teste
   tombstones, readiness and blank promises (its numbered rules are at the top);
 * ``handoff``: sync rounds in which a replica pulls the other nodes' stores before it counts;
 * ``wire``: the typed frame codec (a decoder builds only the types it was given, never imports);
-* ``limits``: the one frame limit every transport shares.
+* ``limits``: the one frame limit every transport shares;
+* ``framing``: TCP's length-prefixed frames and the connection handshake (cluster name, secret
+  challenge, the shared byte budget), an ``Acceptor`` and a ``Dialer`` fed with bytes.
 
 The layers above: ``casty._core`` (the runtime: activations, the actor system) and
 ``casty.cluster`` (the drivers, the node, the client, TCP).
