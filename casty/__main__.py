@@ -38,7 +38,7 @@ fields; refs as ``["@e", "module:type", "key"]``). The answer is one JSON line o
 has queued it, not when it is handled.
 
 Every command takes ``--secret-file PATH`` (or reads ``$CASTY_SECRET``): the cluster secret
-that nodes and clients prove to each other in the TCP handshake (see ``casty.cluster.tcp``).
+that nodes and clients prove to each other in the TCP handshake (see ``casty.protocol.framing``).
 There is no flag that takes the secret itself: a command line shows in ``ps``.
 
 Signal handling lives here, in the program, and nowhere in the runtime.
