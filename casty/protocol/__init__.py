@@ -6,11 +6,16 @@ gets back the frames to send, the timers to arm and the events to report (the vo
 ``casty.errors`` and ``casty.observer``, so the simulator, the asyncio drivers over TCP and the
 unit tests drive the very same objects, and a core's rules can be read and tested alone:
 
+* ``sansio``: the outputs (``Send``, ``SetTimer``, ``CancelTimer``, ``Report``) and ``perform``,
+  the one dispatch of them onto a driver's ``Performer``;
 * ``membership``: heartbeat-gossip failure detector with incarnations, orderly leave, the
-  remembered view and the news of a node's previous life;
+  remembered view and the news of a node's previous life: its named rules and vocabulary
+  (statuses, timing, frames, events); ``gossip``: the state machine, ``Membership``;
 * ``placement``: the consistent-hash ring per actor type, owner and quorum rules;
 * ``replication``: per-key owner epochs by prepare/promise, epoch-fenced quorum writes,
-  tombstones, readiness and blank promises (its numbered rules are at the top);
+  tombstones, readiness and blank promises: its numbered rules (at the top) and vocabulary
+  (epochs, stamps, frames, reports); ``replica_store``: the replica side, ``ReplicaStore``;
+  ``key_owner``: the owner side, ``KeyOwner``;
 * ``handoff``: sync rounds in which a replica pulls the other nodes' stores before it counts;
 * ``wire``: the typed frame codec (a decoder builds only the types it was given, never imports);
 * ``limits``: the one frame limit every transport shares;
