@@ -6,8 +6,12 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from casty._core.schedules import catch_up
 from sim import scenarios
+from sim.checks import explain_occurrences
 from sim.ledger import Entry, counts, ledger, misses, table
 from sim.trace import Trace
 
@@ -61,7 +65,7 @@ def test_on_time_late_and_caught_up_with_each_skipped_occurrence_missed() -> Non
     assert statuses(entries) == [(10, "on-time"), (20, "late"), (30, "caught-up"), (40, "missed"), (50, "missed"), (60, "on-time")]
     assert entries[1].late_us == 500_000 and entries[1].why == "late by 0.500s"
     assert (entries[2].late_us, entries[2].skipped) == (27 * S, 2)
-    assert entries[3].why == "skipped by the catch-up of due 2026-01-01T00:00:30+00:00 on n1 at t=57.000s"
+    assert entries[3].why == entries[4].why == "skipped by the catch-up of due 2026-01-01T00:00:30+00:00 on n1 at t=57.000s"
     assert counts(entries) == {"on-time": 2, "late": 1, "caught-up": 1, "repeated": 0, "missed": 2, "delivered": 0}
 
 
@@ -297,3 +301,49 @@ def test_timers_vs_schedules_lists_all_three_sources() -> None:
     entries = ledger(scenarios.run("timers-vs-schedules", 0).trace)
     assert sorted({e.source for e in entries}) == ["node-schedule", "schedule", "timer"]
     assert {e.status for e in entries if e.source == "timer"} == {"delivered"}
+
+
+# --- the ledger against the seeds' catch-up rule, and against sim.checks ---------------------------------
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.integers(1, 20 * S).flatmap(
+        lambda every: st.tuples(
+            st.just(every), st.lists(st.one_of(st.just(0), st.integers(1, 3), st.integers(0, 6 * every)), min_size=1, max_size=25)
+        )
+    )
+)
+def test_property_every_grid_due_is_accounted_for_exactly_once(plan: tuple[int, list[int]]) -> None:
+    """A schedule fired by the seeds' rule, each firing some µs after its due: every grid due up to the last next due has one entry, the skipped ones missed by that catch-up."""
+    every, delays = plan
+    trace = Trace()
+    names = {"actor": A, "key": "k", "name": "tick"}
+    trace.add(0, "n1", START, "schedule.armed", {**names, "due_us": START + every, "every_us": every})
+    due, expected = START + every, []
+    for delay in delays:
+        now = due + delay
+        nxt, skipped = catch_up(due, every, now)
+        at = (now - START) * 1000
+        trace.add(at, "n1", now, "schedule.fired", {**names, "due_us": due, "now_us": now, "next_us": nxt})
+        if skipped:
+            trace.add(at, "n1", now, "schedule.caught_up", {**names, "due_us": due, "now_us": now, "next_us": nxt, "skipped": skipped})
+        expected.append(("caught-up" if skipped else "late" if delay else "on-time", delay, skipped))
+        expected.extend([("missed", 0, 0)] * skipped)
+        due = nxt
+    entries = ledger(trace, tolerance=timedelta(0))
+    assert [e.due_us for e in entries] == list(range(START + every, due, every))
+    assert [(e.status, e.late_us, e.skipped) for e in entries] == expected
+    assert all(e.why.startswith("skipped by the catch-up of due ") for e in entries if e.status == "missed")
+
+
+@pytest.mark.parametrize("name", ["ownership-miss", "ownership-repeat", "stale-owner-fenced", "pause-catch-up"])
+def test_ledger_covers_every_occurrence_explain_occurrences_reports(name: str) -> None:
+    """Seed 0: each repeat and miss of sim.checks.explain_occurrences is the ledger's repeated or missed entry of that due; the ledger's other misses are all lost in flight."""
+    run = scenarios.run(name, 0)
+    entries = {(e.actor, e.key, e.name, e.due_us): e for e in ledger(run.trace) if e.source == "schedule"}
+    theirs = {(o.actor, o.key, o.name, o.due_us): o.kind for o in explain_occurrences(run.trace)}
+    assert {k: entries[k].status for k in theirs} == {k: {"miss": "missed", "repeat": "repeated"}[v] for k, v in theirs.items()}
+    extra = [e for k, e in entries.items() if e.status in ("missed", "repeated") and k not in theirs]
+    assert all(e.why.startswith("lost in flight") for e in extra)
+    assert len(extra) == {"ownership-miss": 1, "ownership-repeat": 0, "stale-owner-fenced": 3, "pause-catch-up": 0}[name]
