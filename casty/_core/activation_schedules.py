@@ -24,6 +24,7 @@ from .state import SCHEDULES_PAGE
 if TYPE_CHECKING:
     from .actor import ActorType
     from .context import Context
+    from .pages import PageWriter
 
 __all__ = ["ScheduleWork", "NO_SCHEDULES"]
 
@@ -49,15 +50,10 @@ class ScheduleWork(MailboxWork):
 
     behavior: ActorType[Any, Any]
     pages: dict[str, bytes] | None
-    _confirm_later: bool
+    _pages: PageWriter
 
     if TYPE_CHECKING:  # Activation's own
         def _check_lease(self, lease: int | None, operation: str) -> None: ...
-        async def _commit(self, lease: int | None, updates: Mapping[str, bytes | None], operation: str) -> int: ...
-        def _commit_soon(self, updates: Mapping[str, bytes | None], operation: str) -> None: ...
-        def _write_page_now(
-            self, lease: int | None, name: str, names: tuple[str, ...], data: bytes | None, operation: str
-        ) -> int: ...
 
     async def add_schedule(
         self, lease: int, ctx: Context[Any, Any], name: str, delay: timedelta, interval: timedelta | None, message: Any
@@ -91,7 +87,7 @@ class ScheduleWork(MailboxWork):
         if self._idle_handle is not None:
             self.system.timers.cancel(self._idle_handle)
             self._idle_handle = None
-        await self._commit(lease, {SCHEDULES_PAGE: self._schedules_page()}, "schedule")
+        await self._pages.commit(lease, {SCHEDULES_PAGE: self._schedules_page()}, "schedule")
         return Schedule(self, lease, armed)
 
     async def cancel_schedule(self, lease: int, armed: ArmedSchedule) -> None:
@@ -99,7 +95,7 @@ class ScheduleWork(MailboxWork):
         if self._schedules.get(armed.name) is not armed:
             return
         self._remove_schedule(armed, "cancelled")
-        await self._commit(lease, {SCHEDULES_PAGE: self._schedules_page()}, "schedule.cancel")
+        await self._pages.commit(lease, {SCHEDULES_PAGE: self._schedules_page()}, "schedule.cancel")
 
     def schedule_handles(self, ctx: Context[Any, Any]) -> Mapping[str, Schedule[Any]]:
         return {name: Schedule(self, ctx._lease, armed) for name, armed in self._schedules.items()}
@@ -128,7 +124,7 @@ class ScheduleWork(MailboxWork):
         """An interval whose next due would pass year 9999, where no datetime can say when: this firing was its last."""
         self.system._emit_event(ev.ScheduleFired, self.type.name, self.key, armed.name, due, now, None)
         self._remove_schedule(armed, "out-of-range")
-        self._commit_soon({SCHEDULES_PAGE: self._schedules_page()}, "schedule.fire")
+        self._pages.commit_soon({SCHEDULES_PAGE: self._schedules_page()}, "schedule.fire")
 
     def _arm(self, armed: ArmedSchedule, now_us: int, *, announce: bool = True) -> None:
         """Set the timer of a schedule; ``announce`` it unless a ``ScheduleFired`` already said where it goes next."""
@@ -203,8 +199,9 @@ class ScheduleWork(MailboxWork):
                     observer(ev.ScheduleCaughtUp(self.type.name, self.key, armed.name, due, now, next_us, skipped))
             # _arm(announce=False), inline, with the loop time just read
             armed.timer = system.timers.arm_wall_method(loop_now + (next_us - now) / 1_000_000, next_us, ScheduleWork._fire, self, armed)
-        if not self._confirm_later:  # _commit_soon, without its call
-            self._write_page_now(None, SCHEDULES_PAGE, _SCHEDULES_PAGES, self._schedules_page(), "schedule.fire")
+        pages = self._pages
+        if not pages.confirm_later:  # commit_soon, without its call (the lease: checked above, _closed)
+            pages.write_page_now(None, SCHEDULES_PAGE, _SCHEDULES_PAGES, self._schedules_page(), "schedule.fire")
         else:
-            self._commit_soon({SCHEDULES_PAGE: self._schedules_page()}, "schedule.fire")
+            pages.commit_soon({SCHEDULES_PAGE: self._schedules_page()}, "schedule.fire")
 

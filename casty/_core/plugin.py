@@ -26,6 +26,8 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 if TYPE_CHECKING:
     from ..ports import Transport
     from ..protocol.membership import MemberView
+    from .activation import Activation
+    from .pages import PageWriter
     from .ref import ReplyRef
     from .system import ActorSystem, Placement
 
@@ -70,6 +72,9 @@ class ClusterPlugin(Protocol):
         """Leave the cluster (in order, or silently if ``crashed``) and stop routing: the system is stopping."""
 
     # --- the activation: replicated writes, the resume rule, remote asks ------------------
+
+    def page_writer(self, activation: Activation) -> PageWriter:
+        """Where ``activation``'s page writes go, chosen once as it is made (``casty.cluster.replicated_pages``)."""
 
     @property
     def replication(self) -> Any:

@@ -88,11 +88,13 @@ from ..protocol.placement import Placement as RingPlacement
 from ..protocol.placement import Ring
 from ..protocol.handoff import RoundEnded, RoundStarted
 from .replicas import ReplicationService
+from .replicated_pages import ReplicatedPages
 from ..protocol.replication import Entity, Epoch, Snapshot, Stamp
 from .routing import CLUSTER_WIRE, Deliver, Failed, Reply, Router, clip
 from .viewstore import VIEW_ACTOR, ViewKeeper
 
 if TYPE_CHECKING:
+    from .._core.activation import Activation
     from .._core.system import ActorSystem, Placement
 
 __all__ = ["ClusterNode", "RESUME_EVERY", "RESUME_ORIGIN", "REQUEST_BITS"]
@@ -432,7 +434,8 @@ class ClusterNode:
                 replicas = self.replicas_of(name, key, activation.type.replicas)
             except Exception:
                 continue
-            slot = activation._replica
+            pages = activation._pages
+            slot = pages.slot if isinstance(pages, ReplicatedPages) else None
             if owner is not None and owner != node:
                 activation.stop("handoff", f"the key moved to {owner}")
                 system.forget(activation)
@@ -513,6 +516,10 @@ class ClusterNode:
     def _resweep_now(self) -> None:
         self._resweep = None
         self._membership_changed()
+
+    def page_writer(self, activation: Activation) -> ReplicatedPages:
+        """The ``PageWriter`` of an activation on this node: its pages live on the key's replicas."""
+        return ReplicatedPages(activation, self)
 
     # --- the resume rule: orphans -------------------------------------------------------
 
