@@ -64,13 +64,16 @@ _NEAR_NS = 2_000_000_000
 
 @dataclass(frozen=True, slots=True)
 class Attempt:
-    """One firing of an occurrence: the row, where, how late on that node's wall clock, and
-    ``lost``: why its message never reached the body (None: it was delivered)."""
+    """One firing of an occurrence: the row, where, how late on that node's wall clock,
+    ``lost``: why its message never reached the body (None: it was delivered), and
+    ``lost_at``: the ``message.dropped`` row that says so (the end that explains the loss is
+    at or before it)."""
 
     row: Row
     node: str
     late_us: int
     lost: str | None = None
+    lost_at: Row | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,6 +127,7 @@ class _Losses:
 
     def __init__(self, trace: Trace, fired_kinds: tuple[str, ...], messages: Mapping[str, str] | None) -> None:
         self.lost: dict[int, str] = {}  # fired row seq -> why
+        self.dropped: dict[int, Row] = {}  # fired row seq -> the message.dropped row
         lives: dict[tuple[str, str, str], list[Row]] = defaultdict(list)  # (actor, key, node) -> starts, firings, drops, ends
         node_ends: dict[str, list[Row]] = defaultdict(list)
         for row in trace.rows:
@@ -152,6 +156,7 @@ class _Losses:
                 if following is not None and following.t_ns == row.t_ns and self._fired(following):
                     if self._matches(following, row, messages) and "mailbox full" in str(row.get("reason")):
                         self.lost[following.seq] = f"lost before the mailbox: {row.get('reason')}"
+                        self.dropped[following.seq] = row
                         continue
                 live = [c for c in pending if c.seq not in self.lost and self._matches(c, row, messages)]
                 if not live:
@@ -161,17 +166,22 @@ class _Losses:
                     end = next((e for e in node_ends if e.t_ns == row.t_ns), None)
                     how = f" ({end.kind} of {_at(end)})" if end is not None else ""
                     self.lost[candidate.seq] = f"lost in flight: fired on {_at(candidate)}, dropped{how}: {row.get('reason')}"
+                    self.dropped[candidate.seq] = row
                 elif row.t_ns in failed_at:
                     # The message in the failed body: the oldest of those held at the last restart,
                     # else the newest (a body that was free handles a firing as it comes).
                     waiting = [c for c in queued if c in live]
                     candidate = waiting[0] if waiting else live[-1]
                     self.lost[candidate.seq] = f"its handler failed: fired on {_at(candidate)}, dropped at t={row.t:.3f}s: {row.get('reason')}"
+                    self.dropped[candidate.seq] = row
                     after = pending.index(candidate) + 1
                     pending = pending[after:]  # FIFO: the older ones were handled before it
                     queued = [c for c in queued if c in pending]
             elif self._fired(row):
                 pending.append(row)
+
+    def attempt(self, fired: Row, due: int) -> Attempt:
+        return Attempt(fired, fired.node, int(fired.get("now_us")) - due, self.lost.get(fired.seq), self.dropped.get(fired.seq))
 
     @staticmethod
     def _fired(row: Row) -> bool:
@@ -234,7 +244,7 @@ def _persisted(trace: Trace, tolerance_us: int, losses: _Losses, causes: list[Ro
         for row in rows:
             if row.kind == "schedule.fired":
                 due = int(row.get("due_us"))
-                attempts[due].append(Attempt(row, row.node, int(row.get("now_us")) - due, losses.lost.get(row.seq)))
+                attempts[due].append(losses.attempt(row, due))
             elif row.kind == "schedule.caught_up":
                 skipped[int(row.get("due_us"))] = (int(row.get("skipped")), row)
         entries = {}
@@ -334,7 +344,7 @@ def _node_group(
     for row in rows:
         tick = row.get("tick_us")
         if row.kind == "node_schedule.fired":
-            attempts[int(tick)].append(Attempt(row, row.node, int(row.get("now_us")) - int(tick), losses.lost.get(row.seq)))
+            attempts[int(tick)].append(losses.attempt(row, int(tick)))
         elif row.kind == "node_schedule.caught_up":
             skipped[int(tick)] = int(row.get("skipped"))
         elif tick is not None:

@@ -257,6 +257,9 @@ def test_ownership_miss_the_firing_that_died_with_its_node_is_missed() -> None:
     ]
     assert entries[1].why.startswith("lost in flight: fired on n3 at t=12.007s, dropped (fault.crash of n3 at t=12.207s): failed: Unavailable(")
     assert [a.node for a in entries[2].attempts] == ["n1"]
+    (attempt,) = entries[1].attempts
+    assert attempt.lost_at is not None and (attempt.lost_at.kind, attempt.lost_at.node, attempt.lost_at.t_ns) == ("message.dropped", "n3", 12_206_600_000)
+    assert run.trace.rows[attempt.lost_at.seq - 2].kind == "fault.crash"  # the end that explains it, just before the drop
 
 
 def test_ownership_repeat_the_refired_occurrence_is_repeated() -> None:
