@@ -35,7 +35,10 @@ the key can be taken for a firing's; with it, only that type. These are inferenc
 that named the firing it belongs to (its envelope's origin) would make them exact.
 
 Dues past the furthest next due any firing set are not counted: the run may simply have
-ended before them.
+ended before them. A cron node schedule's grid is read in the zone its registration row
+names (``tz``), else UTC (today's rows name none). A trace recorded with ``keep`` must keep
+``schedule.*``, ``node_schedule.*``, ``timer.fired``, ``activation.*``, ``message.dropped``,
+the faults and ``epoch.acquired``, or the ledger sees less than happened.
 """
 
 from __future__ import annotations
