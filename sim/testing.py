@@ -62,6 +62,7 @@ from .faults import (
     Reorder,
     Restart,
 )
+from .faults.ranges import RANGES as _R
 
 if TYPE_CHECKING:
     from hypothesis.strategies import SearchStrategy
@@ -81,18 +82,20 @@ heal); the kinds that need two nodes are left out of a one-node space."""
 
 _TWO_NODES: Final[frozenset[str]] = frozenset({"partition", "flap"})
 
-# The ranges, in milliseconds (and ppm, permille): the swarm generator's own (sim.faults.generate draws
-# downtimes 0.3-10 s, pauses and cuts up to 15 s, clock steps up to 10 min either way, drift up to 50 000 ppm,
-# link episodes 0.3-8 s at p up to 0.6), so a user's space is as wide as the project's regression net: past the
-# failure detector, minutes back in time. Widen both together.
-_DOWN = (300, 10_000)  # a crash's downtime, when it restarts
-_PAUSE = (200, 15_000)
-_CUT = (300, 15_000)  # a partition or a flap
-_PERIOD = (100, 2_000)  # a flap's half-cycle
-_STEP = (1, 600_000)  # a clock step's size, either way
-_PPM = (1, 50_000)  # either way
-_LINK = (300, 8_000)  # a loss, duplicate or reorder episode
-_P = (10, 600)  # its probability, permille
+# The ranges, in milliseconds (and ppm, permille): the swarm generator's own table (sim.faults.ranges, which
+# sim.faults.generate draws from), so a user's space is as wide as the project's regression net: past the
+# failure detector, minutes back in time. Each spans the generator's short and long ranges, from the mildest
+# value the space shrinks toward.
+_DOWN = _R.crash.down.ints()  # a crash's downtime, when it restarts
+_PAUSE = _R.pause.envelope().ints()
+_CUT = _R.cut.envelope().ints()  # a partition or a flap
+_PERIOD = _R.cut.period.ints()  # a flap's half-cycle
+_STEP = _R.clock_step.envelope().ints()  # a clock step's size, either way
+_PPM = _R.drift.envelope().ints()  # either way
+_LINK = _R.link.length.ints()  # a loss, duplicate or reorder episode
+_P = _R.link.p_envelope().ints()  # its probability, permille
+_DUPLICATE_DELAY = _R.link.duplicate_delay.ints()
+_REORDER_DELAY = _R.link.reorder_delay.ints()
 _MIN_WINDOW_MS = 1_000
 
 
@@ -119,7 +122,7 @@ class _RandomDraw:
         return self.rng.random() < 0.5
 
     def restart(self, most: int, wipe: bool) -> int:
-        if most == 0 or self.rng.random() < 0.1:  # as sim.faults.generate: most crashed nodes come back
+        if most == 0 or self.rng.random() < _R.crash.stays_down:  # as sim.faults.generate: most crashed nodes come back
             return 0
         k = self.rng.randint(1, most)
         return -k if wipe and self.rng.random() < 0.25 else k
@@ -304,8 +307,8 @@ class PlanSpace:
             if kind == "loss":
                 return [Loss(at=at, p=p, duration=span, links_of=scope)]
             if kind == "duplicate":
-                return [Duplicate(at=at, p=p, duration=span, links_of=scope, delay=_ms(draw.integer(0, 500)))]
-            return [Reorder(at=at, p=p, duration=span, links_of=scope, delay=_ms(draw.integer(5, 200)))]
+                return [Duplicate(at=at, p=p, duration=span, links_of=scope, delay=_ms(draw.integer(*_DUPLICATE_DELAY)))]
+            return [Reorder(at=at, p=p, duration=span, links_of=scope, delay=_ms(draw.integer(*_REORDER_DELAY)))]
         if kind == "heal":
             return [Heal(at=_ms(self.end_ms - self._lead(draw)))]
         node = self._pick(draw, names)  # forged_heartbeat

@@ -450,3 +450,17 @@ def test_aimed_faults_come_on_their_own_stream_after_the_rest() -> None:
         unaimed += mix.aimed == 0.0
     assert actions == {"pause", "crash", "cut-crash"}
     assert 10 <= unaimed <= 40
+
+
+def test_generated_aimed_faults_leave_their_defaults_out_of_the_json() -> None:
+    """A generated aimed crash writes no duration and an immediate hit no delay: a plan's text does not depend on the module that drew it."""
+    import json
+
+    mix = FaultMix(kinds=("crash",), rate=0.1, aimed=6.0)
+    plan = generate(mix, random.Random(0), NODES, 120.0, aims=(("m:counter", "c0"),))
+    entries = [e for e in json.loads(plan.to_json())["faults"] if e["kind"] == "on_acquire"]
+    crashes = [e for e in entries if e.get("action", "pause") == "crash"]
+    immediate = [f for f in plan.faults if isinstance(f, OnAcquire) and f.delay == 0.0]
+    assert (len(crashes) > 0, len(immediate) > 0) == (True, True)
+    assert [e for e in crashes if "duration" in e] == []
+    assert [e for e in entries if e.get("delay") == 0.0] == []

@@ -17,6 +17,7 @@ import msgspec
 from .forged import ForgedHeartbeat, ForgedRef
 from .on_acquire import OnAcquire
 from .plan import FaultPlan
+from .ranges import RANGES as R
 from .values import (
     ClockDrift,
     ClockStep,
@@ -134,6 +135,7 @@ def generate(
 ) -> FaultPlan:
     """Draw a plan of ``mix``'s kinds over ``[start, start + duration)`` on ``nodes``; every fault is over by then.
 
+    The ranges below are ``sim.faults.ranges.RANGES``' (the Hypothesis space of ``sim.testing`` reads them too).
     Faults arrive as a Poisson process of ``mix.rate`` per 10 s. A crash takes 1 to
     ``mix.max_at_once`` free nodes together (a majority or all of them if ``mix.majority``,
     else fewer than half), each restarted 0.3-10 s later (some only when the run heals),
@@ -178,17 +180,17 @@ def generate(
                 limit = min(limit, max(1, (len(names) - 1) // 2))
             group = rng.sample(free, rng.randint(1, limit))
             for node in group:
-                at = _t(t + rng.uniform(0.0, 0.3))
+                at = _t(t + R.crash.spread.draw(rng))
                 if kind == "crash":
-                    down = rng.uniform(0.3, 10.0)
+                    down = R.crash.down.draw(rng)
                     faults.append(Crash(at=at, node=node))
-                    if rng.random() < 0.9 and at + down < end:
+                    if rng.random() < 1 - R.crash.stays_down and at + down < end:
                         faults.append(Restart(at=_t(at + down), node=node, wipe=rng.random() < mix.wipe))
                         busy.until[node] = at + down + 1.0
                     else:
                         busy.until[node] = end  # restarted when the run heals
                 else:
-                    length = min(rng.uniform(3.0, 15.0) if long else rng.uniform(0.2, 3.0), room - 0.4)
+                    length = min((R.pause.long if long else R.pause.short).draw(rng), room - 0.4)
                     if length <= 0.05:
                         continue
                     faults.append(Pause(at=at, node=node, duration=_t(length)))
@@ -200,33 +202,33 @@ def generate(
             rest = tuple(n for n in names if n not in side)
             a, b = tuple(sorted(side)), rest
             oneway = rng.random() < 1 / 3
-            length = min(rng.uniform(3.0, 15.0) if long else rng.uniform(0.3, 3.0), room - 0.1)
+            length = min((R.cut.long if long else R.cut.short).draw(rng), room - 0.1)
             if kind == "partition":
                 faults.append(Partition(at=_t(t), a=a, b=b, oneway=oneway, duration=_t(length)))
             else:
-                faults.append(Flap(at=_t(t), a=a, b=b, period=_t(rng.uniform(0.1, 2.0)), duration=_t(length), oneway=oneway))
+                faults.append(Flap(at=_t(t), a=a, b=b, period=_t(R.cut.period.draw(rng)), duration=_t(length), oneway=oneway))
         elif kind == "clock_step":
             node = rng.choice(names)
             if long:
-                back = rng.uniform(30.0, 600.0)
+                back = R.clock_step.back.draw(rng)
                 faults.append(ClockStep(at=_t(t), node=node, seconds=-_t(back)))
-                fix = t + rng.uniform(1.0, 15.0)
+                fix = t + R.clock_step.fix_after.draw(rng)
                 if fix < end:
                     faults.append(ClockStep(at=_t(fix), node=node, seconds=_t(back)))
             else:
-                faults.append(ClockStep(at=_t(t), node=node, seconds=_t(rng.choice((-1, 1)) * rng.uniform(0.05, 3.0))))
+                faults.append(ClockStep(at=_t(t), node=node, seconds=_t(rng.choice((-1, 1)) * R.clock_step.short.draw(rng))))
         elif kind == "clock_drift":
-            faults.append(ClockDrift(at=_t(t), node=rng.choice(names), ppm=round(rng.choice((-1, 1)) * rng.uniform(50.0, 50_000.0 if long else 2_000.0))))
+            faults.append(ClockDrift(at=_t(t), node=rng.choice(names), ppm=round(rng.choice((-1, 1)) * (R.drift.long if long else R.drift.short).draw(rng))))
         elif kind in ("loss", "duplicate", "reorder"):
             scope = tuple(sorted(rng.sample(names, rng.randint(1, len(names))))) if rng.random() < 0.5 else ()
-            length = _t(min(rng.uniform(0.3, 8.0), room - 0.1))
-            p = round(rng.uniform(0.05, 0.6 if long else 0.3), 3)
+            length = _t(min(R.link.length.draw(rng), room - 0.1))
+            p = round((R.link.p_long if long else R.link.p).draw(rng), 3)
             if kind == "loss":
                 faults.append(Loss(at=_t(t), p=p, duration=length, links_of=scope))
             elif kind == "duplicate":
-                faults.append(Duplicate(at=_t(t), p=p, duration=length, links_of=scope, delay=_t(rng.uniform(0.0, 0.5))))
+                faults.append(Duplicate(at=_t(t), p=p, duration=length, links_of=scope, delay=_t(R.link.duplicate_delay.draw(rng))))
             else:
-                faults.append(Reorder(at=_t(t), p=p, duration=length, links_of=scope, delay=_t(rng.uniform(0.005, 0.2))))
+                faults.append(Reorder(at=_t(t), p=p, duration=length, links_of=scope, delay=_t(R.link.reorder_delay.draw(rng))))
         elif kind == "forged_heartbeat":
             fakes = tuple(f"ghost{i}" for i in range(1, rng.randint(1, len(names)) + 1))  # as many as the real ones: no quorum
             faults.append(ForgedHeartbeat(at=_t(t), node=rng.choice(names), fakes=fakes))
@@ -249,13 +251,17 @@ def _aimed(mix: FaultMix, rng: random.Random, aims: list[tuple[str, str]], start
             return out
         actor, key = rng.choice(aims)
         action = rng.choice(("pause", "pause", "crash", "cut-crash"))
-        delay = 0.0 if rng.random() < 0.6 else _t(rng.uniform(0.001, 0.05))
+        delay = 0.0 if rng.random() < 0.6 else _t(R.aimed.delay.draw(rng))
         long = rng.random() < mix.long
-        duration = _t(rng.uniform(3.0, 8.0) if long and action == "pause" else rng.uniform(0.2, 3.0) if action == "pause" else rng.uniform(0.05, 1.0))
-        if action == "crash":
-            duration = 1.0  # unused by a crash: the default, left out of the JSON
-        down = _t(rng.uniform(0.05, 0.5) if rng.random() < 0.5 else rng.uniform(0.5, 5.0))
-        fault = OnAcquire(at=_t(t), actor=actor, key=key, action=action, delay=delay, duration=duration, down=down, window=_t(min(10.0, end - t)))
+        held = R.aimed.pause_long if long and action == "pause" else R.aimed.pause if action == "pause" else R.aimed.cut
+        duration = _t(held.draw(rng))
+        down = _t((R.aimed.down_soon if rng.random() < 0.5 else R.aimed.down_later).draw(rng))
+        # A default is left out of the JSON only when it is not passed: msgspec's omit_defaults compares a float
+        # default by identity, so an equal 0.0 or 1.0 made here would be written out.
+        extra: dict[str, float] = {} if action == "crash" else {"duration": duration}  # a crash holds the node only for `down`
+        if delay:
+            extra["delay"] = delay
+        fault = OnAcquire(at=_t(t), actor=actor, key=key, action=action, down=down, window=_t(min(10.0, end - t)), **extra)
         room = end - fault.end
         fitted = fault if room >= 0 else _shorter_window(fault, fault.window + room)
         if fitted is not None:
