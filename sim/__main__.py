@@ -152,7 +152,9 @@ def main(argv: list[str] | None = None) -> int:
         return 0 if all(r.ok for r in results) else 1
 
     if args.command == "tour":
-        from .tour import write_tour
+        # the tour draws, so it lives with the views (sim.viz.tour), above the world layer; the command line is the
+        # one place that reaches up to it, late, so that importing sim never imports a view
+        from sim.viz.tour import write_tour
 
         return write_tour(args.out, seed=args.seed)
     return 2

@@ -119,24 +119,6 @@ def test_sweep_reports_each_violation_with_the_command_that_reproduces_it() -> N
     assert "seed 3: odd: seed 3 is odd" in lines
 
 
-def test_tour_writes_a_summary_and_figures_for_every_tour_scenario(tmp_path: object) -> None:
-    """`python -m sim tour --out DIR` (make demo) writes summary.md and a timeline PNG per scenario, all checks holding."""
-    from pathlib import Path
-
-    import matplotlib
-
-    matplotlib.use("Agg")
-    from sim.tour import TOUR, write_tour
-
-    out = Path(str(tmp_path)) / "tour"
-    assert write_tour(out, seed=0) == 0
-    summary = (out / "summary.md").read_text()
-    for name, _ in TOUR:
-        assert f"## {name}" in summary
-        assert (out / f"{name}-timeline.png").stat().st_size > 10_000
-    assert "FAILED" not in summary
-
-
 def test_a_late_acquisition_row_is_skipped_by_the_ordering_checks() -> None:
     """A paused node's epoch.acquired row recorded after a newer owner's (which found its write-back) is proven late and skipped; without the resume it is a violation."""
     from types import SimpleNamespace

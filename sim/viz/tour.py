@@ -2,6 +2,10 @@
 
 This is ``make demo``: a reader who runs one command gets, in one folder, what the
 simulator shows about schedules under failure, each figure next to the checks that held.
+
+It lives with the views, above the world: it runs scenarios (``sim``) and draws them
+(``sim.viz``), and the world layer imports no view. ``python -m sim tour`` reaches it
+with the CLI's one late import (``sim/__main__.py``).
 """
 
 from __future__ import annotations
@@ -9,7 +13,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from . import scenarios
+from sim import scenarios
 
 __all__ = ["TOUR", "write_tour"]
 
@@ -34,7 +38,7 @@ def write_tour(out: str | Path, *, seed: int = 0) -> int:
     import matplotlib
 
     matplotlib.use("Agg")
-    from .viz import activation_timeline, catchup_chart, ownership_chart
+    from sim.viz import activation_timeline, catchup_chart, ownership_chart
 
     folder = Path(out)
     folder.mkdir(parents=True, exist_ok=True)
