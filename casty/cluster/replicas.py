@@ -66,7 +66,7 @@ from ..protocol.limits import KEY_MARGIN, PAGE_OVERHEAD, frame_limit, pages_size
 from ..protocol.handoff import SYNC_TIMER, Handoff, Imported, RoundEnded, RoundStarted, SyncDump, SyncRequest
 from ..protocol.key_owner import RESEND_TIMER, KeyOwner
 from ..protocol.replica_store import ReplicaStore
-from ..protocol.replication import ZERO_EPOCH, Ack, Acquired, Entity, Epoch, Lost, Nack, Persisting, Prepare, Promise, Snapshot, Write
+from ..protocol.replication import ZERO_EPOCH, Ack, Entity, Epoch, Lost, Nack, Prepare, Promise, Snapshot, Write
 from ..protocol.sansio import Output, Send, perform
 from ..protocol.wire import Wire, WireError
 
@@ -131,15 +131,17 @@ __all__ = ["ReplicationService", "OwnerSlot", "Batch", "Writes", "Acks", "BATCH_
 
 
 class OwnerSlot:
-    """One ``KeyOwner`` on the node's loop: its timers, where its reports go, and the writes waiting for a quorum.
+    """One ``KeyOwner`` on the node's loop: its timers, where its reports go, and this turn's group of writes.
 
     **Group commit.** Writes made in one loop turn (a schedule's next-due write and the state
     write of the message it told, a body's two updates...) are staged and given to the owner
     as *one* ``KeyOwner.write`` at the end of the turn, just before the turn's frames leave:
     one version, one frame per replica, one round of acks for all of them. Each write still
-    gets its own outcome: every waiter of the group is settled with the group's version and
-    pages, or with its error. Nothing is confirmed sooner or more than before: a write
-    waits for the quorum of a version that contains it.
+    gets its own outcome: the slot's opener (``casty.cluster.replicated_pages.ReplicatedPages``)
+    keeps who waits for what, learns each group's version as it is written (``on_written``) and
+    settles every waiter of the group with the group's version and pages, or with its error.
+    Nothing is confirmed sooner or more than before: a write waits for the quorum of a version
+    that contains it.
 
     **The frame limit.** Every write carries the key's whole page set, so a key whose pages
     outgrow a frame could never be replicated: its ``Write`` frames would be dropped in
@@ -149,22 +151,26 @@ class OwnerSlot:
     """
 
     __slots__ = (
-        "service", "owner", "on_report", "_timers", "closed", "acquiring", "writes", "_staged", "_staged_waiters",
+        "service", "owner", "on_report", "on_written", "on_superseded", "_timers", "closed", "_staged",
         "page_limit", "_bytes",
     )
 
-    def __init__(self, service: ReplicationService, owner: KeyOwner, on_report: Callable[[Any], None]) -> None:
+    def __init__(
+        self,
+        service: ReplicationService,
+        owner: KeyOwner,
+        on_report: Callable[[Any], None],
+        on_written: Callable[[int, dict[str, bytes]], None] | None = None,
+        on_superseded: Callable[[], None] | None = None,
+    ) -> None:
         self.service = service
         self.owner = owner
         self.on_report = on_report
+        self.on_written = on_written  # a group became the write of this version, with this whole page set
+        self.on_superseded = on_superseded  # a newer slot of the key took its frames (``superseded``)
         self._timers: dict[str, int] = {}  # timer name -> its number in the service's TimerHeap
         self.closed = False
-        # kept here for the activation that opened the slot: its acquisition, and its writes
-        # waiting for a quorum (version -> (waiters, the pages as of that write))
-        self.acquiring: asyncio.Future[Acquired | Persisting] | None = None
-        self.writes: dict[int, tuple[list[Any], dict[str, bytes]]] = {}
         self._staged: dict[str, bytes | None] | None = None  # this turn's updates, merged, not yet written
-        self._staged_waiters: list[Any] = []
         entity = owner.entity
         self.page_limit: Final = service.page_limit - len(entity[0].encode()) - len(entity[1].encode())
         self._bytes = -1  # pages_size of the owner's pages with the staged updates applied (-1: not known yet)
@@ -172,8 +178,8 @@ class OwnerSlot:
     def now(self) -> float:
         return self.service.loop.time()
 
-    def stage(self, updates: Mapping[str, bytes | None], waiter: object) -> None:
-        """Add a write to this turn's group (see the class docstring); ``waiter`` is what the activation settles with its outcome.
+    def stage(self, updates: Mapping[str, bytes | None]) -> None:
+        """Add a write to this turn's group (see the class docstring); its outcome is that of the group's version.
 
         ``MessageTooLarge`` (and nothing staged) if the key's pages after it would not fit a frame.
         """
@@ -197,38 +203,35 @@ class OwnerSlot:
         self._bytes = size
         if staged is None:
             self._staged = dict(updates)
-            self._staged_waiters = [waiter]
             service = self.service  # the first write of the key's turn: the service writes the group at its flush
             service._staged.append(self)
             if not service._flush_armed:
                 service._arm_flush()
         else:
             staged.update(updates)  # later updates win, as applying them in turn would
-            self._staged_waiters.append(waiter)
 
     def commit_staged(self, now: float) -> None:
         """The end of the turn: the group becomes one ``KeyOwner.write`` (the service calls this before it flushes)."""
         updates = self._staged
         if updates is None or self.closed:
             return
-        waiters = self._staged_waiters
         self._staged = None
-        self._staged_waiters = []
         version, outputs = self.owner.write(now, updates)
         if self.owner.phase != "held":
             self._bytes = -1  # fenced: its pages did not change
-        self.writes[version] = (waiters, self.owner.pages)  # this write's whole page set (each write builds a new dict)
+        if self.on_written is not None:  # before the outputs: the local replica's ack may confirm it at once
+            self.on_written(version, self.owner.pages)  # this write's whole page set (each write builds a new dict)
         self.perform(outputs)
 
-    def unsettled(self) -> list[Any]:
-        """Every waiter without an outcome yet (staged or written), taken away: the activation fails them as it ends."""
-        waiters = [waiter for group, _pages in self.writes.values() for waiter in group]
-        waiters.extend(self._staged_waiters)
-        self.writes = {}
+    def drop_staged(self) -> None:
+        """Forget this turn's group (its opener fails its waiters: the activation ended)."""
         self._staged = None
         self._bytes = -1
-        self._staged_waiters = []
-        return waiters
+
+    def superseded(self) -> None:
+        """A newer slot of the key opened here after this one closed: its opener fails what still waits."""
+        if self.on_superseded is not None:
+            self.on_superseded()
 
     def perform(self, outputs: Iterable[Output]) -> None:
         """Carry out the owner's outputs, in order (nothing once closed): ``casty.protocol.sansio.perform``."""
@@ -381,9 +384,21 @@ class ReplicationService:
         self.page_limit: Final = frame_limit(transport) - KEY_MARGIN  # what one key's pages may weigh (OwnerSlot.stage)
         dispatcher.register(REPLICATION_CHANNEL, self._receive)
 
-    def open(self, entity: Entity, on_report: Callable[[Any], None], *, write_timeout: float) -> OwnerSlot:
-        """A new owner of ``entity`` on this node (it replaces any earlier slot of the key: that one's frames stop reaching it)."""
-        slot = OwnerSlot(self, KeyOwner(entity, self.epoch_node, write_timeout=write_timeout), on_report)
+    def open(
+        self,
+        entity: Entity,
+        on_report: Callable[[Any], None],
+        *,
+        write_timeout: float,
+        on_written: Callable[[int, dict[str, bytes]], None] | None = None,
+        on_superseded: Callable[[], None] | None = None,
+    ) -> OwnerSlot:
+        """A new owner of ``entity`` on this node (it replaces any earlier slot of the key: that one's frames stop reaching it).
+
+        ``on_report`` gets the owner's reports, ``on_written`` each group's version as it is
+        written, ``on_superseded`` the news that a newer slot of the key replaced this one.
+        """
+        slot = OwnerSlot(self, KeyOwner(entity, self.epoch_node, write_timeout=write_timeout), on_report, on_written, on_superseded)
         self._owners[entity] = slot
         return slot
 

@@ -113,15 +113,19 @@ def _settle(waiters: list[Any], version: int, pages: dict[str, bytes], error: Ba
 class ReplicatedPages(StorePages):
     """The pages of an activation in a cluster: acquired over the key's replicas, every write confirmed by a quorum."""
 
-    __slots__ = ("cluster", "slot")
+    __slots__ = ("cluster", "slot", "_acquiring", "_writes", "_staged_waiters")
 
     def __init__(self, activation: Activation, cluster: ClusterNode) -> None:
         system = activation.system
         super().__init__(activation, system.store if activation.type.durable is not None else None)
         self.cluster = cluster
-        # The key's owner slot (a KeyOwner on the node's ReplicationService) once acquiring; it
-        # also holds the acquisition's future and the writes waiting for their quorum.
+        # The key's owner slot (a KeyOwner on the node's ReplicationService) once acquiring.
         self.slot: OwnerSlot | None = None
+        self._acquiring: asyncio.Future[Acquired | Persisting] | None = None  # what the acquisition awaits
+        # The writes waiting for a quorum: version -> (waiters, the pages as of that write), and
+        # the waiters of the writes staged this turn (the slot's group, not written yet).
+        self._writes: dict[int, tuple[list[Any], dict[str, bytes]]] = {}
+        self._staged_waiters: list[Any] = []
         self.confirm_later = True  # by a quorum of replicas, never at once in memory
         self.at_once = False
 
@@ -180,10 +184,13 @@ class ReplicatedPages(StorePages):
         actor_type = activation.type
         service = cluster.replication
         self._supersede(service.slot_of(entity))
-        slot = self.slot = service.open(entity, self._on_replication, write_timeout=self._write_timeout())
+        slot = self.slot = service.open(
+            entity, self._on_replication, write_timeout=self._write_timeout(), on_written=self._written,
+            on_superseded=self._superseded,
+        )
         replicas = cluster.replicas_of(actor_type.name, activation.key, actor_type.replicas)
         for tried in range(1, ACQUIRE_TRIES + 1):
-            acquiring = slot.acquiring = activation._loop.create_future()
+            acquiring = self._acquiring = activation._loop.create_future()
             slot.perform(slot.owner.acquire(
                 slot.now(), replicas, actor_type.write, updates=write_back,
                 after=max(service.round_hint(entity), stored_stamp.epoch), floor=stored_version,
@@ -196,7 +203,7 @@ class ReplicatedPages(StorePages):
                 if tried == ACQUIRE_TRIES or slot.closed:
                     raise  # round_hint now holds the newer epoch: the next acquisition starts above it
         acquired = reported if type(reported) is Acquired else await self._hold_once_saved(slot, reported)
-        slot.acquiring = None
+        self._acquiring = None
         records = system._records
         pages = activation.pages = self.pages = records.pages_of(entity)
         pages.clear()
@@ -229,11 +236,30 @@ class ReplicatedPages(StorePages):
         if earlier is None or earlier.closed:
             return
         earlier.close()
-        waiters = earlier.unsettled()
+        earlier.superseded()  # its writer (the earlier run's) fails what still waits: _superseded
+
+    def _superseded(self) -> None:
+        """This writer's slot was closed by a newer activation's (``_supersede``): its writes fail ``Unavailable`` now."""
+        waiters = self._unsettled(self.slot)
         if waiters:
             name, key = self.entity
             error = Unavailable(f"{name}[{key!r}]: a new activation of the key began here before the write was confirmed")
             _settle(waiters, 0, {}, error)
+
+    def _written(self, version: int, pages: dict[str, bytes]) -> None:
+        """The slot wrote this turn's group as ``version``: its waiters wait for that version's quorum."""
+        self._writes[version] = (self._staged_waiters, pages)
+        self._staged_waiters = []
+
+    def _unsettled(self, slot: OwnerSlot | None) -> list[Any]:
+        """Every waiter without an outcome yet (written or staged), taken away: the caller fails them."""
+        waiters = [waiter for group, _pages in self._writes.values() for waiter in group]
+        waiters.extend(self._staged_waiters)
+        self._writes = {}
+        self._staged_waiters = []
+        if slot is not None:
+            slot.drop_staged()
+        return waiters
 
     async def _hold_once_saved(self, slot: OwnerSlot, persisting: Acquired | Persisting) -> Acquired:
         """Replication rule 7: a durable key's write-back goes to the store under its new epoch before the key is held.
@@ -246,7 +272,7 @@ class ReplicatedPages(StorePages):
         """
         assert type(persisting) is Persisting
         activation = self.activation
-        waiting = slot.acquiring = activation._loop.create_future()
+        waiting = self._acquiring = activation._loop.create_future()
         try:
             await self._persist_within(
                 persisting.pages, persisting.version, persisting.epoch, self._write_timeout(), activation.lease,
@@ -271,7 +297,7 @@ class ReplicatedPages(StorePages):
         if slot is None:
             return
         if type(event) is Confirmed:  # the one report of every write: first, and without building any text
-            entry = slot.writes.pop(event.version, None)
+            entry = self._writes.pop(event.version, None)
             if entry is None:
                 return
             waiters, pages = entry
@@ -284,12 +310,12 @@ class ReplicatedPages(StorePages):
             return
         name, key = self.entity
         where = f"{name}[{key!r}]"
-        acquiring = slot.acquiring
+        acquiring = self._acquiring
         if isinstance(event, Acquired | Persisting):
             if acquiring is not None and not acquiring.done():
                 acquiring.set_result(event)
         elif isinstance(event, EpochFenced | WriteTimedOut):
-            entry = slot.writes.pop(event.version, None)
+            entry = self._writes.pop(event.version, None)
             if entry is not None:
                 if isinstance(event, EpochFenced):
                     error: Unavailable = Fenced(f"{where}: write {event.version} fenced: a newer owner epoch {tuple(event.newer)} exists")
@@ -312,7 +338,7 @@ class ReplicatedPages(StorePages):
             return
         self.slot = None
         slot.close()
-        waiters = slot.unsettled()
+        waiters = self._unsettled(slot)
         if waiters:
             name, key = self.entity
             error = Unavailable(f"{name}[{key!r}]: the activation ended before the write was confirmed")
@@ -339,10 +365,11 @@ class ReplicatedPages(StorePages):
                 slot, _shown = self._replicated_slot(lease, "state.set", True)  # raises, and reports why
             future: asyncio.Future[None] = activation._loop.create_future()
             try:  # _stage, inline: once per state write
-                slot.stage({STATE_PAGE: data}, _Staged(activation, lease, "state.set", STATE_PAGES, future, value))
+                slot.stage({STATE_PAGE: data})
             except MessageTooLarge:
                 self.system._emit_event(ev.WriteFailed, activation.type.name, activation.key, lease, "state.set", "too_large")
                 raise
+            self._staged_waiters.append(_Staged(activation, lease, "state.set", STATE_PAGES, future, value))
             return future
         return activation.write_state(lease, value, data)
 
@@ -397,13 +424,15 @@ class ReplicatedPages(StorePages):
         return slot, shown
 
     def _stage(self, slot: OwnerSlot, updates: Mapping[str, bytes | None], waiter: object, shown: int, operation: str) -> None:
-        """``slot.stage``, reporting a write too large for a frame (``MessageTooLarge``, raised: nothing was staged)."""
+        """``slot.stage``, ``waiter`` waiting for its outcome; a write too large for a frame is reported
+        and raised (``MessageTooLarge``: nothing was staged)."""
         try:
-            slot.stage(updates, waiter)
+            slot.stage(updates)
         except MessageTooLarge:
             name, key = self.entity
             self.system._emit_event(ev.WriteFailed, name, key, shown, operation, "too_large")
             raise
+        self._staged_waiters.append(waiter)
 
     def _stage_quietly(self, updates: Mapping[str, bytes | None], operation: str) -> None:
         """The key's own write from a timer callback, with no store: staged, reported when settled, no task.
