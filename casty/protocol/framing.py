@@ -435,12 +435,14 @@ class Acceptor:
         except FrameError:
             self.state = "failed"
             raise
-        if self._budget is not None:
-            try:
-                self._account()
-            except OverBudget as exc:
+        budget = self._budget
+        if budget is not None:  # _account, inline: once per chunk read from a welcomed peer (the hot path)
+            pending = self._decoder.pending
+            budget.total += pending - self._held
+            self._held = pending
+            if pending and budget.total > budget.limit:
                 self.state = "failed"
-                raise OverBudget(exc.reason, frames) from None
+                raise OverBudget(f"{budget.total} bytes buffered across connections, over max_buffered {budget.limit}", frames)
         return frames
 
     def release(self) -> None:
