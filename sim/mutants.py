@@ -304,8 +304,8 @@ MUTANTS: tuple[Mutant, ...] = (
         "claim-last-writer-wins",
         "cron claim: the first claim of a tick wins, later ones get the recorded winner (here: every claimant wins)",
         _one(
-            "casty/cluster/claims.py",
-            "    if record is not None:\n        return None, record.winner\n",
+            "casty/protocol/tick_claim.py",
+            "    if winner is not None:\n        return None, winner\n",
             "",
         ),
         ("cron-single-fire",),

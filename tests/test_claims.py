@@ -9,18 +9,8 @@ import pytest
 from conftest import START_US, LoopClock, Recorder, run_virtual
 
 from casty import ActorSystem
-from casty.cluster.claims import (
-    CLAIM_TTL_MAX_US,
-    CLAIM_TTL_MIN_US,
-    REFUSED,
-    Claim,
-    ClaimRecord,
-    claim_key,
-    claim_ttl_us,
-    decide,
-    is_expired,
-    schedule_fire,
-)
+from casty.cluster.claims import Claim, ClaimRecord, claim_key, decide, schedule_fire
+from casty.protocol.tick_claim import CLAIM_TTL_MAX_US, CLAIM_TTL_MIN_US, REFUSED, claim_ttl_us, is_expired
 from casty.observer import ScheduleArmed, ScheduleFired, WriteConfirmed
 from casty._core.state import STATE_PAGE
 

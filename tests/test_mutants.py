@@ -13,7 +13,7 @@ from sim import mutants
 from sim.mutants import MUTANTS, Baseline, Edit, Mutant, Stale, apply_mutant, copy_runtime, hunt, import_error, stale_edits
 
 ROOT = Path(__file__).resolve().parent.parent
-CLAIMS = "casty/cluster/claims.py"
+CLAIMS = "casty/protocol/tick_claim.py"
 
 
 def _digest(path: Path) -> str:
@@ -58,9 +58,9 @@ def test_stale_snippet_raises_and_writes_nothing(tmp_path: Path) -> None:
     moved = Mutant("moved", "a rule", (Edit(CLAIMS, "    return REFUSED_NOT_HERE\n", ""),), ("ticker",))
     twice = Mutant("twice", "a rule", (Edit(CLAIMS, "import", "#"),), ("ticker",))
     assert stale_edits(moved, copy) == [f"{CLAIMS}: snippet 'return REFUSED_NOT_HERE' found 0 times (expected once)"]
-    with pytest.raises(Stale, match="moved: casty/cluster/claims.py: snippet 'return REFUSED_NOT_HERE' found 0 times"):
+    with pytest.raises(Stale, match="moved: casty/protocol/tick_claim.py: snippet 'return REFUSED_NOT_HERE' found 0 times"):
         apply_mutant(moved, copy)
-    with pytest.raises(Stale, match="twice: casty/cluster/claims.py: snippet 'import' found [0-9]+ times"):
+    with pytest.raises(Stale, match="twice: casty/protocol/tick_claim.py: snippet 'import' found [0-9]+ times"):
         apply_mutant(twice, copy)
     assert _digest(copy / CLAIMS) == before
 
@@ -77,7 +77,7 @@ def test_hunt_reports_a_mutant_that_does_not_import_as_invalid(tmp_path: Path) -
     """A patch that leaves a syntax error is INVALID (the copy does not import), not caught."""
     broken = Mutant(
         "broken", "a rule",
-        (Edit(CLAIMS, "    if record is not None:\n        return None, record.winner\n", "    if record is not None\n"),),
+        (Edit(CLAIMS, "    if winner is not None:\n        return None, winner\n", "    if winner is not None\n"),),
         ("cron-single-fire",),
     )
     outcome = hunt(broken, baseline=Baseline(tmp_path, "unused"), seeds=range(3), available=["cron-single-fire"])

@@ -36,12 +36,15 @@ The TTL is the cron's period at that tick (the gap to its next fire time) clampe
 [1 min, 24 h]: long enough that a skewed or slow node's claim still finds the record,
 short enough that records do not pile up.
 
+The rule itself (first writer wins, expiry, the TTL) is ``casty.protocol.tick_claim``, pure
+functions with a property test; this module is the actor and the scheduler's claims around it.
+
 What this does not give: the winner crashing (or its answer being lost) between the
 confirmed claim and its tell loses that tick cluster-wide, as the seed says; nobody else
 tells it, since they all lost. Delivery is at most once per tick.
 
-``decide`` is the sans-I/O core: the body of :data:`schedule_fire` only feeds it the
-record, the claim and the owner's wall clock, and performs what it returns.
+``decide`` is the rule on the actor's types: the body of :data:`schedule_fire` only feeds
+it the record, the claim and the owner's wall clock, and performs what it returns.
 """
 
 from __future__ import annotations
@@ -55,48 +58,21 @@ from ..clock import to_datetime
 from .._core.context import Context
 from .._core.ref import Askable
 from .._core.scheduler import provide_tick_claims
+from ..protocol.tick_claim import REFUSED, claim_ttl_us, first_writer_wins, is_expired
 
 if TYPE_CHECKING:
     from .._core.system import ActorSystem
 
 __all__ = [
     "CLAIMS",
-    "CLAIM_TTL_MAX_US",
-    "CLAIM_TTL_MIN_US",
     "Claim",
     "ClaimRecord",
     "ClusterClaims",
     "Expire",
-    "REFUSED",
     "claim_key",
-    "claim_ttl_us",
     "decide",
-    "is_expired",
     "schedule_fire",
 ]
-
-CLAIM_TTL_MIN_US: Final = 60 * 1_000_000
-"""The shortest claim TTL (1 min), whatever the cron's period."""
-
-CLAIM_TTL_MAX_US: Final = 24 * 3600 * 1_000_000
-"""The longest claim TTL (24 h); also the TTL of a cron's last tick, which has no period."""
-
-REFUSED: Final = ""
-"""The answer to a claim for a tick that is already older than its TTL: no winner (node ids are never empty)."""
-
-
-def claim_ttl_us(period_us: int | None) -> int:
-    """The claim TTL of a tick whose cron period is ``period_us``: clamped to [1 min, 24 h]; None (no next tick) is 24 h."""
-    if period_us is None:
-        return CLAIM_TTL_MAX_US
-    if isinstance(period_us, bool) or not isinstance(period_us, int):
-        raise TypeError(f"a cron period is an int of microseconds, got {period_us!r}")
-    return min(max(period_us, CLAIM_TTL_MIN_US), CLAIM_TTL_MAX_US)
-
-
-def is_expired(tick_us: int, ttl_us: int, now_us: int) -> bool:
-    """Whether a tick is older than its TTL at ``now_us``: such a tick is skipped, never claimed."""
-    return now_us - tick_us > ttl_us
 
 
 def claim_key(reference: str, tick_us: int) -> str:
@@ -130,7 +106,7 @@ class Expire:
 
 
 def decide(record: ClaimRecord | None, claim: Claim, now_us: int) -> tuple[ClaimRecord | None, str]:
-    """First writer wins: ``(record to write or None, answer)`` for ``claim`` arriving at ``now_us``.
+    """First writer wins (``casty.protocol.tick_claim.first_writer_wins``): ``(record to write or None, answer)`` for ``claim`` arriving at ``now_us``.
 
     * a record exists: nothing to write, the answer is its winner (the claimant itself
       if it asks again, e.g. after a retry);
@@ -142,11 +118,10 @@ def decide(record: ClaimRecord | None, claim: Claim, now_us: int) -> tuple[Claim
     * otherwise: write ``ClaimRecord(claim.node, tick, tick + ttl)`` and, once the write
       is confirmed, answer ``claim.node``.
     """
-    if record is not None:
-        return None, record.winner
-    if is_expired(claim.tick_us, claim.ttl_us, now_us):
-        return None, REFUSED
-    return ClaimRecord(claim.node, claim.tick_us, claim.tick_us + claim.ttl_us), claim.node
+    expires_us, answer = first_writer_wins(
+        None if record is None else record.winner, claim.node, claim.tick_us, claim.ttl_us, now_us
+    )
+    return (None if expires_us is None else ClaimRecord(claim.node, claim.tick_us, expires_us)), answer
 
 
 @actor(initial=None)

@@ -19,7 +19,8 @@ from typing import Any
 import simpy
 
 from casty import ActorSystem, Askable, Context, actor
-from casty.cluster.claims import CLAIM_TTL_MIN_US, claim_key, schedule_fire
+from casty.cluster.claims import claim_key, schedule_fire
+from casty.protocol.tick_claim import CLAIM_TTL_MIN_US
 from casty.cluster.config import Cluster
 from casty._core.state import STATE_PAGE
 
