@@ -17,6 +17,7 @@ unit tests drive the very same objects, and a core's rules can be read and teste
   (epochs, stamps, frames, reports); ``replica_store``: the replica side, ``ReplicaStore``;
   ``key_owner``: the owner side, ``KeyOwner``;
 * ``handoff``: sync rounds in which a replica pulls the other nodes' stores before it counts;
+* ``tick_claim``: the claim rule of a cron tick in a cluster (first writer wins, expiry, the TTL);
 * ``wire``: the typed frame codec (a decoder builds only the types it was given, never imports);
 * ``limits``: the one frame limit every transport shares;
 * ``framing``: TCP's length-prefixed frames and the connection handshake (cluster name, secret
