@@ -46,7 +46,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch, Rectangle
-from matplotlib.text import Annotation
+from matplotlib.text import Annotation, Text
 
 from sim.trace import Row, Trace
 from sim.viz.cuts import band_handle, draw_bands, name_cuts
@@ -249,7 +249,7 @@ def ownership_chart(
     story = ownership_story(trace, spans, unit, fenced, len(repeated))
     # long node ids (a real cluster's HOST:PORT) would run the story off the figure: wrap each of its lines
     heading = title or "\n".join(textwrap.fill(part, 115) for part in f"{short}: {story}".split("\n"))
-    ax.set_title(heading, fontsize=FONT + 1.5, loc="left", pad=8)
+    heading_text = ax.set_title(heading, fontsize=FONT + 1.5, loc="left", pad=8)
 
     handles: list[Any] = [Patch(facecolor=key_style(0)[0], edgecolor="white", label="holds the owner epoch\n(one colour per epoch)")]
     if any(s.superseded_ns is not None for s in spans):
@@ -278,6 +278,8 @@ def ownership_chart(
     # span labels: inside the span when they fit; else after it, in full or as the bare epoch, when the lane is free there
     fig.draw_without_rendering()
     renderer = fig._get_renderer()  # type: ignore[attr-defined]
+    if title is None:
+        heading = _fit_heading(fig, ax, heading_text, renderer, f"{short}: {story}")
     bars = [rect for rect, _, _ in bar_texts]
     for rect, text, text_colour in bar_texts:
         x0, y0, h = rect.get_x(), rect.get_y(), rect.get_height()
@@ -306,6 +308,20 @@ def ownership_chart(
     if strip:
         ax.set_title(heading, fontsize=FONT + 1.5, loc="left", pad=8 + strip)
     return fig
+
+
+def _fit_heading(fig: Figure, ax: Axes, heading: Text, renderer: Any, text: str) -> str:
+    """The story wrapped narrower, 5 characters at a time, until the title is no wider than the axes (the legend is beside them).
+
+    115 characters fit the axes of most stories, but characters differ in width: a line of wide ones ran
+    past the axes into the legend column (swarm seed 0). A title that fits is left as it was.
+    """
+    width = 115
+    while heading.get_window_extent(renderer).x1 > ax.get_window_extent(renderer).x1 + 1 and width > 40:
+        width -= 5
+        heading.set_text("\n".join(textwrap.fill(part, width) for part in text.split("\n")))
+        fig.draw_without_rendering()
+    return heading.get_text()
 
 
 def _hex(rgba: Any) -> str:
