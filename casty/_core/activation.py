@@ -1,4 +1,11 @@
-"""One activation of one key: its mailbox, its runs, its writes and its schedule timers.
+"""One activation of one key: its lifecycle and its lease-fenced state writes.
+
+Its other jobs are mixins of ``Activation`` (no state of their own: these slots hold it),
+each in a module of its own: the mailbox and inbox reads (``mailbox.MailboxWork``), the
+persisted schedules (``activation_schedules.ScheduleWork``), and the timers, bridges and
+merges of a run (``activation_runs.RunWork``). Where its page writes go (memory, the durable
+store, the key's replicas) is its ``PageWriter`` (``casty._core.pages``), chosen once as it
+is made: the cluster node makes the replicated one, so this module knows no cluster.
 
 The lifecycle follows the activation table of the actor-model seed:
 
@@ -95,7 +102,7 @@ class Activation(RunWork, ScheduleWork):
         self._last_activity = self._loop.time()
         self._timers: dict[str, ActivationTimer] | None = None  # ctx.timer, made on first use
         # Where the writes go, chosen once: memory, the store, or (the cluster node's) the key's replicas.
-        cluster = system._cluster
+        cluster = system.cluster_node
         self._pages: PageWriter = cluster.page_writer(self) if cluster is not None else local_pages(self)
 
     @property
@@ -120,8 +127,8 @@ class Activation(RunWork, ScheduleWork):
         try:
             pages = self._pages
             recovered = pages.acquire_now() if pages.at_once else await pages.acquire()
-            if self.system._cluster is not None:
-                self.system._cluster.acquired(self.entity)  # it runs here: no orphan of it is left (the resume rule)
+            if self.system.cluster_node is not None:
+                self.system.cluster_node.acquired(self.entity)  # it runs here: no orphan of it is left (the resume rule)
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # store failure, unknown @behavior, undecodable pages
@@ -136,8 +143,8 @@ class Activation(RunWork, ScheduleWork):
             lease = self.lease
             ctx: Context[Any, Any] = Context(self, lease)
             self._reads = 0
-            if system._observer is not None:
-                system._emit_event(ev.ActivationStarted, self.type.name, self.key, lease, self.behavior.name, recovered, restart)
+            if system.observer is not None:
+                system.emit(ev.ActivationStarted, self.type.name, self.key, lease, self.behavior.name, recovered, restart)
             if restart == 0:
                 self._arm_recovered_schedules()  # after the start, so overdue firings queue behind nothing stale
             restart += 1
@@ -161,8 +168,8 @@ class Activation(RunWork, ScheduleWork):
                     # rerun at once for the rest of the mailbox.
                     self._drop_current("ask cancelled")
                     self._cancelled_ask = False
-                    self.lease = system._next_lease()
-                    system._emit_event(ev.ActivationEnded, self.type.name, self.key, lease, "cancelled")
+                    self.lease = system.next_lease()
+                    system.emit(ev.ActivationEnded, self.type.name, self.key, lease, "cancelled")
                     continue
                 if me.cancelling():
                     raise
@@ -182,7 +189,7 @@ class Activation(RunWork, ScheduleWork):
                     self._fail_ask(failed, error)
                     if failed.origin is not None:
                         self._report_failed_delivery(failed, error)
-                system._emit_event(
+                system.emit(
                     ev.ActivationFailed,
                     self.type.name,
                     self.key,
@@ -191,16 +198,16 @@ class Activation(RunWork, ScheduleWork):
                     type(failed.message).__qualname__ if failed is not None else None,
                     delay,
                 )
-                self.lease = system._next_lease()
+                self.lease = system.next_lease()
                 await asyncio.sleep(delay)
                 continue
             self._current = None
             if self._next_behavior is not None:
-                system._emit_event(ev.ActivationEnded, self.type.name, self.key, lease, "become")
+                system.emit(ev.ActivationEnded, self.type.name, self.key, lease, "become")
                 continue
             if self._mailbox:
-                self.lease = system._next_lease()
-                system._emit_event(ev.ActivationEnded, self.type.name, self.key, lease, "returned")
+                self.lease = system.next_lease()
+                system.emit(ev.ActivationEnded, self.type.name, self.key, lease, "returned")
                 continue
             await self._deactivate(lease, self._ending or "returned")
             return
@@ -208,12 +215,12 @@ class Activation(RunWork, ScheduleWork):
     def _adopt(self) -> tuple[bool, dict[str, bytes | None]]:
         """Take the key's pages as found: behavior, state and a new lease; returns what ``@active`` must write."""
         system = self.system
-        pages = self.pages = self._pages.pages = system._records.pages_of(self.entity)
+        pages = self.pages = self._pages.pages = system.records.pages_of(self.entity)
         behavior_page = pages.get(BEHAVIOR_PAGE)
         if behavior_page is not None:
             self.behavior = known_actor(system.codec.decode_value(behavior_page, str, "@behavior"))  # never an import
         recovered = STATE_PAGE in pages
-        self.lease = system._next_lease()
+        self.lease = system.next_lease()
         updates: dict[str, bytes | None] = {ACTIVE_PAGE: system.codec.encode_value([system.node, self.lease], "@active")}
         if recovered:
             self.state_value = self._decode_state(pages[STATE_PAGE])
@@ -241,15 +248,15 @@ class Activation(RunWork, ScheduleWork):
             return
         self._closed = True
         self._ending = "lost"
-        self.system._forget(self)
+        self.system.forget(self)
         self._cancel_timers()
         self._pages.close()
-        cluster = self.system._cluster
+        cluster = self.system.cluster_node
         if cluster is not None:
             cluster.orphaned(self.entity)  # @active stays: the key's owner must run it again (the resume rule)
         if self._life is not None:
             self._life.cancel()
-        self.system._emit_event(ev.ActivationEnded, self.type.name, self.key, self.lease, "lost")
+        self.system.emit(ev.ActivationEnded, self.type.name, self.key, self.lease, "lost")
         error = Unavailable(f"{self.type.name}[{self.key!r}]: owner epoch lost to {tuple(event.newer)}")
         if self._current is not None:
             self._fail_ask(self._current, error)
@@ -260,10 +267,10 @@ class Activation(RunWork, ScheduleWork):
     def _abandon(self, error: BaseException) -> None:
         """Activation itself failed: fail what waits, leave the table; the next message tries again."""
         self._closed = True
-        self.system._forget(self)
+        self.system.forget(self)
         self._pages.close()
-        self.system._emit_event(ev.ActivationFailed, self.type.name, self.key, self.lease, repr(error), None, 0.0)
-        cluster = self.system._cluster
+        self.system.emit(ev.ActivationFailed, self.type.name, self.key, self.lease, repr(error), None, 0.0)
+        cluster = self.system.cluster_node
         if cluster is not None:
             cluster.orphaned(self.entity, if_marked=True)  # a key left @active must be tried again (the resume rule)
         while self._mailbox:
@@ -273,9 +280,9 @@ class Activation(RunWork, ScheduleWork):
     async def _deactivate(self, lease: int, reason: str) -> None:
         """End this activation as idle (or released): clear ``@active``, stop timers, leave the table."""
         self._closed = True
-        self.system._forget(self)
+        self.system.forget(self)
         self._cancel_timers()
-        self.system._emit_event(ev.ActivationEnded, self.type.name, self.key, lease, reason)
+        self.system.emit(ev.ActivationEnded, self.type.name, self.key, lease, reason)
         await self._pages.deactivate(lease)
 
     def stop(self, reason: str, why: str = "the actor system stopped") -> None:
@@ -288,7 +295,7 @@ class Activation(RunWork, ScheduleWork):
         if self._life is not None:
             self._life.cancel()
         if self._in_body:
-            self.system._emit_event(ev.ActivationEnded, self.type.name, self.key, self.lease, reason)
+            self.system.emit(ev.ActivationEnded, self.type.name, self.key, self.lease, reason)
         self._pages.close()
         error = Unavailable(f"{self.type.name}[{self.key!r}]: {why}")
         if self._current is not None:
@@ -334,7 +341,7 @@ class Activation(RunWork, ScheduleWork):
         """Refuse a write from a replaced run (``lease``) or, for the key's own writes (None), a closed activation."""
         if self._closed or (lease is not None and lease != self.lease):
             shown = self.lease if lease is None else lease
-            self.system._emit_event(ev.WriteFailed, self.type.name, self.key, shown, operation, "fenced")
+            self.system.emit(ev.WriteFailed, self.type.name, self.key, shown, operation, "fenced")
             held = "no activation" if self._closed else f"lease {self.lease}"
             raise Fenced(f"{self.type.name}[{self.key!r}]: {operation} from lease {shown} refused; the key is held by {held}")
 
@@ -405,7 +412,7 @@ class Activation(RunWork, ScheduleWork):
     def _rotate_lease_after(self, lease: int) -> None:
         """Retire ``lease`` now: the run holding it may finish its step but can no longer write."""
         self._check_lease(lease, "become")
-        self.lease = self.system._next_lease()
+        self.lease = self.system.next_lease()
 
     async def become(self, lease: int, behavior: ActorType[Any, Any], state: Any, *, has_state: bool) -> None:
         if not isinstance(behavior, ActorType):

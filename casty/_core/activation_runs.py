@@ -97,7 +97,7 @@ class RunWork(MailboxWork):
             timer.timer = None
         if self._timers is not None and self._timers.get(timer.name) is timer:
             del self._timers[timer.name]
-        self.system._emit_event(ev.TimerCancelled, self.type.name, self.key, timer.name, reason)
+        self.system.emit(ev.TimerCancelled, self.type.name, self.key, timer.name, reason)
 
     def _tick(self, timer: ActivationTimer) -> None:
         """A timer went off: its message goes to this activation's mailbox (never to a new activation)."""
@@ -108,8 +108,8 @@ class RunWork(MailboxWork):
         try:
             self.deliver(Envelope(timer.message, quiet=not timer.keep_alive, origin=f"timer:{timer.name}"))
         except MailboxFull as exc:
-            self.system._emit_event(ev.MessageDropped, self.type.name, self.key, type(timer.message).__qualname__, str(exc))
-        self.system._emit_event(ev.TimerFired, self.type.name, self.key, timer.name, timer.keep_alive)
+            self.system.emit(ev.MessageDropped, self.type.name, self.key, type(timer.message).__qualname__, str(exc))
+        self.system.emit(ev.TimerFired, self.type.name, self.key, timer.name, timer.keep_alive)
         if timer.every is None:
             self.cancel_timer(timer, "done")
             return
@@ -145,7 +145,7 @@ class RunWork(MailboxWork):
             raise
         except Exception as exc:
             if failed is None:
-                self.system._emit_event(ev.MessageDropped, self.type.name, self.key, "to_self", f"work failed: {exc!r}")
+                self.system.emit(ev.MessageDropped, self.type.name, self.key, "to_self", f"work failed: {exc!r}")
                 return
             message = failed(exc)
         else:
@@ -161,7 +161,7 @@ class RunWork(MailboxWork):
         try:
             self.system.tell(self.ref, message)
         except (CastyError, NotStarted) as exc:
-            self.system._emit_event(ev.MessageDropped, self.type.name, self.key, type(message).__qualname__, f"{via}: {exc}")
+            self.system.emit(ev.MessageDropped, self.type.name, self.key, type(message).__qualname__, f"{via}: {exc}")
 
     def _cancel_run_tasks(self) -> None:
         if not self._run_tasks:

@@ -118,11 +118,11 @@ class ScheduleWork(MailboxWork):
             self.system.timers.cancel(armed.timer)
             armed.timer = None
         del self._writable_schedules()[armed.name]
-        self.system._emit_event(ev.ScheduleCancelled, self.type.name, self.key, armed.name, reason)
+        self.system.emit(ev.ScheduleCancelled, self.type.name, self.key, armed.name, reason)
 
     def _end_out_of_range(self, armed: ArmedSchedule, due: int, now: int) -> None:
         """An interval whose next due would pass year 9999, where no datetime can say when: this firing was its last."""
-        self.system._emit_event(ev.ScheduleFired, self.type.name, self.key, armed.name, due, now, None)
+        self.system.emit(ev.ScheduleFired, self.type.name, self.key, armed.name, due, now, None)
         self._remove_schedule(armed, "out-of-range")
         self._pages.commit_soon({SCHEDULES_PAGE: self._schedules_page()}, "schedule.fire")
 
@@ -132,7 +132,7 @@ class ScheduleWork(MailboxWork):
         delay = wait_us / 1_000_000 if wait_us > 0 else 0.0
         armed.timer = self.system.timers.arm_wall_method(self._loop.time() + delay, armed.due_us, ScheduleWork._fire, self, armed)
         if announce:
-            self.system._emit_event(ev.ScheduleArmed, self.type.name, self.key, armed.name, armed.due_us, armed.every_us)
+            self.system.emit(ev.ScheduleArmed, self.type.name, self.key, armed.name, armed.due_us, armed.every_us)
 
     def _arm_recovered_schedules(self) -> None:
         """Install the timers of the ``@schedules`` page; a time that passed while inactive fires once, now."""
@@ -146,12 +146,12 @@ class ScheduleWork(MailboxWork):
         for entry in decode_schedules(page):
             problem = entry.problem()
             if problem is not None:
-                self.system._emit_event(ev.MessageDropped, self.type.name, self.key, entry.name, f"unusable schedule: {problem}")
+                self.system.emit(ev.MessageDropped, self.type.name, self.key, entry.name, f"unusable schedule: {problem}")
                 continue
             try:
                 message = codec.decode_message(entry.message, self.behavior.schema)
             except SchemaError as exc:
-                self.system._emit_event(ev.MessageDropped, self.type.name, self.key, entry.name, f"undecodable schedule: {exc}")
+                self.system.emit(ev.MessageDropped, self.type.name, self.key, entry.name, f"undecodable schedule: {exc}")
                 continue
             armed = ArmedSchedule(entry.name, message, entry.message, entry.due_us, entry.every_us)
             self._writable_schedules()[entry.name] = armed
@@ -180,11 +180,11 @@ class ScheduleWork(MailboxWork):
                 envelope = armed.envelope = Envelope(armed.message)
             self.deliver(envelope)
         except MailboxFull as exc:
-            system._emit_event(ev.MessageDropped, self.type.name, self.key, type(armed.message).__qualname__, str(exc))
+            system.emit(ev.MessageDropped, self.type.name, self.key, type(armed.message).__qualname__, str(exc))
         loop_now = self._last_activity = self._loop.time()
         every = armed.every_us
         if every is None:
-            system._emit_event(ev.ScheduleFired, self.type.name, self.key, armed.name, due, now, None)
+            system.emit(ev.ScheduleFired, self.type.name, self.key, armed.name, due, now, None)
             self._remove_schedule(armed, "done")
         else:
             next_us, skipped = catch_up(due, every, now)  # the first grid time after now: no burst
@@ -192,7 +192,7 @@ class ScheduleWork(MailboxWork):
                 self._end_out_of_range(armed, due, now)
                 return
             armed.due_us = next_us
-            observer = system._observer
+            observer = system.observer
             if observer is not None:
                 observer(ev.ScheduleFired(self.type.name, self.key, armed.name, due, now, next_us))
                 if skipped:

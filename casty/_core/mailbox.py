@@ -278,7 +278,7 @@ class MailboxWork:
                 self._cancelled_ask = True
                 self._life.cancel()
             return
-        self.system._emit_event(
+        self.system.emit(
             ev.MessageDropped, self.type.name, self.key, type(ask.message).__qualname__, "ask cancelled while queued"
         )
 
@@ -286,7 +286,7 @@ class MailboxWork:
         env = self._current
         self._current = None
         if env is not None:
-            self.system._emit_event(ev.MessageDropped, self.type.name, self.key, type(env.message).__qualname__, reason)
+            self.system.emit(ev.MessageDropped, self.type.name, self.key, type(env.message).__qualname__, reason)
 
     def _report_failed_delivery(self, env: Envelope, error: BaseException) -> None:
         """A scheduled delivery made the body fail: a dead letter naming the target (timers: a warning). Never retried."""
@@ -294,13 +294,13 @@ class MailboxWork:
         if origin.startswith("timer:"):
             _log.warning("%s[%r]: timer %s: handler failed: %r", self.type.name, self.key, origin[6:], error)
             return
-        self.system._emit_event(
+        self.system.emit(
             ev.DeadLetter, self.type.name, self.key, type(env.message).__qualname__, repr(error), origin
         )
 
     def _fail_ask(self, env: Envelope, error: BaseException) -> None:
         ask = env.ask
-        self.system._emit_event(
+        self.system.emit(
             ev.MessageDropped, self.type.name, self.key, type(env.message).__qualname__, f"failed: {error!r}"
         )
         if ask is None:
@@ -324,11 +324,11 @@ class MailboxWork:
         """
         system = self.system
         if reply_to.node != system.node:
-            if system._cluster is not None:
-                system._cluster.fail(reply_to, error, self.type.name, self.key, message)
+            if system.cluster_node is not None:
+                system.cluster_node.fail(reply_to, error, self.type.name, self.key, message)
             return
         home = reply_to._system if reply_to._system is not None else system
-        pending = home._pending.get(reply_to.request)
+        pending = home.pending_ask(reply_to.request)
         if pending is None or pending.future.done():
             return
         if isinstance(error, Unavailable):

@@ -146,7 +146,7 @@ class MemoryPages:
         self.activation = activation
         self.entity = activation.entity
         self.system = activation.system
-        self.versions = activation.system._records.versions  # made once, changed in place only
+        self.versions = activation.system.records.versions  # made once, changed in place only
         self.pages: dict[str, bytes] | None = None  # the key's pages in the system's KeyRecords, once acquired
         self.confirm_later = False
         self.at_once = True
@@ -200,7 +200,7 @@ class MemoryPages:
         """The shared tail of the two writes above: the new version and its event."""
         versions = self.versions
         version = versions[self.entity] = versions[self.entity] + 1
-        observer = self.system._observer
+        observer = self.system.observer
         if observer is not None:
             activation = self.activation
             observer(ev.WriteConfirmed(activation.type.name, activation.key, activation.lease if lease is None else lease, version, names))
@@ -255,7 +255,7 @@ class StorePages(MemoryPages):
         """Find the key's pages (the node's copy, else the store), adopt them, write ``@active``."""
         activation = self.activation
         system = self.system
-        records = system._records
+        records = system.records
         entity = self.entity
         if entity not in records and self.store is not None:
             stored = await self.store.load(entity[0], entity[1])
@@ -273,7 +273,7 @@ class StorePages(MemoryPages):
         version = versions[self.entity] = versions[self.entity] + 1
         if self.store is not None:
             self._schedule_flush()
-        observer = self.system._observer
+        observer = self.system.observer
         if observer is not None:
             activation = self.activation
             observer(ev.WriteConfirmed(activation.type.name, activation.key, activation.lease if lease is None else lease, version, names))
@@ -286,7 +286,7 @@ class StorePages(MemoryPages):
         activation = self.activation
         activation._check_lease(lease, operation)
         version = await self._write_through(lease, updates, operation)
-        self.system._emit_event(
+        self.system.emit(
             ev.WriteConfirmed, activation.type.name, activation.key, activation.lease if lease is None else lease, version, tuple(updates)
         )
         return version
@@ -295,7 +295,7 @@ class StorePages(MemoryPages):
         """Applied now, or saved in the background if write-through."""
         if self.confirm_later:
             task = self.activation._loop.create_task(self._commit_quietly(updates, operation))
-            self.system._track(task)
+            self.system.track(task)
             return
         self.write_now(None, updates, operation)
 
@@ -321,7 +321,7 @@ class StorePages(MemoryPages):
         """
         activation = self.activation
         current = self.pages
-        records = self.system._records
+        records = self.system.records
         assert current is not None and self.store is not None
         async with records.lock(self.entity):
             if fence:
@@ -346,7 +346,7 @@ class StorePages(MemoryPages):
         """Write-behind: save the node's latest pages of the key (the store keeps the greatest ``(epoch, version)``)."""
         pages = self.pages
         assert pages is not None and self.store is not None
-        records = self.system._records
+        records = self.system.records
         version = records.versions[self.entity]
         try:
             await self._persist(pages, version, records.epochs.get(self.entity, NO_EPOCH))
@@ -354,7 +354,7 @@ class StorePages(MemoryPages):
             raise
         except Exception:
             activation = self.activation
-            self.system._emit_event(ev.WriteFailed, activation.type.name, activation.key, activation.lease, "flush", "unavailable")
+            self.system.emit(ev.WriteFailed, activation.type.name, activation.key, activation.lease, "flush", "unavailable")
 
     async def _persist_within(
         self,
@@ -374,7 +374,7 @@ class StorePages(MemoryPages):
             raise
         except Exception as exc:
             name, key = self.entity
-            self.system._emit_event(ev.WriteFailed, name, key, lease, operation, "unavailable")
+            self.system.emit(ev.WriteFailed, name, key, lease, operation, "unavailable")
             why = f"no answer within write_timeout = {limit:g} s" if isinstance(exc, TimeoutError) and limit else repr(exc)
             raise Unavailable(f"{name}[{key!r}]: {operation} {failed}: {why}") from exc
 
@@ -393,13 +393,13 @@ class StorePages(MemoryPages):
             return
         assert isinstance(self.durable, timedelta)
         self._flush_handle = self.activation._loop.call_later(self.durable.total_seconds(), self._flush)
-        self.system._dirty[self.activation] = None
+        self.system.dirty[self.activation] = None
 
     def _flush(self) -> None:
         self._flush_handle = None
-        self.system._dirty.pop(self.activation, None)
+        self.system.dirty.pop(self.activation, None)
         task = self.activation._loop.create_task(self.flush_now())
-        self.system._track(task)
+        self.system.track(task)
 
     async def flush_now(self) -> None:
         self.drop_flush()
@@ -409,7 +409,7 @@ class StorePages(MemoryPages):
         if self._flush_handle is not None:
             self._flush_handle.cancel()
             self._flush_handle = None
-        self.system._dirty.pop(self.activation, None)
+        self.system.dirty.pop(self.activation, None)
 
 
 def local_pages(activation: Activation) -> MemoryPages:

@@ -7,7 +7,7 @@ write of a turn is staged in the key's group (``OwnerSlot.stage``) with its wait
 settled here when the owner reports the group (``Confirmed``, ``Fenced``, ``WriteTimedOut``)
 or when the activation ends. A waiter is either a future a coroutine awaits, which gets the
 group's ``(version, pages)``, or a ``_Staged`` that settles itself (a state write, a
-schedule's firing: no coroutine per write). The node's copy in ``system._records`` only ever
+schedule's firing: no coroutine per write). The node's copy in ``system.records`` only ever
 holds confirmed pages. A durable type also keeps a copy of every confirmed write in the
 node's store (``StorePages``, the base).
 
@@ -83,14 +83,14 @@ class _Staged(msgspec.Struct):
             if self.names is STATE_PAGES and version >= activation._state_version:
                 activation._state_version = version
                 activation.state_value = self.value
-            observer = system._observer
+            observer = system.observer
             if observer is not None:
                 observer(ev.WriteConfirmed(activation.type.name, activation.key, self.lease, version, self.names))
             if future is not None and not future.done():
                 future.set_result(None)
         else:
             why = "fenced" if isinstance(error, Fenced) else "unavailable"
-            system._emit_event(ev.WriteFailed, activation.type.name, activation.key, self.lease, self.operation, why)
+            system.emit(ev.WriteFailed, activation.type.name, activation.key, self.lease, self.operation, why)
             if future is not None and not future.done():
                 future.set_exception(error)
                 future.exception()  # retrieved: the waiting task may be gone (cancelled) by now
@@ -145,7 +145,7 @@ class ReplicatedPages(StorePages):
         cluster = self.cluster
         codec = system.codec
         entity = self.entity
-        activation.lease = system._next_lease()
+        activation.lease = system.next_lease()
         active = codec.encode_value([system.node, activation.lease], "@active")
         initial = activation._encode_initial()
 
@@ -204,14 +204,14 @@ class ReplicatedPages(StorePages):
                     raise  # round_hint now holds the newer epoch: the next acquisition starts above it
         acquired = reported if type(reported) is Acquired else await self._hold_once_saved(slot, reported)
         self._acquiring = None
-        records = system._records
+        records = system.records
         pages = activation.pages = self.pages = records.pages_of(entity)
         pages.clear()
         pages.update(acquired.pages)
         records.versions[entity] = acquired.version
         if self.store is not None:
             records.epochs[entity] = acquired.epoch
-        system._emit_event(
+        system.emit(
             ev.EpochAcquired, actor_type.name, activation.key, acquired.epoch.round, acquired.epoch.node, acquired.version,
             stored_version if from_store[0] else acquired.found.version,
         )
@@ -354,7 +354,7 @@ class ReplicatedPages(StorePages):
             self._stage_quietly(updates, operation)
             return
         task = self.activation._loop.create_task(self._commit_quietly(updates, operation))
-        self.system._track(task)
+        self.system.track(task)
 
     def write_state_later(self, lease: int, value: Any, data: bytes) -> Awaitable[None]:
         """With no store behind the key: the future a ``_Staged`` settles (no coroutine per write); else ``write_state``."""
@@ -367,7 +367,7 @@ class ReplicatedPages(StorePages):
             try:  # _stage, inline: once per state write
                 slot.stage({STATE_PAGE: data})
             except MessageTooLarge:
-                self.system._emit_event(ev.WriteFailed, activation.type.name, activation.key, lease, "state.set", "too_large")
+                self.system.emit(ev.WriteFailed, activation.type.name, activation.key, lease, "state.set", "too_large")
                 raise
             self._staged_waiters.append(_Staged(activation, lease, "state.set", STATE_PAGES, future, value))
             return future
@@ -400,14 +400,14 @@ class ReplicatedPages(StorePages):
         try:
             version, pages = await future
         except Fenced:
-            self.system._emit_event(ev.WriteFailed, name, key, shown, operation, "fenced")
+            self.system.emit(ev.WriteFailed, name, key, shown, operation, "fenced")
             raise
         except Unavailable:
-            self.system._emit_event(ev.WriteFailed, name, key, shown, operation, "unavailable")
+            self.system.emit(ev.WriteFailed, name, key, shown, operation, "unavailable")
             raise
         if self.store is not None:
             await self._store_replicated(pages, version, epoch, shown, operation)
-        self.system._emit_event(ev.WriteConfirmed, name, key, shown, version, tuple(updates))
+        self.system.emit(ev.WriteConfirmed, name, key, shown, version, tuple(updates))
         return version
 
     def _replicated_slot(self, lease: int | None, operation: str, fence: bool) -> tuple[OwnerSlot, int]:
@@ -419,7 +419,7 @@ class ReplicatedPages(StorePages):
         shown = activation.lease if lease is None else lease
         if slot is None or slot.owner.phase not in ("held", "lost"):
             name, key = self.entity
-            self.system._emit_event(ev.WriteFailed, name, key, shown, operation, "unavailable")
+            self.system.emit(ev.WriteFailed, name, key, shown, operation, "unavailable")
             raise Unavailable(f"{name}[{key!r}]: {operation}: the key's owner epoch is not held")
         return slot, shown
 
@@ -430,7 +430,7 @@ class ReplicatedPages(StorePages):
             slot.stage(updates)
         except MessageTooLarge:
             name, key = self.entity
-            self.system._emit_event(ev.WriteFailed, name, key, shown, operation, "too_large")
+            self.system.emit(ev.WriteFailed, name, key, shown, operation, "too_large")
             raise
         self._staged_waiters.append(waiter)
 
