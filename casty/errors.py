@@ -40,11 +40,20 @@ class Unavailable(CastyError):
 
 
 class Fenced(Unavailable):
-    """A state write came from an activation (lease) or an owner (epoch) that has been replaced."""
+    """A state write came from an activation (lease) or an owner (epoch) that has been replaced.
+
+    The one exception of the kind. The replication core reports a write a replica refused
+    for a newer epoch as ``casty.protocol.replication.WriteFenced`` (a report, not raised);
+    the activation turns that report into this.
+    """
 
 
 class Refused(CastyError):
-    """The peer or the runtime declined the request (for example a frame from another cluster)."""
+    """The peer or the runtime declined the request (for example a frame from another cluster).
+
+    Not the TCP handshake's answer frame, which is ``casty.protocol.framing.HandshakeRefused``
+    (the transport reports a refused handshake as a failed connection, not as this).
+    """
 
 
 class MessageTooLarge(CastyError, ValueError):
@@ -73,13 +82,20 @@ class ActorFailed(CastyError):
 
 
 class RemoteError(CastyError):
-    """An exception raised on another node, as it crossed the network: its type name and its text.
+    """An exception raised elsewhere, known here only by its type name and its text.
 
     The exception object itself cannot travel (its class may not even exist here, and
-    nothing is ever unpickled), so the node that saw it sends ``type(error).__name__``,
-    ``str(error)`` and ``repr(error)``; this class carries them. Its ``repr`` is the
-    original one, so an ``ActorFailed`` wrapping it words the failure exactly as it would
-    have on one node.
+    nothing is ever unpickled), so what saw it sends names and text instead, and this one
+    class carries them wherever they arrive:
+
+    * a node whose body failed an ask of another node sends ``type(error).__name__``,
+      ``str(error)`` and ``repr(error)``; the asker's ``ActorFailed`` wraps this error, and
+      since its ``repr`` is the original one, words the failure exactly as on one node;
+    * a gateway answers a ``ClusterClient`` with the class name and text of the error, and
+      the client raises this for a class it has none of (``ActorFailed`` among them).
+
+    ``type_name`` and ``text`` are also ``error`` and ``reason`` (the client's names for them);
+    ``str`` is the text, as it is of the original exception.
     """
 
     def __init__(self, type_name: str, text: str, shown: str | None = None) -> None:
@@ -87,6 +103,16 @@ class RemoteError(CastyError):
         self.type_name = type_name
         self.text = text
         self.shown = shown if shown else f"{type_name}({text!r})"
+
+    @property
+    def error(self) -> str:
+        """The class name of the original exception (``type_name``)."""
+        return self.type_name
+
+    @property
+    def reason(self) -> str:
+        """The original exception's text (``text``)."""
+        return self.text
 
     def __repr__(self) -> str:
         return self.shown

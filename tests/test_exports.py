@@ -154,3 +154,30 @@ def test_importing_a_module_first_in_a_fresh_interpreter_makes_no_cycle(first: s
     code = f"import {first}, casty; print(casty.Cluster.__name__, casty.ActorSystem.__name__)"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60)
     assert (done.returncode, done.stdout.strip(), done.stderr) == (0, "Cluster ActorSystem", "")
+
+
+def _casty_classes() -> list[type]:
+    """Every class defined in a module of casty (each module imported; none runs a node on import)."""
+    import importlib
+    import inspect
+    import pkgutil
+
+    found: list[type] = []
+    for info in pkgutil.walk_packages(casty.__path__, "casty."):
+        if info.name == "casty.__main__":
+            continue
+        module = importlib.import_module(info.name)
+        found += [obj for _, obj in inspect.getmembers(module, inspect.isclass) if obj.__module__ == info.name]
+    return found
+
+
+def test_each_public_error_name_is_one_class_defined_in_casty_errors() -> None:
+    """No casty module defines a class named like an error of casty.errors (one RemoteError, one Fenced, one Refused)."""
+    import casty.errors
+
+    names = {name for name, obj in vars(casty.errors).items() if isinstance(obj, type) and issubclass(obj, BaseException)}
+    twins = sorted(f"{cls.__module__}.{cls.__qualname__}" for cls in _casty_classes() if cls.__name__ in names and cls.__module__ != "casty.errors")
+    assert twins == []
+    from casty.cluster.client import RemoteError
+
+    assert RemoteError is casty.RemoteError  # the client raises the one class, as the runtime does

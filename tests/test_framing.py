@@ -27,7 +27,7 @@ from casty.protocol.framing import (
     Hello,
     OverBudget,
     Proof,
-    Refused,
+    HandshakeRefused as Refused,
     Step,
     Welcome,
     encode_frame,

@@ -38,7 +38,7 @@ from casty.protocol.replication import (
     Acquired,
     Confirmed,
     Epoch,
-    Fenced,
+    WriteFenced as Fenced,
     Level,
     Lost,
     Nack,

@@ -36,7 +36,7 @@ from casty.protocol.framing import (
     FrameDecoder,
     FrameError,
     Hello,
-    Refused,
+    HandshakeRefused as Refused,
     Welcome,
     decode_hello,
     decode_reply,

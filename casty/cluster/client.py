@@ -36,7 +36,6 @@ from typing import Any, Final
 
 from .._core.actor import ActorType
 from ..errors import (
-    CastyError,
     ConfigurationError,
     Fenced,
     InvalidIdentity,
@@ -44,6 +43,7 @@ from ..errors import (
     MessageTooLarge,
     NotStarted,
     ReentrancyError,
+    RemoteError,
     SchemaError,
     Unavailable,
     UnknownActor,
@@ -74,15 +74,6 @@ GRACE: Final = 1.0
 # --- errors by name ------------------------------------------------------------------------
 
 
-class RemoteError(CastyError):
-    """A gateway answered with an error this client has no class for; ``error`` is its class name."""
-
-    def __init__(self, error: str, reason: str) -> None:
-        super().__init__(f"{error}: {reason}" if reason else error)
-        self.error = error
-        self.reason = reason
-
-
 _ERRORS: Final[dict[str, type[Exception]]] = {
     cls.__name__: cls
     for cls in (
@@ -93,7 +84,7 @@ _ERRORS: Final[dict[str, type[Exception]]] = {
 
 
 def error_from(result: Result) -> Exception:
-    """The exception a ``Result`` with ``error`` set stands for (``RemoteError`` for an unknown class name).
+    """The exception a ``Result`` with ``error`` set stands for (``casty.errors.RemoteError`` for an unknown class name).
 
     ``ActorFailed`` carries the remote exception only as text, so it comes back as ``RemoteError``
     with ``error == "ActorFailed"``.

@@ -31,7 +31,7 @@ from ..errors import Fenced, MessageTooLarge, Unavailable
 from ..protocol.replication import (
     ZERO_STAMP, Acquired, AcquireTimedOut, Confirmed, Epoch, Lost, Persisting, Stamp, WriteTimedOut,
 )
-from ..protocol.replication import Fenced as EpochFenced
+from ..protocol.replication import WriteFenced
 
 if TYPE_CHECKING:
     from .._core.activation import Activation
@@ -314,10 +314,10 @@ class ReplicatedPages(StorePages):
         if isinstance(event, Acquired | Persisting):
             if acquiring is not None and not acquiring.done():
                 acquiring.set_result(event)
-        elif isinstance(event, EpochFenced | WriteTimedOut):
+        elif isinstance(event, WriteFenced | WriteTimedOut):
             entry = self._writes.pop(event.version, None)
             if entry is not None:
-                if isinstance(event, EpochFenced):
+                if isinstance(event, WriteFenced):
                     error: Unavailable = Fenced(f"{where}: write {event.version} fenced: a newer owner epoch {tuple(event.newer)} exists")
                 else:
                     error = Unavailable(f"{where}: write {event.version} got no write quorum within write_timeout = {self._write_timeout():g} s")

@@ -9,7 +9,7 @@ Wire format. Every frame is a 4-byte big-endian length followed by that many byt
 length over the receiver's ``max_frame`` (``casty.protocol.limits.MAX_FRAME``, 4 MiB, by
 default) is refused from the header alone, before any payload is buffered. A connection
 starts with one handshake frame each way: the dialer sends ``Hello(magic, cluster, node)``
-(msgpack, via msgspec), the acceptor answers ``Welcome(node)`` or ``Refused(reason)`` and
+(msgpack, via msgspec), the acceptor answers ``Welcome(node)`` or ``HandshakeRefused(reason)`` and
 closes. A refusal is given for another cluster name, another protocol ``magic``, an empty
 node id or this node's own id (``refusal``). A handshake frame may not exceed
 ``HANDSHAKE_MAX`` (1 KiB), so a stranger cannot make a node buffer megabytes before saying
@@ -69,7 +69,7 @@ __all__ = [
     "encode_frame",
     "Hello",
     "Welcome",
-    "Refused",
+    "HandshakeRefused",
     "Challenge",
     "Proof",
     "encode_handshake",
@@ -233,20 +233,23 @@ class Welcome(msgspec.Struct, frozen=True, tag="welcome"):
     node: str
 
 
-class Refused(msgspec.Struct, frozen=True, tag="refused"):
-    """The acceptor's no, with a reason; the acceptor closes the connection after it."""
+class HandshakeRefused(msgspec.Struct, frozen=True, tag="refused"):
+    """The acceptor's no, with a reason; the acceptor closes the connection after it.
+
+    A handshake frame (tag ``"refused"`` on the wire), not the public ``casty.errors.Refused``.
+    """
 
     reason: str
 
 
 _ENCODER: Final = msgspec.msgpack.Encoder()
 _HELLO_DECODER: Final = msgspec.msgpack.Decoder(Hello)
-_REPLY_DECODER: Final[msgspec.msgpack.Decoder[Welcome | Refused | Challenge]] = msgspec.msgpack.Decoder(
-    Welcome | Refused | Challenge
+_REPLY_DECODER: Final[msgspec.msgpack.Decoder[Welcome | HandshakeRefused | Challenge]] = msgspec.msgpack.Decoder(
+    Welcome | HandshakeRefused | Challenge
 )
 _PROOF_DECODER: Final = msgspec.msgpack.Decoder(Proof)
 
-Handshake = Hello | Welcome | Refused | Challenge | Proof
+Handshake = Hello | Welcome | HandshakeRefused | Challenge | Proof
 
 
 def encode_handshake(message: Handshake) -> bytes:
@@ -262,7 +265,7 @@ def decode_hello(frame: bytes) -> Hello:
         raise FrameError(f"malformed handshake: {exc}") from None
 
 
-def decode_reply(frame: bytes) -> Welcome | Refused | Challenge:
+def decode_reply(frame: bytes) -> Welcome | HandshakeRefused | Challenge:
     """The acceptor's answer to a ``Hello`` (or to a ``Proof``); ``FrameError`` if it is none of those."""
     try:
         return _REPLY_DECODER.decode(frame)
@@ -463,7 +466,7 @@ class Acceptor:
 
     def _refuse(self, why: str) -> Step:
         self.state = "refused"
-        return Step(encode_handshake(Refused(why)), done=True, refused=why)
+        return Step(encode_handshake(HandshakeRefused(why)), done=True, refused=why)
 
     def _welcome(self, frames: tuple[bytes, ...] = ()) -> Step:
         self.state = "open"
@@ -554,7 +557,7 @@ class Dialer:
         secret = self._secret
         while frames:
             answer = decode_reply(frames.pop(0))
-            if isinstance(answer, Refused):
+            if isinstance(answer, HandshakeRefused):
                 raise HandshakeError(f"refused: {answer.reason}")
             if answer.node != self.peer:
                 raise HandshakeError(f"reached node {answer.node!r} instead of {self.peer!r}")

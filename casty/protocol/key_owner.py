@@ -21,7 +21,7 @@ from .replication import (
     Confirmed,
     Entity,
     Epoch,
-    Fenced,
+    WriteFenced,
     Level,
     Lost,
     Nack,
@@ -212,15 +212,15 @@ class KeyOwner:
         """Write the pages after ``updates`` (None deletes a page) or, with ``tombstone``, delete them all.
 
         Returns the write id (its version, unique under this epoch) and the outputs. The
-        outcome comes later as ``Confirmed``, ``Fenced`` or ``WriteTimedOut`` of that version;
-        once the owner is ``lost``, at once as ``Fenced``.
+        outcome comes later as ``Confirmed``, ``WriteFenced`` or ``WriteTimedOut`` of that version;
+        once the owner is ``lost``, at once as ``WriteFenced``.
         """
         if tombstone and updates:
             raise ValueError(f"{self.entity}: a tombstone deletes every page; it takes no updates")
         if self.phase == "lost":
             self.version += 1
             assert self.newer is not None
-            return self.version, [Report(Fenced(self.entity, self.epoch, self.version, self.newer))]
+            return self.version, [Report(WriteFenced(self.entity, self.epoch, self.version, self.newer))]
         if self.phase != "held":
             raise RuntimeError(f"{self.entity}: write while {self.phase} (the body starts after Acquired)")
         if tombstone:
@@ -394,7 +394,7 @@ class KeyOwner:
         if self.phase in ("preparing", "writing_back", "persisting"):
             out.append(CancelTimer(ACQUIRE_TIMER))
         for version in self._pending:
-            out.append(Report(Fenced(self.entity, self.epoch, version, newer)))
+            out.append(Report(WriteFenced(self.entity, self.epoch, version, newer)))
         self._pending.clear()
         self._disarm_write_timer(out)
         self._disarm_resend(out)

@@ -13,7 +13,7 @@ node follow the rules, each in a module of its own:
   node acquires and holds. ``acquire`` mints a fresh epoch and prepares every replica;
   ``receive`` takes their answers; ``write`` sends fenced quorum writes; ``timer`` takes the
   timeouts. Its facts come out as ``Report`` of ``Acquired``, ``Lost``, ``AcquireTimedOut``,
-  ``Confirmed``, ``Fenced`` and ``WriteTimedOut``.
+  ``Confirmed``, ``WriteFenced`` and ``WriteTimedOut``.
 
 The rules (epoch = (round, node), stamp = (epoch, version), both compared as tuples):
 
@@ -33,8 +33,8 @@ The rules (epoch = (round, node), stamp = (epoch, version), both compared as tup
    ``Confirmed`` once ``write quorum`` replicas acked some version ``>= v``. Writes may
    be pipelined; confirmations come out in version order.
 5. **Fence.** A ``Nack`` naming a newer epoch ends the owner: every pending write is
-   reported ``Fenced``, then ``Lost``; later writes are ``Fenced`` at once, without frames.
-   ``Fenced`` and ``WriteTimedOut`` mean *not confirmed*, not *not applied*: such a write
+   reported ``WriteFenced``, then ``Lost``; later writes are ``WriteFenced`` at once, without frames.
+   ``WriteFenced`` and ``WriteTimedOut`` mean *not confirmed*, not *not applied*: such a write
    may still surface at the next owner (the driver raises ``Unavailable`` for both).
    An owner can win its quorums without a replica that had promised a newer epoch (to an
    acquisition that then failed; the owner could not have seen that round). So that the
@@ -123,7 +123,7 @@ __all__ = [
     "Lost",
     "AcquireTimedOut",
     "Confirmed",
-    "Fenced",
+    "WriteFenced",
     "WriteTimedOut",
 ]
 
@@ -312,8 +312,12 @@ class Confirmed(msgspec.Struct, frozen=True):
 
 
 @dataclass(frozen=True, slots=True)
-class Fenced:
-    """Write ``version`` was refused: a replica promised ``newer``. Not confirmed (it may still surface)."""
+class WriteFenced:
+    """Write ``version`` was refused: a replica promised ``newer``. Not confirmed (it may still surface).
+
+    A report of the core, not an exception: the activation turns it into the public
+    ``casty.errors.Fenced`` its writer raises (a replaced run's write, by lease or by epoch).
+    """
 
     entity: Entity
     epoch: Epoch
