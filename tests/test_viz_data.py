@@ -13,6 +13,7 @@ from sim import scenarios
 from sim.viz.data import (
     activation_bars,
     day_label,
+    default_window,
     epoch_spans,
     frame_at,
     node_events,
@@ -22,7 +23,10 @@ from sim.viz.data import (
     select_schedule,
     spells,
 )
+from sim.viz.data.activations import timeline_nodes
 from sim.viz.data.nodes import Span
+from sim.viz.data.ownership import cluster_nodes, key_marks
+from sim.viz.data.spacetime import node_marks, spacetime_lanes
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -126,3 +130,40 @@ def test_no_view_module_is_over_600_lines() -> None:
     """Modules small with one job: every module under sim/viz holds at most 600 lines."""
     sizes = {str(p.relative_to(ROOT)): len(p.read_text().splitlines()) for p in sorted((ROOT / "sim" / "viz").rglob("*.py"))}
     assert {p: n for p, n in sizes.items() if n > 600} == {}
+
+
+def test_ownership_repeat_marks_one_repeated_firing_on_the_next_owner() -> None:
+    """ownership-repeat seed 0: the key's marks hold 5 firings, one of them a repeat on n2 of a due first fired on n3; 2 writes failed, none fenced."""
+    trace = scenarios.run("ownership-repeat", 0).trace
+    actor, key = select_key(trace, None, None)
+    marks = key_marks(trace, actor, key, cluster_nodes(trace))
+    assert (actor, key) == ("sim.scenarios.cluster:cl_ticker", "repeat2")
+    counts = [len(rows) for rows in (marks.state_writes, marks.due_writes, marks.fenced, marks.other_failed,
+                                     marks.first_fired, marks.repeated, marks.caught, marks.dropped)]
+    assert counts == [4, 5, 0, 2, 4, 1, 0, 1] and marks.fired == 5
+    repeat = marks.repeated[0]
+    assert (repeat.node, repeat.get("due_us")) == ("n2", 1767225612006534)
+    assert [r.node for r in marks.first_fired if r.get("due_us") == repeat.get("due_us")] == ["n3"]
+
+
+def test_lanes_of_the_timeline_and_the_space_time_diagram() -> None:
+    """The timeline gives a row to the nodes with activation, fault or schedule rows (ownership-repeat: n2, n3); the diagram a lane to every node that started."""
+    trace = scenarios.run("ownership-repeat", 0).trace
+    assert timeline_nodes(trace) == ["n2", "n3"]
+    assert timeline_nodes(scenarios.run("ticker", 0).trace) == ["n1"]
+    assert spacetime_lanes(trace) == ["n1", "n2", "n3"]
+
+
+def test_the_space_time_window_marks_the_new_owners_epoch_with_its_firing() -> None:
+    """ownership-repeat seed 0, default window: n2 and n1 see n3 dead, then n2's instant of epoch (2, n2#1), recovered activation and firing share one place."""
+    trace = scenarios.run("ownership-repeat", 0).trace
+    window = default_window(trace)
+    assert window == (13_799_852_547, 13_813_777_899)
+    marks = list(node_marks(trace, *window, spacetime_lanes(trace), internal=False).items())
+    assert marks[:3] == [
+        (("n2", 13_801_012_993), [("d", "#666666", "sees n3 dead", "member.changed")]),
+        (("n1", 13_801_058_560), [("d", "#666666", "sees n3 dead", "member.changed")]),
+        (("n2", 13_807_967_668), [("*", "#CC79A7", "epoch (2, n2#1) of cl_ticker[repeat2], found v3", "epoch.acquired"),
+                                  (">", "#009E73", "activated (recovered)", "activation.started"),
+                                  ("o", "#222222", "fires schedule 'tick'", "schedule.fired")]),
+    ]

@@ -36,7 +36,7 @@ from matplotlib.patches import ConnectionPatch, Rectangle
 from matplotlib.text import Annotation
 
 from sim.trace import Row, Trace
-from sim.viz.data.catchup import MAX_GRID_POINTS, grid_dues, grid_segments, select_schedule
+from sim.viz.data.catchup import MAX_GRID_POINTS, grid_dues, grid_segments, schedule_rows
 from sim.viz.data.nodes import node_events
 from sim.viz.data.reports import day_label, omitted_reports, report_day, report_rows
 from sim.viz.data.timebase import WallMap, end_ns, fmt_duration, fmt_signed, time_unit, wall_clock_name
@@ -88,12 +88,10 @@ def catchup_chart(
     ``ax`` may be one Axes (split into the two lanes) or a pair (true-time lane, wall-clock lane).
     Raises ``ValueError`` when the trace has no ``schedule.*`` row for the requested schedule.
     """
-    rows, (actor, key, name) = select_schedule(trace, actor, key, schedule)
-    fired = [r for r in rows if r.kind == "schedule.fired"]
-    caught = [r for r in rows if r.kind == "schedule.caught_up"]
-    armed = [r for r in rows if r.kind == "schedule.armed"]
-    cancelled = [r for r in rows if r.kind == "schedule.cancelled"]
-    nodes = list(dict.fromkeys(r.node for r in rows))
+    found = schedule_rows(trace, actor, key, schedule)
+    actor, key, name = found.ident
+    rows, fired, caught, armed, cancelled = found.rows, found.fired, found.caught, found.armed, found.cancelled
+    nodes = list(found.nodes)
     row_of = {n: i for i, n in enumerate(nodes)}
     wall = WallMap(trace)
     origin = wall.origin_us
@@ -131,15 +129,7 @@ def catchup_chart(
     def tx(t_ns: int) -> float:
         return unit.x(t_ns)
 
-    # classify deliveries
-    seen: Counter[int] = Counter()
-    first_rows: list[Row] = []
-    repeat_rows: list[Row] = []
-    for row in fired:
-        due = int(row.get("due_us"))
-        (repeat_rows if seen[due] else first_rows).append(row)
-        seen[due] += 1
-    skipped_total = sum(int(r.get("skipped", 0)) for r in caught)
+    first_rows, repeat_rows, skipped_total = found.first, found.repeats, found.skipped
 
     notes = trace.of("note")
     footer = min(len(notes), 8) + (1 if len(notes) > 8 else 0)

@@ -52,7 +52,16 @@ from sim.trace import Row, Trace
 from sim.viz.cuts import band_handle, draw_bands, name_cuts
 from sim.viz.data.cuts import spells
 from sim.viz.data.nodes import node_events
-from sim.viz.data.ownership import SAID_ENDS, cluster_nodes, end_words, epoch_spans, handoff_rounds, ownership_story, select_key
+from sim.viz.data.ownership import (
+    SAID_ENDS,
+    cluster_nodes,
+    end_words,
+    epoch_spans,
+    handoff_rounds,
+    key_marks,
+    ownership_story,
+    select_key,
+)
 from sim.viz.data.timebase import end_ns, fmt_signed, time_unit
 from sim.viz.draw import declutter, fault_handles, label, outside_legend, style_node_lanes
 from sim.viz.palette import BLUE, FONT, GREEN, GREY, INK, LIGHT_GREY, ORANGE, PURPLE, SKY, SMALL, VERMILLION, key_style, text_colour_on
@@ -70,7 +79,6 @@ _BAR = (-0.16, 0.14)  # the epoch span
 _FIRED = 0.22  # the firings row, under the span
 _DROPPED = 0.32  # dropped messages
 _HANDOFF = (0.38, 0.45)  # the handoff band, at the bottom of the lane
-_STATE_PAGE = "state"
 _SCHEDULES_PAGE = "@schedules"
 
 
@@ -96,7 +104,7 @@ def ownership_chart(
         if span.node not in lanes:
             lanes.append(span.node)
     row_of = {n: i for i, n in enumerate(lanes)}
-    mine = [r for r in trace.rows if str(r.get("key")) == key_name and str(r.get("actor")) == actor_name and r.node in row_of]
+    marks = key_marks(trace, actor_name, key_name, row_of)
     end = end_ns(trace)
     unit = time_unit(end / 1e9)
     end_x = unit.x(end)
@@ -169,12 +177,7 @@ def ownership_chart(
         bar_texts.append((rect, f"epoch {span.name}\n{found}", None))
 
     # writes (above the span), firings (on it), dropped messages
-    confirmed = [r for r in mine if r.kind == "write.confirmed"]
-    failed = [r for r in mine if r.kind == "write.failed"]
-    fenced = [r for r in failed if r.get("reason") == "fenced"]
-    other_failed = [r for r in failed if r.get("reason") != "fenced"]
-    state_writes = [r for r in confirmed if _STATE_PAGE in (r.get("pages") or ())]
-    due_writes = [r for r in confirmed if _STATE_PAGE not in (r.get("pages") or ())]
+    fenced, other_failed, state_writes, due_writes = marks.fenced, marks.other_failed, marks.state_writes, marks.due_writes
     half = (_WRITES[0] + _WRITES[1]) / 2
     for rows, colour, gid, (lo, hi) in ((state_writes, INK, "write.state", (_WRITES[0], half - 0.005)),
                                         (due_writes, BLUE, "write.schedules", (half + 0.005, _WRITES[1]))):
@@ -196,14 +199,8 @@ def ownership_chart(
         for (node, t), n in Counter((r.node, r.t_ns) for r in rows).items():
             if n > 1:
                 labels.append(label(ax, unit.x(t), row_of[node] + ymid, f"×{n}", colour=colour, weight="bold", va="center", dx=5))
-    fired = [r for r in mine if r.kind == "schedule.fired"]
-    seen: Counter[Any] = Counter()
-    first_fired: list[Row] = []
-    repeated: list[Row] = []
-    for r in fired:
-        (repeated if seen[r.get("due_us")] else first_fired).append(r)
-        seen[r.get("due_us")] += 1
-    dense = len(fired) > 60
+    first_fired, repeated = marks.first_fired, marks.repeated
+    dense = marks.fired > 60
     if first_fired:
         ax.scatter([unit.x(r.t_ns) for r in first_fired], [row_of[r.node] + _FIRED for r in first_fired], marker="o", s=14 if dense else 30,
                    color=INK, edgecolors="white", linewidths=0 if dense else 0.6, zorder=4.3, gid="schedule.fired")
@@ -224,11 +221,11 @@ def ownership_chart(
                     ax.annotate("", xy=(unit.x(r.t_ns), row_of[r.node] + _FIRED), xytext=(unit.x(origin.t_ns), row_of[origin.node] + _FIRED),
                                 arrowprops={"arrowstyle": "-|>", "color": ORANGE, "lw": 1.3, "ls": "--", "shrinkA": 4, "shrinkB": 6},
                                 zorder=3.65, gid="repeat.link")
-    caught = [r for r in mine if r.kind == "schedule.caught_up"]
+    caught = marks.caught
     optional: list[Annotation] = []  # late firings, then drops: kept only where they hide no other label
     for r in caught[:6]:  # a late firing: the occurrences it skipped (one delivery, no burst)
         optional.append(label(ax, unit.x(r.t_ns), row_of[r.node] + _DROPPED, f"late: {r.get('skipped')} skipped", colour="#555555", va="center", dx=6))
-    dropped = [r for r in mine if r.kind == "message.dropped"]
+    dropped = marks.dropped
     if dropped:
         by_place: Counter[tuple[str, int]] = Counter((r.node, r.t_ns) for r in dropped)
         xs = [unit.x(t) for _, t in by_place]

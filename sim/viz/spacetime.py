@@ -35,10 +35,9 @@ from matplotlib.patches import FancyArrowPatch
 from matplotlib.text import Annotation
 
 from sim.messages import frame_arrows
-from sim.trace import Row, Trace
-from sim.viz.data.keys import is_internal
+from sim.trace import Trace
 from sim.viz.data.nodes import node_events
-from sim.viz.data.spacetime import LOCAL_KINDS, PRIORITY, default_window, event_label
+from sim.viz.data.spacetime import PRIORITY, default_window, node_marks, spacetime_lanes
 from sim.viz.data.timebase import fmt_duration
 from sim.viz.draw import declutter, label, outside_legend
 from sim.viz.palette import BLUE, FONT, GREEN, GREY, INK, ORANGE, PURPLE, SKY, SMALL, VERMILLION
@@ -96,8 +95,7 @@ def spacetime_diagram(
         t1 = t0 + round((duration if duration is not None else 0.025) * 1e9)
     if t1 <= t0:
         raise ValueError(f"the window must have a positive duration, got start={start!r} duration={duration!r}")
-    started = list(dict.fromkeys(r.node for r in trace.of("node.started")))
-    lanes = list(nodes) if nodes is not None else (started or [n for n in trace.nodes() if any(r.node == n for r in trace.of("net."))])
+    lanes = list(nodes) if nodes is not None else spacetime_lanes(trace)
     col = {n: i for i, n in enumerate(lanes)}
     arrows = [a for a in frame_arrows(trace, t0, t1) if a.src in col and a.dst in col]
     if not heartbeats:
@@ -173,21 +171,7 @@ def spacetime_diagram(
     # the nodes' own rows: the rows of one node at one instant share a marker (the first) and one label
     shown_events = 0
     if events:
-        lives: dict[str, int] = {}
-        picked: list[tuple[Row, dict[str, int]]] = []
-        for row in trace.rows:
-            if row.kind == "node.started":
-                lives[row.node] = int(row.get("incarnation", 1) or 1)
-            if (t0 <= row.t_ns <= t1 and row.node in col and row.kind.startswith(LOCAL_KINDS)
-                    and (internal or not is_internal(row.get("actor")))):
-                picked.append((row, dict(lives)))
-        keys = {(r.get("actor"), r.get("key")) for r, _ in picked if r.get("key") is not None}
-        grouped: dict[tuple[str, int], list[tuple[str, str, str, str]]] = {}
-        for row, at in picked:
-            found = event_label(row, at, with_key=len(keys) > 1)
-            if found is not None:
-                grouped.setdefault((row.node, row.t_ns), []).append((*found, row.kind))
-        for (node, t_ns), items in grouped.items():
+        for (node, t_ns), items in node_marks(trace, t0, t1, col, internal=internal).items():
             shown_events += len(items)
             first = min(items, key=lambda item: PRIORITY.index(item[3]) if item[3] in PRIORITY else len(PRIORITY))
             marker, colour, _, kind = first  # the lines stay in the order the rows happened

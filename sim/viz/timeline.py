@@ -30,7 +30,7 @@ from matplotlib.text import Annotation
 from matplotlib.transforms import Bbox
 
 from sim.trace import Row, Trace
-from sim.viz.data.activations import NODE_KINDS, Bar, activation_bars, assign_slots, entity_names
+from sim.viz.data.activations import Bar, activation_bars, assign_slots, entity_names, timeline_nodes
 from sim.viz.data.nodes import node_events
 from sim.viz.data.reports import day_label, omitted_reports, report_day, report_rows
 from sim.viz.data.timebase import end_ns, fmt_signed, time_unit
@@ -60,8 +60,7 @@ def activation_timeline(
     key_filter = {str(k) for k in keys} if keys is not None else None
     bars, failures = activation_bars(trace, key_filter)
     events = node_events(trace)
-    with_events = {r.node for r in trace.rows if r.kind.startswith(NODE_KINDS)}
-    nodes = [n for n in trace.nodes() if n in with_events]  # not the world's own rows (notes, ...)
+    nodes = timeline_nodes(trace)  # not the world's own rows (notes, ...)
     slots = assign_slots(bars)
     end = end_ns(trace)
     unit = time_unit(end / 1e9)

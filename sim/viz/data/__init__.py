@@ -22,23 +22,23 @@ that), so a test, a sweep or a notebook cell can read these without a plotting l
 
 from __future__ import annotations
 
-from sim.viz.data.activations import Bar, activation_bars, assign_slots
-from sim.viz.data.catchup import grid_dues, grid_segments, select_schedule
+from sim.viz.data.activations import Bar, activation_bars, assign_slots, timeline_nodes
+from sim.viz.data.catchup import ScheduleRows, grid_dues, grid_segments, schedule_rows, select_schedule
 from sim.viz.data.clocks import clock_offsets
 from sim.viz.data.cuts import Band, Spell, bands, spells
 from sim.viz.data.frames import Frame, MemberState, describe, frame_at, frame_times, keys_of
 from sim.viz.data.keys import is_internal
 from sim.viz.data.nodes import NodeEvents, Span, node_events
-from sim.viz.data.ownership import EpochSpan, epoch_spans, handoff_rounds, ownership_story, select_key
+from sim.viz.data.ownership import EpochSpan, KeyMarks, epoch_spans, handoff_rounds, key_marks, ownership_story, select_key
 from sim.viz.data.reports import day_label, omitted_reports, report_rows
-from sim.viz.data.spacetime import default_window
+from sim.viz.data.spacetime import default_window, node_marks, spacetime_lanes
 from sim.viz.data.ticks import tick_rows
 from sim.viz.data.timebase import TimeUnit, WallMap, end_ns, time_unit
 
 __all__ = [
-    "Band", "Bar", "EpochSpan", "Frame", "MemberState", "NodeEvents", "Span", "Spell", "TimeUnit", "WallMap",
+    "Band", "Bar", "EpochSpan", "Frame", "KeyMarks", "ScheduleRows", "MemberState", "NodeEvents", "Span", "Spell", "TimeUnit", "WallMap",
     "activation_bars", "assign_slots", "bands", "clock_offsets", "day_label", "default_window", "describe", "end_ns",
-    "epoch_spans", "frame_at", "frame_times", "grid_dues", "grid_segments", "handoff_rounds", "is_internal", "keys_of",
-    "node_events", "omitted_reports", "ownership_story", "report_rows", "select_key", "select_schedule", "spells",
-    "tick_rows", "time_unit",
+    "epoch_spans", "frame_at", "frame_times", "grid_dues", "grid_segments", "handoff_rounds", "is_internal", "key_marks",
+    "keys_of", "node_events", "node_marks", "omitted_reports", "ownership_story", "report_rows", "schedule_rows", "select_key",
+    "select_schedule", "spacetime_lanes", "spells", "tick_rows", "time_unit", "timeline_nodes",
 ]

@@ -17,7 +17,7 @@ from sim.trace import Row, Trace
 from sim.viz.data.keys import is_internal
 from sim.viz.data.timebase import end_ns
 
-__all__ = ["Bar", "activation_bars", "assign_slots", "entity_names", "NODE_KINDS"]
+__all__ = ["Bar", "activation_bars", "assign_slots", "entity_names", "timeline_nodes", "NODE_KINDS"]
 
 def entity_names(entities: Iterable[tuple[str, str]]) -> dict[tuple[str, str], str]:
     """Labels of (actor, key): the key alone when one actor type, else 'actor/key'."""
@@ -28,6 +28,12 @@ def entity_names(entities: Iterable[tuple[str, str]]) -> dict[tuple[str, str], s
 
 NODE_KINDS = ("activation.", "fault.", "clock.step", "schedule.", "write.", "message.dropped")
 """The row kinds that put a node on the timeline (a node with none of these gets no row)."""
+
+
+def timeline_nodes(trace: Trace) -> list[str]:
+    """The nodes the timeline gives a row, in the trace's order: those with a row of ``NODE_KINDS`` (not the world's own notes)."""
+    with_events = {r.node for r in trace.rows if r.kind.startswith(NODE_KINDS)}
+    return [n for n in trace.nodes() if n in with_events]
 
 
 @dataclass(slots=True)

@@ -7,10 +7,14 @@ that leaves the old grid.
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+
 from sim.trace import Row, Trace
 from sim.viz.data.keys import is_internal
 
-__all__ = ["select_schedule", "grid_segments", "grid_dues", "MAX_GRID_POINTS"]
+__all__ = ["ScheduleRows", "schedule_rows", "select_schedule", "grid_segments", "grid_dues", "MAX_GRID_POINTS"]
 
 MAX_GRID_POINTS = 20_000  # beyond this the grid is not even listed
 
@@ -39,7 +43,7 @@ def select_schedule(trace: Trace, actor: str | None, key: str | None, schedule: 
     return [r for r in rows if (str(r.get("actor")), str(r.get("key")), str(r.get("name"))) == ident], ident
 
 
-def grid_segments(armed: list[Row], fired: list[Row], caught: list[Row]) -> list[tuple[int, int | None, int | None]]:
+def grid_segments(armed: Sequence[Row], fired: Sequence[Row], caught: Sequence[Row]) -> list[tuple[int, int | None, int | None]]:
     """(first due µs, every µs or None, wall µs when armed or None) of each grid; a new one starts when a re-arm leaves the old grid."""
     segments: list[tuple[int, int | None, int | None]] = []
     for row in armed:
@@ -88,3 +92,47 @@ def grid_dues(segments: list[tuple[int, int | None, int | None]], end_us: int) -
         if total <= MAX_GRID_POINTS:
             out.extend(origin + k * every for k in range(count))
     return (out, total) if total <= MAX_GRID_POINTS else ([], total)
+
+
+@dataclass(frozen=True, slots=True)
+class ScheduleRows:
+    """One schedule's rows (``ident`` = actor, key, name), by kind and each in trace order, and what the chart counts of them."""
+
+    ident: tuple[str, str, str]
+    rows: tuple[Row, ...]  # every schedule.* row of the schedule
+    fired: tuple[Row, ...]
+    caught: tuple[Row, ...]  # schedule.caught_up: a late firing and the ``skipped`` grid times it stood for
+    armed: tuple[Row, ...]
+    cancelled: tuple[Row, ...]
+    nodes: tuple[str, ...]  # the nodes that recorded its rows, in order of first row: the chart's rows
+    first: tuple[Row, ...]  # the firings of a due time for the first time
+    repeats: tuple[Row, ...]  # a due time fired again (a crash or an ownership change)
+
+    @property
+    def skipped(self) -> int:
+        """The grid times the late firings skipped, in all."""
+        return sum(int(r.get("skipped", 0)) for r in self.caught)
+
+
+def schedule_rows(trace: Trace, actor: str | None, key: str | None, schedule: str | None) -> ScheduleRows:
+    """The rows of the schedule ``select_schedule`` picks, sorted (``ValueError`` naming the schedules there are when none matches)."""
+    rows, ident = select_schedule(trace, actor, key, schedule)
+    fired = [r for r in rows if r.kind == "schedule.fired"]
+    seen: Counter[int] = Counter()
+    first: list[Row] = []
+    repeats: list[Row] = []
+    for row in fired:
+        due = int(row.get("due_us"))
+        (repeats if seen[due] else first).append(row)
+        seen[due] += 1
+    return ScheduleRows(
+        ident=ident,
+        rows=tuple(rows),
+        fired=tuple(fired),
+        caught=tuple(r for r in rows if r.kind == "schedule.caught_up"),
+        armed=tuple(r for r in rows if r.kind == "schedule.armed"),
+        cancelled=tuple(r for r in rows if r.kind == "schedule.cancelled"),
+        nodes=tuple(dict.fromkeys(r.node for r in rows)),
+        first=tuple(first),
+        repeats=tuple(repeats),
+    )

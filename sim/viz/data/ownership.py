@@ -13,6 +13,7 @@ The ownership chart (``sim.viz.ownership``) draws these spans, the explorer's fr
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,7 +24,11 @@ from sim.viz.data.timebase import TimeUnit, end_ns
 
 __all__ = [
     "EpochSpan", "epoch_spans", "select_key", "handoff_rounds", "cluster_nodes", "SAID_ENDS", "end_words", "ownership_story",
+    "KeyMarks", "key_marks", "STATE_PAGE",
 ]
+
+STATE_PAGE = "state"
+"""The page of a key's own state: a confirmed write that holds it is a state write, one without it a next-due write."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,14 +158,14 @@ SAID_ENDS = {"lost": "lost: stepped down", "handoff": "handed off", "idle": "idl
              "stopped": "node stopped", "failed": "failed"}
 
 
-def end_words(span: EpochSpan, fenced: list[Row]) -> str:
+def end_words(span: EpochSpan, fenced: Sequence[Row]) -> str:
     """Why the span's run ended, in words: a run lost right after one of its writes was fenced was fenced, else it stepped down."""
     if span.ended_by == "lost" and any(r.node == span.node and span.start_ns <= r.t_ns <= span.end_ns for r in fenced):
         return "lost: fenced"
     return SAID_ENDS[span.ended_by]
 
 
-def ownership_story(trace: Trace, spans: list[EpochSpan], unit: TimeUnit, fenced_rows: list[Row], repeats: int) -> str:
+def ownership_story(trace: Trace, spans: list[EpochSpan], unit: TimeUnit, fenced_rows: Sequence[Row], repeats: int) -> str:
     """What happened to the key's ownership, in a few clauses."""
     if not spans:
         return "no owner epoch"
@@ -198,3 +203,47 @@ def ownership_story(trace: Trace, spans: list[EpochSpan], unit: TimeUnit, fenced
     return story + (f"\n{', '.join(extras)}" if extras else "")
 
 # the chart
+
+
+@dataclass(frozen=True, slots=True)
+class KeyMarks:
+    """The rows of one key the ownership chart marks on its lanes, sorted by what each mark says (each in trace order)."""
+
+    state_writes: tuple[Row, ...]  # write.confirmed holding the state page (a black tick)
+    due_writes: tuple[Row, ...]  # write.confirmed of the other pages only: the next-due write (a blue tick)
+    fenced: tuple[Row, ...]  # write.failed with reason "fenced": refused, a newer epoch exists
+    other_failed: tuple[Row, ...]  # any other write.failed: no quorum answered in time
+    first_fired: tuple[Row, ...]  # schedule.fired, the first firing of its due time
+    repeated: tuple[Row, ...]  # schedule.fired of a due time fired before: a repeat (usually on the next owner)
+    caught: tuple[Row, ...]  # schedule.caught_up: a late firing and the occurrences it skipped
+    dropped: tuple[Row, ...]  # message.dropped: messages to the key never handled
+
+    @property
+    def fired(self) -> int:
+        """Every firing, first or repeated."""
+        return len(self.first_fired) + len(self.repeated)
+
+
+def key_marks(trace: Trace, actor: str, key: str, nodes: Iterable[str]) -> KeyMarks:
+    """The rows of ``actor``/``key`` recorded on ``nodes`` (the chart's lanes), sorted into ``KeyMarks``."""
+    lanes = set(nodes)
+    mine = [r for r in trace.rows if str(r.get("key")) == key and str(r.get("actor")) == actor and r.node in lanes]
+    confirmed = [r for r in mine if r.kind == "write.confirmed"]
+    failed = [r for r in mine if r.kind == "write.failed"]
+    seen: Counter[Any] = Counter()
+    first_fired: list[Row] = []
+    repeated: list[Row] = []
+    for r in mine:
+        if r.kind == "schedule.fired":
+            (repeated if seen[r.get("due_us")] else first_fired).append(r)
+            seen[r.get("due_us")] += 1
+    return KeyMarks(
+        state_writes=tuple(r for r in confirmed if STATE_PAGE in (r.get("pages") or ())),
+        due_writes=tuple(r for r in confirmed if STATE_PAGE not in (r.get("pages") or ())),
+        fenced=tuple(r for r in failed if r.get("reason") == "fenced"),
+        other_failed=tuple(r for r in failed if r.get("reason") != "fenced"),
+        first_fired=tuple(first_fired),
+        repeated=tuple(repeated),
+        caught=tuple(r for r in mine if r.kind == "schedule.caught_up"),
+        dropped=tuple(r for r in mine if r.kind == "message.dropped"),
+    )

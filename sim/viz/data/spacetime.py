@@ -8,11 +8,14 @@ mark's (marker, colour, text).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from sim.trace import Row, Trace
+from sim.viz.data.keys import is_internal
 from sim.viz.data.timebase import end_ns
 from sim.viz.palette import BLUE, GREEN, GREY, INK, PURPLE, VERMILLION
 
-__all__ = ["default_window", "event_label", "LOCAL_KINDS", "PRIORITY"]
+__all__ = ["default_window", "spacetime_lanes", "event_label", "node_marks", "LOCAL_KINDS", "PRIORITY"]
 
 
 def default_window(trace: Trace) -> tuple[int, int]:
@@ -83,3 +86,33 @@ def event_label(row: Row, incarnation: dict[str, int], with_key: bool) -> tuple[
     if kind == "fault.heal":
         return "|", "#7A5C00", "heal"
     return None
+
+
+def spacetime_lanes(trace: Trace) -> list[str]:
+    """The diagram's lanes: the nodes that started, in order; else (a trace without node.started) every node that sent or got a frame."""
+    started = list(dict.fromkeys(r.node for r in trace.of("node.started")))
+    return started or [n for n in trace.nodes() if any(r.node == n for r in trace.of("net."))]
+
+
+def node_marks(trace: Trace, t0: int, t1: int, lanes: Iterable[str], *, internal: bool) -> dict[tuple[str, int], list[tuple[str, str, str, str]]]:
+    """The nodes' own rows in ``[t0, t1]`` (ns) on ``lanes``, grouped by (node, instant): ``(marker, colour, text, kind)`` each, in row order.
+
+    An epoch's incarnation is the node's life at that row; every line names its key when the window holds
+    rows of more than one key. The runtime's own keys are left out unless ``internal``.
+    """
+    shown = set(lanes)
+    lives: dict[str, int] = {}
+    picked: list[tuple[Row, dict[str, int]]] = []
+    for row in trace.rows:
+        if row.kind == "node.started":
+            lives[row.node] = int(row.get("incarnation", 1) or 1)
+        if (t0 <= row.t_ns <= t1 and row.node in shown and row.kind.startswith(LOCAL_KINDS)
+                and (internal or not is_internal(row.get("actor")))):
+            picked.append((row, dict(lives)))
+    keys = {(r.get("actor"), r.get("key")) for r, _ in picked if r.get("key") is not None}
+    grouped: dict[tuple[str, int], list[tuple[str, str, str, str]]] = {}
+    for row, at in picked:
+        found = event_label(row, at, with_key=len(keys) > 1)
+        if found is not None:
+            grouped.setdefault((row.node, row.t_ns), []).append((*found, row.kind))
+    return grouped
