@@ -15,7 +15,7 @@ from ...checks import epochs_only_grow
 from ...world import World
 from .. import scenario
 from . import Read, kept_tally, patient_tally
-from .kit import CLUSTER, CLUSTER_CHECKS, CONVERGED, DECLARED_DEAD, NODES, _adds, _ask, _expect, _key_owned_by, _nodes, _outcome, _placed
+from .kit import CLUSTER, CLUSTER_CHECKS, CONVERGED, DECLARED_DEAD, NODES, _adds, _ask, _expect, _key_owned_by, _on_a_key, _outcome, _placed
 
 
 # ========================================================== durable acquisitions ======
@@ -93,11 +93,7 @@ def thawed_acquisition(world: World) -> None:
     stamp, of the newer epoch, is newer), and the next acquisition that reads it finds the
     heir's empty write-back: the count is 0. Refused, the owner acquires above the heir.
     """
-    _nodes(world)
-
-    def script(world: World) -> Generator[simpy.Event, Any, None]:
-        yield world.timeout(CONVERGED)
-        key = world.results["key"] = _key_owned_by(world, "n2", "thaw", patient_tally)
+    def script(world: World, key: str) -> Generator[simpy.Event, Any, None]:
         owner, replicas = _placed(world, key, patient_tally)
         assert owner == "n2" and len(replicas) == 3
         heir, other = replicas[1], replicas[2]
@@ -149,4 +145,4 @@ def thawed_acquisition(world: World) -> None:
         yield world.timeout(0.3)
         world.resume(other)
 
-    world.process(script(world))
+    _on_a_key(world, "n2", "thaw", script, actor_type=patient_tally)

@@ -11,7 +11,7 @@ import simpy
 from ...world import World
 from .. import scenario
 from . import Read, tally
-from .kit import CLUSTER_CHECKS, CONVERGED, DECLARED_DEAD, _adds, _ask, _expect, _ints, _key_owned_by, _nodes, _placed
+from .kit import CLUSTER_CHECKS, DECLARED_DEAD, _adds, _ask, _expect, _ints, _on_a_key, _placed
 
 
 # ============================================================== handoff readiness ======
@@ -34,11 +34,7 @@ def _read_after_restart_is_current(world: World) -> None:
     checks=(_read_after_restart_is_current, *CLUSTER_CHECKS),
 )
 def restart_stale_replica(world: World) -> None:
-    _nodes(world)
-
-    def script(world: World) -> Generator[simpy.Event, Any, None]:
-        yield world.timeout(CONVERGED)
-        key = world.results["key"] = _key_owned_by(world, "n2", "stale")
+    def script(world: World, key: str) -> Generator[simpy.Event, Any, None]:
         owner, replicas = _placed(world, key)
         assert owner == "n2" and len(replicas) == 3
         current, stale = replicas[1], replicas[2]
@@ -67,7 +63,7 @@ def restart_stale_replica(world: World) -> None:
                 world.resume(current)
                 break
 
-    world.process(script(world))
+    _on_a_key(world, "n2", "stale", script)
 
 
 def _restarted_owner_reads_current(world: World) -> None:
@@ -125,11 +121,7 @@ def _behind_at_restart(world: World, *, held_back_write: bool) -> None:
     from casty.protocol.replication import Epoch, Write
     from casty.cluster.routing import CLUSTER_WIRE
 
-    _nodes(world)
-
-    def script(world: World) -> Generator[simpy.Event, Any, None]:
-        yield world.timeout(CONVERGED)
-        key = world.results["key"] = _key_owned_by(world, "n2", "behind")
+    def script(world: World, key: str) -> Generator[simpy.Event, Any, None]:
         owner, replicas = _placed(world, key)
         assert owner == "n2" and len(replicas) == 3
         current, behind = replicas[1], replicas[2]
@@ -164,7 +156,7 @@ def _behind_at_restart(world: World, *, held_back_write: bool) -> None:
                 world.resume(current)
                 break
 
-    world.process(script(world))
+    _on_a_key(world, "n2", "behind", script)
 
 
 def _frozen_owner_resend_refused(world: World) -> None:
@@ -199,11 +191,7 @@ def frozen_owner_resend(world: World) -> None:
     next acquisition would make a quorum of its own stale replica and that one: the read is
     3, not 6. Ignored, the acquisition waits for the heir's sync answer.
     """
-    _nodes(world)
-
-    def script(world: World) -> Generator[simpy.Event, Any, None]:
-        yield world.timeout(CONVERGED)
-        key = world.results["key"] = _key_owned_by(world, "n2", "frozen")
+    def script(world: World, key: str) -> Generator[simpy.Event, Any, None]:
         owner, replicas = _placed(world, key)
         assert owner == "n2" and len(replicas) == 3
         heir, lagging = replicas[1], replicas[2]
@@ -263,4 +251,4 @@ def frozen_owner_resend(world: World) -> None:
                 world.resume(heir)
                 break
 
-    world.process(script(world))
+    _on_a_key(world, "n2", "frozen", script)

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable, Generator
 from typing import Any
+
+import simpy
 
 from casty import ActorSystem
 from casty.cluster.config import Cluster
@@ -72,6 +75,28 @@ def _placed(world: World, key: str, actor_type: Any = tally) -> tuple[str | None
 
 def _key_owned_by(world: World, node: str, prefix: str, actor_type: Any = tally) -> str:
     return next(k for k in (f"{prefix}{i}" for i in range(500)) if _placed(world, k, actor_type)[0] == node)
+
+
+def _on_a_key(
+    world: World,
+    owner: str,
+    prefix: str,
+    script: Callable[[World, str], Generator[simpy.Event, Any, None]],
+    *,
+    cluster: Cluster = CLUSTER,
+    nodes: tuple[str, ...] = NODES,
+    actor_type: Any = tally,
+) -> None:
+    """The setup most probes share: ``nodes`` join ``cluster``; once they converged, the first key named ``prefix0``,
+    ``prefix1``, ... that ``owner`` holds is chosen (``world.results["key"]``) and ``script(world, key)`` goes on from there."""
+    _nodes(world, cluster, nodes)
+
+    def run() -> Generator[simpy.Event, Any, None]:
+        yield world.timeout(CONVERGED)
+        key = world.results["key"] = _key_owned_by(world, owner, prefix, actor_type)
+        yield from script(world, key)
+
+    world.process(run())
 
 
 def _ints(answers: Any) -> list[int]:

@@ -13,7 +13,7 @@ from casty.cluster.config import Cluster
 from ...world import World
 from .. import scenario
 from . import Read
-from .kit import CLUSTER_CHECKS, FIVE, CONVERGED, _adds, _ask, _expect, _ints, _key_owned_by, _nodes, _paced_adds
+from .kit import CLUSTER_CHECKS, CONVERGED, FIVE, _adds, _ask, _expect, _ints, _on_a_key, _paced_adds
 
 
 # ============================================================= membership quorum ======
@@ -43,11 +43,7 @@ def _no_increment_lost(world: World) -> None:
     checks=(_no_increment_lost, *CLUSTER_CHECKS),
 )
 def long_partition(world: World) -> None:
-    _nodes(world, LONG, FIVE)
-
-    def script(world: World) -> Generator[simpy.Event, Any, None]:
-        yield world.timeout(CONVERGED)
-        key = world.results["key"] = _key_owned_by(world, "n4", "cut")
+    def script(world: World, key: str) -> Generator[simpy.Event, Any, None]:
         _adds(world, "n1", key, 2, "before")
         yield world.timeout(CUT_AT - CONVERGED)
         world.partition(["n4", "n5"], ["n1", "n2", "n3"])
@@ -58,4 +54,4 @@ def long_partition(world: World) -> None:
         yield world.timeout(8.0)
         _ask(world, "n1", key, Read(), "final")
 
-    world.process(script(world))
+    _on_a_key(world, "n4", "cut", script, cluster=LONG, nodes=FIVE)

@@ -11,7 +11,7 @@ import simpy
 from ...world import World
 from .. import scenario
 from . import Add, Read, tally, tally5
-from .kit import CLUSTER, CLUSTER_CHECKS, CONVERGED, DECLARED_DEAD, FIVE, _adds, _ask, _expect, _ints, _key_owned_by, _nodes, _paced_adds, _placed
+from .kit import CLUSTER, CLUSTER_CHECKS, DECLARED_DEAD, FIVE, _adds, _ask, _expect, _ints, _on_a_key, _paced_adds, _placed
 
 
 # ======================================================================= promises ======
@@ -46,11 +46,7 @@ def replayed_prepare(world: World) -> None:
     from casty.protocol.replication import Epoch, Prepare
     from casty.cluster.routing import CLUSTER_WIRE
 
-    _nodes(world)
-
-    def script(world: World) -> Generator[simpy.Event, Any, None]:
-        yield world.timeout(CONVERGED)
-        key = world.results["key"] = _key_owned_by(world, "n3", "replay")
+    def script(world: World, key: str) -> Generator[simpy.Event, Any, None]:
         _adds(world, "n1", key, 2, "before")
         yield world.timeout(1.0)
         first = [r for r in world.trace.of("epoch.acquired", key=key) if r.node == "n3"]
@@ -71,7 +67,7 @@ def replayed_prepare(world: World) -> None:
         yield world.timeout(4.0)
         _ask(world, "n1", key, Read(), "final")
 
-    world.process(script(world))
+    _on_a_key(world, "n3", "replay", script)
 
 
 def _fenced_by_a_newer_promise(world: World) -> None:
@@ -108,11 +104,7 @@ def newer_promise_fences(world: World) -> None:
     from casty.protocol.replication import Epoch, Prepare
     from casty.cluster.routing import CLUSTER_WIRE
 
-    _nodes(world)
-
-    def script(world: World) -> Generator[simpy.Event, Any, None]:
-        yield world.timeout(CONVERGED)
-        key = world.results["key"] = _key_owned_by(world, "n3", "promised")
+    def script(world: World, key: str) -> Generator[simpy.Event, Any, None]:
         _adds(world, "n3", key, 2, "before")
         yield world.timeout(1.0)
         first = [r for r in world.trace.of("epoch.acquired", key=key) if r.node == "n3"]
@@ -128,7 +120,7 @@ def newer_promise_fences(world: World) -> None:
         yield world.timeout(4.0)
         _ask(world, "n1", key, Read(), "final")
 
-    world.process(script(world))
+    _on_a_key(world, "n3", "promised", script)
 
 
 def _lower_prepare_refused(world: World) -> None:
@@ -170,11 +162,7 @@ def crossing_prepares(world: World) -> None:
     from casty.protocol.replication import Epoch, Prepare, Write
     from casty.cluster.routing import CLUSTER_WIRE
 
-    _nodes(world)
-
-    def script(world: World) -> Generator[simpy.Event, Any, None]:
-        yield world.timeout(CONVERGED)
-        key = world.results["key"] = _key_owned_by(world, "n3", "cross")
+    def script(world: World, key: str) -> Generator[simpy.Event, Any, None]:
         owner, replicas = _placed(world, key)
         assert owner == "n3" and len(replicas) == 3
         higher = Epoch(2, "n1#0")
@@ -194,7 +182,7 @@ def crossing_prepares(world: World) -> None:
         yield world.timeout(2.0)
         _ask(world, "n1", key, Read(), "final")
 
-    world.process(script(world))
+    _on_a_key(world, "n3", "cross", script)
 
 
 def _old_owner_not_confirmed_by_an_empty_replica(world: World) -> None:
@@ -214,11 +202,7 @@ def _old_owner_not_confirmed_by_an_empty_replica(world: World) -> None:
     checks=(_old_owner_not_confirmed_by_an_empty_replica, *CLUSTER_CHECKS),
 )
 def restart_under_stale_owner(world: World) -> None:
-    _nodes(world)
-
-    def script(world: World) -> Generator[simpy.Event, Any, None]:
-        yield world.timeout(CONVERGED)
-        key = world.results["key"] = _key_owned_by(world, "n3", "old")
+    def script(world: World, key: str) -> Generator[simpy.Event, Any, None]:
         owner, replicas = _placed(world, key)
         assert owner == "n3" and len(replicas) == 3
         newer, restarted = replicas[1], replicas[2]
@@ -250,7 +234,7 @@ def restart_under_stale_owner(world: World) -> None:
         yield world.timeout(3.0)
         _ask(world, newer, key, Read(), "final")
 
-    world.process(script(world))
+    _on_a_key(world, "n3", "old", script)
 
 
 # ==================================================================== write-back ======
@@ -274,11 +258,7 @@ def _read_never_taken_back(world: World) -> None:
     checks=(_read_never_taken_back, *CLUSTER_CHECKS),
 )
 def write_back_before_reads(world: World) -> None:
-    _nodes(world, CLUSTER, FIVE)
-
-    def script(world: World) -> Generator[simpy.Event, Any, None]:
-        yield world.timeout(CONVERGED)
-        key = world.results["key"] = _key_owned_by(world, "n1", "wb", tally5)
+    def script(world: World, key: str) -> Generator[simpy.Event, Any, None]:
         owner, replicas = _placed(world, key, tally5)
         assert owner == "n1" and len(replicas) == 5
         heir, last = replicas[1], replicas[2]
@@ -305,4 +285,4 @@ def write_back_before_reads(world: World) -> None:
         yield world.timeout(DECLARED_DEAD + 1.0)
         _ask(world, last, key, Read(), "second", tally5)
 
-    world.process(script(world))
+    _on_a_key(world, "n1", "wb", script, cluster=CLUSTER, nodes=FIVE, actor_type=tally5)

@@ -14,7 +14,7 @@ from casty import ActorSystem
 from ...world import World
 from .. import scenario
 from . import Add, Forget, Outlive, Read, tally
-from .kit import CLUSTER_CHECKS, CONVERGED, DECLARED_DEAD, NODES, _adds, _ask, _expect, _key_owned_by, _nodes, _placed
+from .kit import CLUSTER_CHECKS, DECLARED_DEAD, NODES, _adds, _ask, _expect, _on_a_key, _placed
 
 
 # ==================================================================== the lease ======
@@ -116,11 +116,7 @@ def _deleted_stays_deleted(world: World) -> None:
     checks=(_deleted_stays_deleted, *CLUSTER_CHECKS),
 )
 def delete_and_return(world: World) -> None:
-    _nodes(world)
-
-    def script(world: World) -> Generator[simpy.Event, Any, None]:
-        yield world.timeout(CONVERGED)
-        key = world.results["key"] = _key_owned_by(world, "n3", "gone")
+    def script(world: World, key: str) -> Generator[simpy.Event, Any, None]:
         owner, replicas = _placed(world, key)
         assert owner == "n3" and len(replicas) == 3
         client = replicas[1]  # on the side of the owner while replicas[2] is cut off
@@ -143,4 +139,4 @@ def delete_and_return(world: World) -> None:
         yield world.timeout(DECLARED_DEAD + 1.0)
         _ask(world, client, key, Add(), "after")
 
-    world.process(script(world))
+    _on_a_key(world, "n3", "gone", script)

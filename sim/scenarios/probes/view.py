@@ -14,7 +14,7 @@ from casty.protocol.placement import Ring
 from ...world import World
 from .. import scenario
 from . import Read, tally
-from .kit import CLUSTER_CHECKS, CONVERGED, DECLARED_DEAD, _adds, _ask, _expect, _ints, _key_owned_by, _nodes, _placed
+from .kit import CLUSTER_CHECKS, CONVERGED, DECLARED_DEAD, _adds, _ask, _expect, _ints, _nodes, _on_a_key, _placed
 
 
 # ============================================= learning the view beside paused members ======
@@ -134,11 +134,7 @@ def _no_read_from_nothing(world: World) -> None:
 
 def _restart_beside_paused(world: World, crashed: tuple[str, str], paused: tuple[str, ...], wipe: bool) -> None:
     """Count to 3 on a key; pause ``paused``, crash ``crashed`` and restart them 1 s later; read on the first one."""
-    _nodes(world, TWO_SEEDS, FIVE_NODES)
-
-    def script(world: World) -> Generator[simpy.Event, Any, None]:
-        yield world.timeout(CONVERGED)
-        key = world.results["key"] = _key_owned_by(world, "n3", "kept")
+    def script(world: World, key: str) -> Generator[simpy.Event, Any, None]:
         _adds(world, "n3", key, 3, "before")
         yield world.timeout(1.0)
         for node in paused:
@@ -156,7 +152,7 @@ def _restart_beside_paused(world: World, crashed: tuple[str, str], paused: tuple
         yield world.timeout(6.0)
         _ask(world, "n3", key, Read(), "final")
 
-    world.process(script(world))
+    _on_a_key(world, "n3", "kept", script, cluster=TWO_SEEDS, nodes=FIVE_NODES)
 
 
 @scenario(
