@@ -16,8 +16,9 @@ import sim.world  # noqa: F401
 from sim.faults import FaultPlan
 from sim.trace import Trace
 
-try:  # the failure report draws its chart with these
-    import sim.viz  # noqa: F401
+try:  # the failure report draws its chart with these (sim.viz loads a chart's module on first use: name them)
+    import sim.viz.catchup  # noqa: F401
+    import sim.viz.ownership  # noqa: F401
 except ImportError:
     pass
 
