@@ -129,6 +129,67 @@ def test_the_check_fails_on_a_real_trace_once_the_explaining_rows_are_removed() 
         repeats_and_misses_explained(world)
 
 
+def test_ownership_miss_names_the_crash_that_lost_the_firing_in_flight() -> None:
+    """ownership-miss seed 0: the one miss is n3's firing of due 12.006534 s lost when n3 crashed 0.2 s later, explained by that crash."""
+    run = scenarios.run("ownership-miss", 0)
+    assert run.ok, run.failures
+    (miss,) = explain_occurrences(run.trace)
+    assert (miss.kind, miss.key, miss.name, miss.due_us) == ("miss", "miss1", "tick", 1_767_225_612_006_534)
+    assert miss.before is not None
+    assert (miss.before.kind, miss.before.node, f"{miss.before.t:.3f}") == ("schedule.fired", "n3", "12.007")
+    assert (miss.at.kind, miss.at.node, f"{miss.at.t:.3f}") == ("message.dropped", "n3", "12.207")
+    assert miss.because == ("fault.crash of n3 at t=12.207s",)
+    assert miss.describe() == "slow_ticker[miss1] schedule 'tick': due 1767225612006534 never delivered (at t=12.207s on n3)"
+    assert miss.why.startswith("lost in flight: fired on n3 at t=12.007s, dropped (fault.crash of n3 at t=12.207s): ")
+
+
+def _lost_at_end(run: Ticking, t: float) -> None:
+    """n1's activation of the key ends at ``t`` (its run lost) and the Tick its mailbox held is dropped."""
+    run.row(t, "n1", "activation.ended", actor=ACTOR, key="k", lease=1, reason="lost")
+    run.row(t, "n1", "message.dropped", actor=ACTOR, key="k", message="Tick", reason="failed: Unavailable('lost its quorum')")
+
+
+def test_a_firing_lost_when_its_run_ended_with_nothing_near_is_an_unexplained_miss() -> None:
+    """Due 4 fired at 4.0 and dropped when the run ended at 4.1, no fault of n1: the check fails on that miss, bounded by the drop."""
+    run = ticking(4)
+    _lost_at_end(run, 4.1)
+    (miss,) = explain_occurrences(run.trace)
+    assert (miss.kind, (miss.due_us - E) // S, miss.at.kind, miss.because) == ("miss", 4, "message.dropped", ())
+    with pytest.raises(CheckFailed, match=f"due {E + 4 * S} never delivered \\(at t=4.100s on n1\\) \\(previous row at t=4.000s on n1\\)"):
+        run.check()
+
+
+def test_a_partition_of_the_firing_node_in_effect_explains_a_firing_lost_in_flight() -> None:
+    """The same loss with n1 cut from n2 and n3 at 3.5 s: explained by the partition; one healed at 1.0 s (before the window) explains nothing."""
+    run = ticking(4)
+    run.row(3.5, "n1", "fault.partition", **{"from": ["n1"], "to": ["n2", "n3"], "oneway": False})
+    _lost_at_end(run, 4.1)
+    run.check()
+    assert explain_occurrences(run.trace)[0].because == ("fault.partition of n1 from n2, n3 at t=3.500s",)
+    healed = Ticking()
+    healed.acquired(0.0, "n1", 1)
+    healed.armed(0.0, "n1", 1.0)
+    healed.row(0.5, "n1", "fault.partition", **{"from": ["n1"], "to": ["n2"], "oneway": False})
+    healed.row(1.0, "n1", "fault.heal")
+    for due in range(1, 5):
+        healed.fired(float(due), "n1", float(due))
+    _lost_at_end(healed, 4.1)
+    with pytest.raises(CheckFailed, match="never delivered"):
+        healed.check()
+
+
+def test_a_firing_whose_handler_failed_is_explained_by_that_failure() -> None:
+    """Due 4's handler raises on n1 (activation.failed, its Tick dropped): the miss names the failure; without that row the drop is not taken for a loss."""
+    run = ticking(4)
+    run.row(4.0, "n1", "activation.failed", actor=ACTOR, key="k", lease=1, error="ValueError('boom')", message="Tick", retry_in=0.1)
+    run.row(4.0, "n1", "message.dropped", actor=ACTOR, key="k", message="Tick", reason="failed: ValueError('boom')")
+    run.fired(5.0, "n1", 5.0)
+    run.check()
+    (miss,) = explain_occurrences(run.trace)
+    assert ((miss.due_us - E) // S, miss.because) == (4, ("activation.failed of ticker[k] on n1 at t=4.000s: ValueError('boom')",))
+    assert miss.why.startswith("its handler failed: fired on n1 at t=4.000s")
+
+
 # ============================================================ owed writes, a paused owner (swarm seed 227) =====
 
 from sim.checks import owed_writes_found  # noqa: E402

@@ -342,11 +342,13 @@ def test_property_every_grid_due_is_accounted_for_exactly_once(plan: tuple[int, 
 
 @pytest.mark.parametrize("name", ["ownership-miss", "ownership-repeat", "stale-owner-fenced", "pause-catch-up"])
 def test_ledger_covers_every_occurrence_explain_occurrences_reports(name: str) -> None:
-    """Seed 0: each repeat and miss of sim.checks.explain_occurrences is the ledger's repeated or missed entry of that due; the ledger's other misses are all lost in flight."""
+    """Seed 0: sim.checks.explain_occurrences reports exactly the ledger's repeated and missed schedule entries (the lost in flight among them), each explained."""
     run = scenarios.run(name, 0)
     entries = {(e.actor, e.key, e.name, e.due_us): e for e in ledger(run.trace) if e.source == "schedule"}
-    theirs = {(o.actor, o.key, o.name, o.due_us): o.kind for o in explain_occurrences(run.trace)}
-    assert {k: entries[k].status for k in theirs} == {k: {"miss": "missed", "repeat": "repeated"}[v] for k, v in theirs.items()}
-    extra = [e for k, e in entries.items() if e.status in ("missed", "repeated") and k not in theirs]
-    assert all(e.why.startswith("lost in flight") for e in extra)
-    assert len(extra) == {"ownership-miss": 1, "ownership-repeat": 0, "stale-owner-fenced": 3, "pause-catch-up": 0}[name]
+    theirs = {(o.actor, o.key, o.name, o.due_us): o for o in explain_occurrences(run.trace)}
+    ours = {k for k, e in entries.items() if e.status in ("missed", "repeated")}
+    assert set(theirs) == ours
+    assert {k: entries[k].status for k in theirs} == {k: {"miss": "missed", "repeat": "repeated"}[o.kind] for k, o in theirs.items()}
+    assert all(o.because for o in theirs.values())
+    lost = [k for k in ours if entries[k].why.startswith("lost in flight")]
+    assert len(lost) == {"ownership-miss": 1, "ownership-repeat": 0, "stale-owner-fenced": 3, "pause-catch-up": 0}[name]

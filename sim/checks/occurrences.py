@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from ..ledger import ledger, misses
 from ..trace import Row, Trace
 from .base import CheckFailed
 from .schedules import schedule_occurrences
@@ -31,7 +33,9 @@ class Occurrence:
     firing that moved the schedule past it). ``before`` is the row that bounds the window on
     the other side: the earlier firing of the same due (repeat), or the schedule's previous
     firing (or its arming) before ``at`` (miss). ``because`` lists the explaining rows as
-    short texts ("epoch.acquired on n1 at t=9.811s", ...); empty means unexplained.
+    short texts ("epoch.acquired on n1 at t=9.811s", ...); empty means unexplained. ``why`` is
+    the ledger's word on the occurrence (``sim.ledger.Entry.why``: "lost in flight: ...", "skipped
+    by the catch-up of ...").
     """
 
     kind: str
@@ -42,6 +46,7 @@ class Occurrence:
     at: Row
     before: Row | None
     because: tuple[str, ...]
+    why: str = ""
 
     def describe(self) -> str:
         what = "delivered again" if self.kind == "repeat" else "never delivered"
@@ -93,30 +98,94 @@ def _explanations(actor: str, key: str, first: Row | None, second: Row, causes: 
 def explain_occurrences(trace: Trace) -> list[Occurrence]:
     """Every repeated and every missed occurrence of every persisted schedule in ``trace``, with its explanations.
 
-    A **repeat** is a (actor, key, name, due) with more than one ``schedule.fired`` row: each
-    firing after the first is one. A **miss** is a due on an interval schedule's grid (the
-    ``due_us + k * every_us`` of its ``schedule.armed`` rows), from its first delivered due up
-    to the furthest ``next_us`` a firing set, that no ``schedule.fired`` row delivered: a
-    catch-up skipped it (``schedule.caught_up``), or an owner resumed past it. Its window ends
-    at the first firing whose ``next_us`` passed it. A grid restarts where the schedule is
-    cancelled or armed off its grid (re-armed with another phase or period). Dues beyond the
-    last ``next_us`` are not counted: the run may simply have ended before them.
+    Which occurrences those are is the ledger's word (``sim.ledger.misses`` of the entries whose
+    source is ``"schedule"``); this adds what in the trace explains each, and the two rows that
+    bound the window a cause is looked for in:
+
+    - a **repeat**: each firing of a due after its first (``at``), from that first (``before``);
+    - a **miss lost in flight**: fired, but its message died before its handler finished: the
+      window runs from the firing (``before``) to the ``message.dropped`` row that lost it
+      (``at``: ``Attempt.lost_at``), since the crash or the end that lost it comes after the
+      firing. Besides the causes of a repeat, a cut of the firing node's links in effect in the
+      window (``fault.partition`` not undone by a reconnect or heal before it starts: the owner
+      that loses its quorum ends its run, fenced) and a failure of the key's body on that node
+      in it (``activation.failed``: the handler raised on that message) explain it;
+    - any other **miss** (skipped by a catch-up, passed over by a re-arming, never fired): a
+      grid due no firing delivered, its window ending at the first firing whose ``next_us``
+      passed it (``at``) and starting at the schedule's row before that (``before``).
+
+    Dues beyond the last ``next_us`` are not counted: the run may simply have ended before them.
     """
     causes = trace.of("epoch.acquired", "clock.step", "clock.drift", *EXPLAINING_FAULTS)
-    out: list[Occurrence] = []
-    for (actor, key, name), rows in schedule_occurrences(trace).items():
-        first_of_due: dict[int, Row] = {}
-        for row in rows:
-            if row.kind != "schedule.fired":
-                continue
-            due = int(row.get("due_us"))
-            earlier = first_of_due.setdefault(due, row)
-            if earlier is not row:
-                out.append(Occurrence("repeat", actor, key, name, due, row, earlier, _explanations(actor, key, earlier, row, causes)))
+    cuts = trace.of("fault.partition", "fault.reconnect", "fault.heal")
+    failures = trace.of("activation.failed")
+    schedules = schedule_occurrences(trace)
+    grid: dict[tuple[str, str, str, int], Occurrence] = {}
+    for (actor, key, name), rows in schedules.items():
         for segment in _grid_segments(rows):
-            out.extend(_misses(actor, key, name, segment, causes))
+            for occurrence in _misses(actor, key, name, segment, causes):
+                grid.setdefault((actor, key, name, occurrence.due_us), occurrence)
+    out: list[Occurrence] = []
+    for entry in misses(ledger(trace)):
+        if entry.source != "schedule" or entry.due_us is None:
+            continue
+        actor, key, name, due = entry.actor, entry.key, entry.name, entry.due_us
+        if entry.status == "repeated":
+            first = entry.attempts[0].row
+            for attempt in entry.attempts[1:]:
+                out.append(Occurrence("repeat", actor, key, name, due, attempt.row, first, _explanations(actor, key, first, attempt.row, causes), entry.why))
+            continue
+        lost = next((a for a in entry.attempts if a.lost_at is not None), None)
+        if lost is not None and lost.lost_at is not None:
+            fired, dropped = lost.row, lost.lost_at
+            because = _explanations(actor, key, fired, dropped, causes) + _cuts(fired, dropped, cuts) + _failures(actor, key, fired, dropped, failures)
+            out.append(Occurrence("miss", actor, key, name, due, dropped, fired, because, entry.why))
+            continue
+        known = grid.get((actor, key, name, due))
+        if known is None:
+            known = _passed_over(actor, key, name, due, schedules.get((actor, key, name), []), causes)
+        out.append(dataclasses.replace(known, why=entry.why))
     out.sort(key=lambda o: (o.at.seq, o.due_us))
     return out
+
+
+def _cuts(fired: Row, dropped: Row, cuts: list[Row]) -> tuple[str, ...]:
+    """The partitions of the firing node's links in effect between ``NEAR_NS`` before ``fired`` and ``dropped``."""
+    node, start = fired.node, fired.t_ns - NEAR_NS
+    found = []
+    for row in cuts:
+        if row.kind != "fault.partition" or row.seq > dropped.seq:
+            continue
+        sides = [str(n) for n in (*row.get("from", ()), *row.get("to", ()))]
+        if node not in sides:
+            continue
+        undone = next(
+            (u for u in cuts if u.seq > row.seq and (u.kind == "fault.heal" or (u.kind == "fault.reconnect" and u.get("from") == row.get("from") and u.get("to") == row.get("to")))),
+            None,
+        )
+        if undone is not None and undone.t_ns < start:
+            continue
+        text = f"fault.partition of {', '.join(row.get('from', ()))} from {', '.join(row.get('to', ()))} at t={row.t:.3f}s"
+        if text not in found:
+            found.append(text)
+    return tuple(found)
+
+
+def _failures(actor: str, key: str, fired: Row, dropped: Row, failures: list[Row]) -> tuple[str, ...]:
+    """The key's body failing on the firing node between the firing and the drop (its handler raised)."""
+    return tuple(
+        f"activation.failed of {actor.split(':')[-1]}[{key}] on {r.node} at t={r.t:.3f}s: {r.get('error')}"
+        for r in failures
+        if r.node == fired.node and r.get("actor") == actor and r.get("key") == key and fired.seq < r.seq <= dropped.seq
+    )
+
+
+def _passed_over(actor: str, key: str, name: str, due: int, rows: list[Row], causes: list[Row]) -> Occurrence:
+    """A grid miss the segment walk did not bound: the first firing of an earlier due whose ``next_us`` passed it."""
+    fired = [r for r in rows if r.kind == "schedule.fired"]
+    passed = next((r for r in fired if int(r.get("due_us")) < due and r.get("next_us") is not None and int(r.get("next_us")) > due), fired[-1] if fired else rows[-1])
+    previous = next((r for r in reversed(rows) if r.seq < passed.seq and r.kind in ("schedule.fired", "schedule.armed")), None)
+    return Occurrence("miss", actor, key, name, due, passed, previous, _explanations(actor, key, previous, passed, causes))
 
 
 def _grid_segments(rows: list[Row]) -> list[tuple[int, int, list[Row]]]:
