@@ -17,40 +17,10 @@ replicas (``casty.protocol.handoff``), answering blank for keys it is not yet re
 Each sync round that ends sweeps again, so the ``@active`` keys a restarted node pulled
 back, and now owns, resume there.
 
-**The resume rule** (no ``@active`` key is left without a run). An activation that ends
-here without a successor while ``@active`` stays on the replicas (``lost``: fenced by a
-newer epoch; ``handoff``: the key moved; a failed acquisition of a key marked ``@active``
-here) makes the key an *orphan* of this node (``orphaned``). Every ``RESUME_EVERY`` seconds
-the node looks at its orphans: one that runs here, acquired, is done (forgotten at the
-acquisition itself: a run released before the look must not be resumed); one this node owns
-is resumed here (an acquisition that fails leaves it an orphan, tried again); one another
-node owns is handed to that node with a resume request (a ``Deliver`` with origin
-``RESUME_ORIGIN`` and no message), which activates the key there, makes it an orphan of
-that node until it is acquired, and answers; without an answer within ``write_timeout`` +
-``RESUME_EVERY`` the request is sent again (to whoever owns the key then). A node without
-a quorum names no owner: its orphans wait.
-
-Why a long pause needs it: the paused owner's run never learns that the others declared it
-dead and that the next replica took the key over (a newer epoch). Once the paused node is
-heard again the ring names it owner once more, so the interim owner ends its run
-(``handoff``), and the paused node's own stale run is refused at its first write
-(``lost``: a schedule's firing, at once if one fell due during the pause, else later). The
-sweep of that node's membership change may have come while the stale run still held the
-key, and no other sweep follows: before this rule nothing ran the key until a message came.
-
-The bound: from the later of the end of the run and the moment this node's view names the
-key's owner after the faults healed (the failure detector's convergence: at most
-``suspect_after`` + ``dead_after`` after the last fault, much less when a node is only heard
-again), the key runs on its owner within ``RESUME_EVERY`` + one acquisition
-(``write_timeout``) + a resume request's round trip, and within another ``RESUME_EVERY`` +
-``write_timeout`` for each attempt that fails (no quorum yet, replicas not ready).
-
-**The request rule.** A ``Reply`` (or ``Failed``) names only the asking node and the ask's
-number, and a restarted node is reached at the same name: the late answer to an ask of its
-previous life (the owner was slow, or answered after a retry) arrives at the new life. So a
-life numbers its asks from its first incarnation up (``REQUEST_BITS``), never from 1 again:
-such an answer finds no ask of this life and is dropped (swarm seed 1411: a Get of one
-counter returned the count of another key, an increment asked by the previous life).
+**The resume rule** (no ``@active`` key is left without a run) is ``casty.cluster.resume``
+(the orphans of this node, resume requests); **the request rule** (a life numbers its asks
+above every earlier life's) and the messages, replies and failures between nodes are
+``casty.cluster.delivery``. Both are parts of ``ClusterNode`` (mixins), on its attributes.
 
 **The disk rule** (replication rule 8). A node with a durable store reads every record of
 it, tombstones included, into its replica before the replica opens: after every node
@@ -75,13 +45,11 @@ import logging
 from typing import TYPE_CHECKING, Any, Final
 
 from .. import observer as ev
-from .._core.activation import Envelope
 from .._core.state import ACTIVE_PAGE
-from ..errors import ActorFailed, CastyError, Fenced, MessageTooLarge, RemoteError, SchemaError, Unavailable, UnknownActor
 from ..observer import Event
 from ..ports import ListsRecords
-from .._core.ref import ReplyRef, reply_type
 from .config import Cluster
+from .delivery import REQUEST_BITS, Delivery
 from .driver import Dispatcher, MembershipService
 from ..protocol.membership import Doubted, MemberChanged, MemberView, ViewLearned
 from ..protocol.placement import Placement as RingPlacement
@@ -90,27 +58,15 @@ from ..protocol.handoff import RoundEnded, RoundStarted
 from .replicas import ReplicationService
 from .replicated_pages import ReplicatedPages
 from ..protocol.replication import Entity, Epoch, Snapshot, Stamp
-from .routing import CLUSTER_WIRE, Deliver, Failed, Reply, Router, clip
+from .resume import RESUME_EVERY, RESUME_ORIGIN, ResumeRule
+from .routing import CLUSTER_WIRE, Router
 from .viewstore import VIEW_ACTOR, ViewKeeper
 
 if TYPE_CHECKING:
     from .._core.activation import Activation
     from .._core.system import ActorSystem, Placement
 
-__all__ = ["ClusterNode", "RESUME_EVERY", "RESUME_ORIGIN", "REQUEST_BITS"]
-
-RESUME_EVERY: Final = 1.0
-"""Seconds between two looks at the node's orphans (keys left ``@active`` with no run: see the module docstring)."""
-RESUME_ORIGIN: Final = "@resume"
-"""The origin of a ``Deliver`` that carries no message: "resume this key, you own it" (answered by an empty ``Reply``)."""
-REQUEST_BITS: Final = 10
-"""A life's request ids start at its first incarnation (wall µs at its birth) shifted by this many bits (the request rule).
-
-The lives of a node are born at distinct microseconds, so their ids never meet unless one
-life made more than 1024 asks per microsecond it lived; and a birth time below 2**53 µs
-(the year 2255) keeps every id inside the 64-bit integers a frame carries.
-"""
-
+__all__ = ["ClusterNode", "RESUME_EVERY", "RESUME_ORIGIN", "REQUEST_BITS"]  # the rules' constants, re-exported
 
 _log = logging.getLogger("casty")
 
@@ -119,8 +75,12 @@ def _ignore(_event: Event) -> None:
     pass
 
 
-class ClusterNode:
-    """Membership, routing and placement of one node; built on the system's loop at entry."""
+class ClusterNode(ResumeRule, Delivery):
+    """Membership, routing and placement of one node; built on the system's loop at entry.
+
+    The resume rule (``ResumeRule``, ``casty.cluster.resume``) and the messages to and from
+    other nodes (``Delivery``, ``casty.cluster.delivery``) are its parts from other modules.
+    """
 
     def __init__(self, system: ActorSystem, config: Cluster) -> None:
         transport = system.transport
@@ -521,238 +481,6 @@ class ClusterNode:
         """The ``PageWriter`` of an activation on this node: its pages live on the key's replicas."""
         return ReplicatedPages(activation, self)
 
-    # --- the resume rule: orphans -------------------------------------------------------
-
-    def orphaned(self, entity: Entity, *, if_marked: bool = False) -> None:
-        """An activation of ``entity`` ended here with no successor: see that the key runs again on its owner.
-
-        ``if_marked``: only if this node's replica holds the key's ``@active`` (a failed
-        acquisition: the key may never have been active).
-        """
-        if self.replication.closed or not self.system.running:
-            return
-        if if_marked and not self.replication.store.has_page(entity, ACTIVE_PAGE):
-            return
-        self._orphans[entity] = None
-        self._arm_orphans()
-
-    def acquired(self, entity: Entity) -> None:
-        """An activation of ``entity`` acquired the key here: it runs, so it is no orphan of this node any more.
-
-        Forgotten at once, not at the next look at the orphans: the run may end released or
-        idle (``@active`` cleared) before that look, which would find no run and resume the
-        key with no message a few ms after its release (a stale entry).
-        """
-        if entity in self._orphans:
-            self._forget_orphan(entity)
-
-    def _arm_orphans(self) -> None:
-        if self._orphan_timer is None:
-            self._orphan_timer = self.system.loop.call_later(RESUME_EVERY, self._look_at_orphans)
-
-    def _look_at_orphans(self) -> None:
-        """Resume the orphans this node owns, hand the others to their owners (see the module docstring)."""
-        self._orphan_timer = None
-        system = self.system
-        if self.replication.closed or not system.running:
-            return
-        node = system.node
-        now = system.loop.time()
-        orphans = self._orphans
-        for entity in list(orphans):
-            activation = system.activation_table.get(entity)
-            if activation is not None:
-                if activation.pages is not None:  # acquired: it runs here
-                    self._forget_orphan(entity)
-                continue  # still acquiring: look again
-            actor_name, key = entity
-            try:
-                owner = self.owner_of(actor_name, key)
-            except Exception as exc:  # a type this node cannot look up: nothing to resume here
-                system.emit(ev.ActivationFailed, actor_name, key, 0, f"not resumed: {exc!r}", None, 0.0)
-                self._forget_orphan(entity)
-                continue
-            if owner is None:
-                continue  # no quorum here: wait for the view to heal
-            if owner == node:
-                if not self._resume(entity, "not resumed"):
-                    self._forget_orphan(entity)  # reported: this node cannot run it
-                continue
-            asked = self._nudged.get(entity)
-            if asked is not None and now < asked[1]:
-                continue  # a resume request is in flight
-            self._ask_to_resume(entity)
-        if orphans:
-            self._arm_orphans()
-
-    def _ask_to_resume(self, entity: Entity) -> None:
-        """Send the key's owner a resume request: a ``Deliver`` with no message and origin ``RESUME_ORIGIN``."""
-        system = self.system
-        self._forget_request(entity)  # one unanswered before: given up
-        request = system.next_request()
-        self._nudges[request] = entity
-        self._nudged[entity] = (request, system.loop.time() + (system.write_timeout or 5.0) + RESUME_EVERY)
-        actor_name, key = entity
-        self.router.route(Deliver(request, actor_name, key, b"", system.node, request, RESUME_ORIGIN))
-
-    def _resume_asked(self, frame: Deliver) -> None:
-        """A resume request for a key this node owns: activate it (it is this node's orphan until acquired) and answer."""
-        system = self.system
-        entity = (frame.actor, frame.key)
-        try:
-            actor = system.type_named(frame.actor)
-            if entity not in system.activation_table:
-                system.activate(actor, frame.key, actor.initial)
-        except Exception as exc:
-            system.emit(ev.ActivationFailed, frame.actor, frame.key, 0, f"not resumed on request: {exc!r}", None, 0.0)
-            self._refuse(frame, exc)
-            return
-        self._orphans[entity] = None
-        self._arm_orphans()
-        if frame.reply_node is None or frame.reply_request is None:
-            return
-        if frame.reply_node == system.node:
-            self._resume_answered(frame.reply_request, None)
-        else:
-            self.router.reply(frame.reply_node, Reply(frame.reply_request, b""))
-
-    def _resume_answered(self, request: int, failed: Failed | None) -> None:
-        """The owner answered a resume request: it took the key (or cannot run it at all); else it stays an orphan here."""
-        self._request_ended(request, taken=failed is None or failed.kind in ("unknown", "schema"))
-
-    def _request_ended(self, request: int, *, taken: bool) -> None:
-        """Resume request ``request`` is over: ``taken``, the key is no orphan here any more; else it is asked again at the next look."""
-        entity = self._nudges.pop(request, None)
-        if entity is None:
-            return
-        self.router.forget(request)
-        if taken:
-            self._forget_orphan(entity)
-        elif self._nudged.get(entity, (0, 0.0))[0] == request:
-            del self._nudged[entity]
-
-    def _forget_request(self, entity: Entity) -> None:
-        asked = self._nudged.pop(entity, None)
-        if asked is not None:
-            self._nudges.pop(asked[0], None)
-            self.router.forget(asked[0])
-
-    def _forget_orphan(self, entity: Entity) -> None:
-        self._orphans.pop(entity, None)
-        self._forget_request(entity)
-
-    # --- sending -------------------------------------------------------------------------
-
-    def send(self, request: int, actor: str, key: str, message: bytes, reply_request: int | None, origin: str | None) -> None:
-        """Route an encoded message to its owner (an ask names its ``reply_request``)."""
-        reply_node = self.system.node if reply_request is not None else None
-        self.router.route(Deliver(request, actor, key, message, reply_node, reply_request, origin))
-
-    def forget(self, request: int) -> None:
-        self.router.forget(request)
-
-    def reply(self, ref: ReplyRef[Any], value: Any) -> None:
-        """Answer an ask of another node with a ``Reply`` frame (``Failed(kind="schema")`` if the value cannot travel)."""
-        try:
-            data = self.system.codec.encode_value(value, "reply")
-        except SchemaError as exc:
-            self.system.emit(ev.MessageDropped, "reply", f"{ref.node}#{ref.request}", type(value).__qualname__, str(exc))
-            self.router.reply(ref.node, Failed(ref.request, "schema", clip(f"{self.system.node}: {exc}")))
-            return
-        self.router.reply(ref.node, Reply(ref.request, data))
-
-    def fail(self, ref: ReplyRef[Any], error: BaseException, actor: str, key: str, message: Any) -> None:
-        """Fail an ask of another node as the same ask would fail on one node.
-
-        ``Unavailable`` and ``Fenced`` (the key could not confirm a write, or lost its epoch:
-        not the body's fault) arrive as those classes; anything else the body of ``actor[key]``
-        raised on ``message`` arrives as ``ActorFailed`` around a ``RemoteError`` with the
-        exception's type name, text and repr (the exception object cannot travel).
-        """
-        if isinstance(error, Unavailable):
-            text = clip(str(error) or type(error).__name__)
-            self.router.reply(ref.node, Failed(ref.request, "fenced" if isinstance(error, Fenced) else "unavailable", text))
-            return
-        self.router.reply(
-            ref.node,
-            Failed(
-                ref.request, "failed", clip(str(error)), actor, key,
-                type(error).__name__, clip(repr(error)), type(message).__name__,
-            ),
-        )
-
-    def _refuse(self, frame: Deliver, error: BaseException) -> None:
-        """Fail the ask behind ``frame`` (if any) because this node could not take its message at all."""
-        if frame.reply_node is None or frame.reply_request is None:
-            return
-        text = clip(f"{self.system.node} could not take the message for {frame.actor}[{frame.key!r}]: {error}")
-        if isinstance(error, SchemaError):
-            refusal = Failed(frame.reply_request, "schema", text)
-        elif isinstance(error, UnknownActor):
-            refusal = Failed(frame.reply_request, "unknown", text)
-        elif isinstance(error, Fenced):
-            refusal = Failed(frame.reply_request, "fenced", text)
-        else:
-            refusal = Failed(frame.reply_request, "unavailable", text)
-        self.router.reply(frame.reply_node, refusal)
-
-    # --- receiving -----------------------------------------------------------------------
-
-    def _deliver_here(self, frame: Deliver) -> None:
-        """A message for a key this node owns: decode it (refs bound to this system) and queue it."""
-        system = self.system
-        if not system.running:
-            return
-        if frame.origin == RESUME_ORIGIN:
-            self._resume_asked(frame)
-            return
-        try:
-            actor = system.type_named(frame.actor)
-            message = system.codec.decode_message(frame.message, actor.schema)
-            activation = system.activation_table.get((actor.name, frame.key)) or system.activate(actor, frame.key, actor.initial)
-            activation.deliver(Envelope(message, origin=frame.origin) if frame.origin is not None else Envelope(message))
-        except Exception as exc:
-            system.emit(ev.MessageDropped, frame.actor, frame.key, "message", f"routed message not delivered: {exc!r}")
-            self._refuse(frame, exc)
-
-    def _refused(self, src: str, frame: Deliver, error: CastyError) -> None:
-        """The router could not place a ``Deliver`` (no such actor type here): drop it, fail its ask at the asker."""
-        self.system.emit(ev.MessageDropped, frame.actor, frame.key, "message", f"routed message from {src} refused: {error}")
-        self._refuse(frame, error)
-
-    def _reply_arrived(self, src: str, frame: Reply | Failed) -> None:
-        """The answer to one of this node's asks: its value decoded into the ask's ``R``, or the error it failed with."""
-        if frame.request in self._nudges:
-            self._resume_answered(frame.request, frame if isinstance(frame, Failed) else None)
-            return
-        pending = self.system.pending_ask(frame.request)
-        if pending is None or pending.future.done():
-            return
-        message = pending.message
-        if isinstance(frame, Failed):
-            pending.future.set_exception(_error_of(frame, message))
-            return
-        annotation = reply_type(type(message))
-        try:
-            value = self.system.codec.decode_value(frame.value, annotation, f"the reply to {type(message).__qualname__} from {src}")
-        except SchemaError as exc:
-            pending.future.set_exception(exc)
-            return
-        pending.future.set_result(value)
-
-    def _failed(self, frame: Deliver, reason: str) -> None:
-        if frame.origin == RESUME_ORIGIN:
-            if frame.reply_request is not None:
-                self._request_ended(frame.reply_request, taken=False)  # no owner took it: the key stays an orphan
-            return
-        where = f"{frame.actor}[{frame.key!r}]"
-        if frame.reply_request is not None:
-            pending = self.system.pending_ask(frame.reply_request)
-            if pending is not None and not pending.future.done():
-                pending.future.set_exception(Unavailable(f"ask to {where}: no owner took it: {reason}"))
-            return
-        self.system.emit(ev.MessageDropped, frame.actor, frame.key, "message", f"unavailable: {reason}")
-
     # --- lifecycle -----------------------------------------------------------------------
 
     def close(self, *, crashed: bool = False) -> None:
@@ -768,21 +496,3 @@ class ClusterNode:
             self.membership.leave()
         self.router.close()
         self.replication.close()
-
-
-def _error_of(frame: Failed, message: Any) -> BaseException:
-    """The exception a local ask of ``message`` would have raised, rebuilt from a ``Failed`` frame."""
-    kind = frame.kind
-    if kind == "failed":
-        error = RemoteError(frame.error_type, frame.text, frame.error_repr)
-        failed_on = frame.message_type if frame.message_type not in ("", type(message).__name__) else None
-        return ActorFailed(frame.actor, frame.key, error, message, failed_on=failed_on)
-    if kind == "fenced":
-        return Fenced(frame.text)
-    if kind == "schema":
-        return SchemaError(frame.text)
-    if kind == "unknown":
-        return UnknownActor(frame.text)
-    if kind == "too_large":
-        return MessageTooLarge(frame.text)
-    return Unavailable(frame.text)
