@@ -279,7 +279,7 @@ class NodeScheduler:
         if not (sep and module and qualname):
             raise InvalidIdentity(f"{name!r} is not an actor type name (expected module:qualname)")
         try:
-            actor_type = self._system._type_named(name)
+            actor_type = self._system.type_named(name)
         except UnknownActor as exc:
             if not self.cluster_mode:
                 raise InvalidIdentity(f"unknown actor type: {exc}") from exc
@@ -288,7 +288,7 @@ class NodeScheduler:
             if not isinstance(key, str) or not key:
                 raise InvalidIdentity(f"{name}: a key must be a non-empty string, got {key!r}") from exc
             return
-        self._system._validate_identity(actor_type, key)
+        self._system.validate_identity(actor_type, key)
         actor_type.schema.check(message)
         self._system.codec.encode_message(message, actor_type.schema)
 
@@ -321,7 +321,7 @@ class NodeScheduler:
             reference = self._new_reference()
         entry = _Entry(reference, target, message, kind, period_us, cron, due_us)
         self._entries[reference] = entry
-        self._system._emit_event(
+        self._system.emit(
             ev.NodeScheduleRegistered,
             *entry.names(),
             due_us,
@@ -340,7 +340,7 @@ class NodeScheduler:
             raise ScheduleStateError(f"node schedule {reference!r} is already paused")
         entry.paused = True
         self._disarm(entry)
-        self._system._emit_event(ev.NodeSchedulePaused, *entry.names())
+        self._system.emit(ev.NodeSchedulePaused, *entry.names())
 
     def resume_schedule(self, reference: str) -> None:
         """Tick again, the next tick recalculated from now (no catch-up); ``ScheduleStateError`` if not paused."""
@@ -361,7 +361,7 @@ class NodeScheduler:
                 return
             entry.due_us = now + entry.period_us
         entry.paused = False
-        self._system._emit_event(ev.NodeScheduleResumed, *entry.names(), entry.due_us)
+        self._system.emit(ev.NodeScheduleResumed, *entry.names(), entry.due_us)
         self._arm(entry, now)
 
     def cancel_schedule(self, reference: str) -> None:
@@ -404,7 +404,7 @@ class NodeScheduler:
     def _drop(self, entry: _Entry, reason: str) -> None:
         entry.live = False
         self._disarm(entry)
-        self._system._emit_event(ev.NodeScheduleCancelled, *entry.names(), reason)
+        self._system.emit(ev.NodeScheduleCancelled, *entry.names(), reason)
 
     # ================================================================== timers =======
 
@@ -442,7 +442,7 @@ class NodeScheduler:
         else:
             self._tell(entry, tick, now, next_us)
         if next_us is not None and skipped:
-            system._emit_event(ev.NodeScheduleCaughtUp, *entry.names(), tick, now, next_us, skipped)
+            system.emit(ev.NodeScheduleCaughtUp, *entry.names(), tick, now, next_us, skipped)
         if not entry.live:
             return  # removed while telling (an observer or a synchronous callee cancelled it)
         if next_us is None:
@@ -457,9 +457,9 @@ class NodeScheduler:
         try:
             system.tell(entry.target, entry.message, origin=f"node-schedule:{entry.reference}")
         except Exception as exc:  # any failure before the message is queued loses this tick
-            system._emit_event(ev.NodeScheduleTickLost, *entry.names(), tick, now, next_us, f"{type(exc).__name__}: {exc}")
+            system.emit(ev.NodeScheduleTickLost, *entry.names(), tick, now, next_us, f"{type(exc).__name__}: {exc}")
         else:
-            system._emit_event(ev.NodeScheduleFired, *entry.names(), tick, now, next_us)
+            system.emit(ev.NodeScheduleFired, *entry.names(), tick, now, next_us)
 
     # ================================================================== cluster claims
 
@@ -472,7 +472,7 @@ class NodeScheduler:
         ttl = claims.ttl_us(to_us(nominal) - tick if nominal is not None else None)
         if claims.expired(tick, ttl, now):
             reason = f"the tick is {(now - tick) / 1e6:g} s old, older than its claim TTL of {ttl / 1e6:g} s"
-            self._system._emit_event(ev.NodeScheduleClaimSkipped, *entry.names(), tick, now, key, reason)
+            self._system.emit(ev.NodeScheduleClaimSkipped, *entry.names(), tick, now, key, reason)
             return
         task = self._system.loop.create_task(self._claim(claims, entry, tick, next_us, key, ttl), name=f"claim:{key}")
         self._claims[task] = None
@@ -481,7 +481,7 @@ class NodeScheduler:
     def _claim_done(self, task: asyncio.Task[None]) -> None:
         self._claims.pop(task, None)
         if not task.cancelled() and task.exception() is not None:
-            self._system._emit_event(
+            self._system.emit(
                 ev.MessageDropped, "node-schedule", task.get_name(), "claim", f"claim task failed: {task.exception()!r}"
             )
 
@@ -492,16 +492,16 @@ class NodeScheduler:
             answer = await claims.claim(system, key, tick, ttl)
         except Exception as exc:  # no owner, a timeout, a fenced owner: this node does not know it won, so it does not tell
             reason = f"claim failed: {type(exc).__name__}: {exc}"
-            system._emit_event(ev.NodeScheduleClaimSkipped, *entry.names(), tick, system.clock.now_us(), key, reason)
+            system.emit(ev.NodeScheduleClaimSkipped, *entry.names(), tick, system.clock.now_us(), key, reason)
             return
         now = system.clock.now_us()
         if answer is None:
             reason = "refused by the claim's owner: the tick is older than its claim TTL on the owner's clock"
-            system._emit_event(ev.NodeScheduleClaimSkipped, *entry.names(), tick, now, key, reason)
+            system.emit(ev.NodeScheduleClaimSkipped, *entry.names(), tick, now, key, reason)
         elif answer != system.node:
-            system._emit_event(ev.NodeScheduleClaimLost, *entry.names(), tick, now, key, answer)
+            system.emit(ev.NodeScheduleClaimLost, *entry.names(), tick, now, key, answer)
         else:
-            system._emit_event(ev.NodeScheduleClaimWon, *entry.names(), tick, now, key, ttl)
+            system.emit(ev.NodeScheduleClaimWon, *entry.names(), tick, now, key, ttl)
             if now < tick:
                 now = await self._wall_reaches(tick)  # the clock stepped back during the round trip: never tell early
             self._tell(entry, tick, now, next_us)

@@ -258,6 +258,8 @@ class ActorSystem:
             except UnicodeEncodeError as exc:  # a lone surrogate: no store, no frame could carry it
                 raise SchemaError(f"{actor.name}: a key must be valid unicode (it travels as UTF-8), got {key!r}: {exc.reason}") from exc
 
+    validate_identity = _validate_identity  # for the node scheduler: a target checked as a ref would be
+
     def _type_named(self, name: str) -> ActorType[Any, Any]:
         """The type called ``name``, among those this process defined; ``UnknownActor`` otherwise.
 
