@@ -144,9 +144,9 @@ def test_ownership_miss_names_the_crash_that_lost_the_firing_in_flight() -> None
 
 
 def _lost_at_end(run: Ticking, t: float) -> None:
-    """n1's activation of the key ends at ``t`` (its run lost) and the Tick its mailbox held is dropped."""
+    """n1's activation of the key ends at ``t`` (its run lost; the drop names no quorum) and the Tick its mailbox held is dropped."""
     run.row(t, "n1", "activation.ended", actor=ACTOR, key="k", lease=1, reason="lost")
-    run.row(t, "n1", "message.dropped", actor=ACTOR, key="k", message="Tick", reason="failed: Unavailable('lost its quorum')")
+    run.row(t, "n1", "message.dropped", actor=ACTOR, key="k", message="Tick", reason="failed: Unavailable('the run ended')")
 
 
 def test_a_firing_lost_when_its_run_ended_with_nothing_near_is_an_unexplained_miss() -> None:
@@ -176,6 +176,23 @@ def test_a_partition_of_the_firing_node_in_effect_explains_a_firing_lost_in_flig
     _lost_at_end(healed, 4.1)
     with pytest.raises(CheckFailed, match="never delivered"):
         healed.check()
+
+
+def test_a_run_that_lost_its_quorum_is_explained_by_members_down_in_its_window() -> None:
+    """A loss whose drop says the quorum was lost: n2 crashed at 3.0 s (not back) explains it, n3's crash at 0.5 s with a restart at 1.0 s does not."""
+    run = ticking(4)
+    run.row(0.5, "n3", "fault.crash")
+    run.row(1.0, "n3", "fault.restart")
+    run.row(3.0, "n2", "fault.crash")
+    run.row(4.1, "n1", "activation.ended", actor=ACTOR, key="k", lease=1, reason="lost")
+    run.row(4.1, "n1", "message.dropped", actor=ACTOR, key="k", message="Tick", reason="failed: Unavailable('n1 lost its quorum (1 of 3 members alive)')")
+    run.check()
+    assert explain_occurrences(run.trace)[0].because == ("fault.crash of n2 at t=3.000s",)
+    alone = ticking(4)
+    alone.row(3.0, "n2", "fault.crash")
+    _lost_at_end(alone, 4.1)  # a drop that names no quorum: another node's crash explains nothing
+    with pytest.raises(CheckFailed, match="never delivered"):
+        alone.check()
 
 
 def test_a_firing_whose_handler_failed_is_explained_by_that_failure() -> None:

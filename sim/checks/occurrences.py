@@ -107,9 +107,12 @@ def explain_occurrences(trace: Trace) -> list[Occurrence]:
       window runs from the firing (``before``) to the ``message.dropped`` row that lost it
       (``at``: ``Attempt.lost_at``), since the crash or the end that lost it comes after the
       firing. Besides the causes of a repeat, a cut of the firing node's links in effect in the
-      window (``fault.partition`` not undone by a reconnect or heal before it starts: the owner
-      that loses its quorum ends its run, fenced) and a failure of the key's body on that node
-      in it (``activation.failed``: the handler raised on that message) explain it;
+      window (``fault.partition`` not undone by a reconnect or heal before it starts) and a
+      failure of the key's body on that node in it (``activation.failed``: the handler raised
+      on that message) explain it; and when the drop says a quorum was missing (an owner that
+      lost its quorum ends its run, fenced; a write that got no quorum fails the handler), so
+      do the partitions of any member in effect in the window and the members down or paused
+      in it (a crash, stop or pause not undone before the window starts);
     - any other **miss** (skipped by a catch-up, passed over by a re-arming, never fired): a
       grid due no firing delivered, its window ending at the first firing whose ``next_us``
       passed it (``at``) and starting at the schedule's row before that (``before``).
@@ -119,6 +122,7 @@ def explain_occurrences(trace: Trace) -> list[Occurrence]:
     causes = trace.of("epoch.acquired", "clock.step", "clock.drift", *EXPLAINING_FAULTS)
     cuts = trace.of("fault.partition", "fault.reconnect", "fault.heal")
     failures = trace.of("activation.failed")
+    outs = trace.of("fault.crash", "node.stopped", "fault.pause", "fault.restart", "node.started", "fault.resume")
     schedules = schedule_occurrences(trace)
     grid: dict[tuple[str, str, str, int], Occurrence] = {}
     for (actor, key, name), rows in schedules.items():
@@ -138,7 +142,11 @@ def explain_occurrences(trace: Trace) -> list[Occurrence]:
         lost = next((a for a in entry.attempts if a.lost_at is not None), None)
         if lost is not None and lost.lost_at is not None:
             fired, dropped = lost.row, lost.lost_at
-            because = _explanations(actor, key, fired, dropped, causes) + _cuts(fired, dropped, cuts) + _failures(actor, key, fired, dropped, failures)
+            because = _explanations(actor, key, fired, dropped, causes) + _failures(actor, key, fired, dropped, failures)
+            quorum = "quorum" in str(dropped.get("reason"))
+            because += _cuts(fired, dropped, cuts, None if quorum else {fired.node})
+            if quorum:
+                because += _members_out(fired, dropped, outs)
             out.append(Occurrence("miss", actor, key, name, due, dropped, fired, because, entry.why))
             continue
         known = grid.get((actor, key, name, due))
@@ -149,15 +157,15 @@ def explain_occurrences(trace: Trace) -> list[Occurrence]:
     return out
 
 
-def _cuts(fired: Row, dropped: Row, cuts: list[Row]) -> tuple[str, ...]:
-    """The partitions of the firing node's links in effect between ``NEAR_NS`` before ``fired`` and ``dropped``."""
-    node, start = fired.node, fired.t_ns - NEAR_NS
+def _cuts(fired: Row, dropped: Row, cuts: list[Row], nodes: set[str] | None) -> tuple[str, ...]:
+    """The partitions of the links of ``nodes`` (None: of any node) in effect between ``NEAR_NS`` before ``fired`` and ``dropped``."""
+    start = fired.t_ns - NEAR_NS
     found = []
     for row in cuts:
         if row.kind != "fault.partition" or row.seq > dropped.seq:
             continue
-        sides = [str(n) for n in (*row.get("from", ()), *row.get("to", ()))]
-        if node not in sides:
+        sides = {str(n) for n in (*row.get("from", ()), *row.get("to", ()))}
+        if nodes is not None and not sides & nodes:
             continue
         undone = next(
             (u for u in cuts if u.seq > row.seq and (u.kind == "fault.heal" or (u.kind == "fault.reconnect" and u.get("from") == row.get("from") and u.get("to") == row.get("to")))),
@@ -172,12 +180,28 @@ def _cuts(fired: Row, dropped: Row, cuts: list[Row]) -> tuple[str, ...]:
 
 
 def _failures(actor: str, key: str, fired: Row, dropped: Row, failures: list[Row]) -> tuple[str, ...]:
-    """The key's body failing on the firing node between the firing and the drop (its handler raised)."""
+    """The key's body failing on the firing node at the drop's instant, after the firing (its handler raised on that message)."""
     return tuple(
         f"activation.failed of {actor.split(':')[-1]}[{key}] on {r.node} at t={r.t:.3f}s: {r.get('error')}"
         for r in failures
-        if r.node == fired.node and r.get("actor") == actor and r.get("key") == key and fired.seq < r.seq <= dropped.seq
-    )
+        if r.node == fired.node and r.get("actor") == actor and r.get("key") == key and fired.seq < r.seq and r.t_ns == dropped.t_ns
+    )  # the failure is recorded right after the drop of its message, at the same instant
+
+
+def _members_out(fired: Row, dropped: Row, outs: list[Row]) -> tuple[str, ...]:
+    """For a run ended or a write failed for want of a quorum: the members down (crashed, stopped) or paused at some
+    point between ``NEAR_NS`` before ``fired`` and ``dropped``, each by the row that took it out."""
+    start = fired.t_ns - NEAR_NS
+    back = {"fault.crash": ("fault.restart", "node.started"), "node.stopped": ("fault.restart", "node.started"), "fault.pause": ("fault.resume",)}
+    found = []
+    for row in outs:
+        if row.kind not in back or row.seq > dropped.seq:
+            continue
+        returned = next((r for r in outs if r.seq > row.seq and r.node == row.node and r.kind in back[row.kind]), None)
+        if returned is not None and returned.t_ns < start:
+            continue
+        found.append(f"{row.kind} of {row.node} at t={row.t:.3f}s")
+    return tuple(found)
 
 
 def _passed_over(actor: str, key: str, name: str, due: int, rows: list[Row], causes: list[Row]) -> Occurrence:
