@@ -144,3 +144,4 @@ def _load() -> None:
     from . import probes  # noqa: F401  (sim.mutants: one rule per script)
     from . import swarm  # noqa: F401
     from . import double_restart  # noqa: F401
+    from . import dst  # noqa: F401  (after the others: `list` keeps its first 43 lines)
