@@ -23,12 +23,14 @@ cycle; importing it also loads ``casty.cluster.claims``, whose cron claims a clu
 
 from ._core.actor import ActorType, Backoff, actor
 from .clock import ManualClock, SystemClock
+from ._core.catchup import DropLate, FireAll, FixedDelay, Skip
 from ._core.context import Context, Inbox
 from .errors import (
     ActorFailed,
     CastyError,
     ConfigurationError,
     Fenced,
+    InvalidCatchUp,
     InvalidCronExpression,
     InvalidIdentity,
     MailboxFull,
@@ -47,6 +49,7 @@ from .errors import (
     UnknownActor,
 )
 from .ports import Clock, Observer, Store, Transport
+from ._core.occurrence import Occurrence
 from ._core.ref import NOBODY, Askable, Ref
 from ._core.schedules import Schedule
 from ._core.state import State
@@ -70,8 +73,12 @@ __all__ = [
     "ClusterClient",
     "ConfigurationError",
     "Context",
+    "DropLate",
     "Fenced",
+    "FireAll",
+    "FixedDelay",
     "Inbox",
+    "InvalidCatchUp",
     "InvalidCronExpression",
     "InvalidIdentity",
     "MailboxFull",
@@ -79,6 +86,7 @@ __all__ = [
     "MemoryStore",
     "MessageTooLarge",
     "NotStarted",
+    "Occurrence",
     "Observer",
     "Placement",
     "ReentrancyError",
@@ -93,6 +101,7 @@ __all__ = [
     "ScheduleStateError",
     "SchedulerNotStarted",
     "SchemaError",
+    "Skip",
     "State",
     "Store",
     "SystemClock",

@@ -159,3 +159,8 @@ class InvalidCronExpression(CastyError, ValueError):
 
 class ConfigurationError(CastyError, ValueError):
     """The system is not set up for what was asked (for example a durable actor without a store)."""
+
+
+class InvalidCatchUp(CastyError, ValueError):
+    """A catch-up policy that cannot be built, decoded or used where it was given (FixedDelay on a cron grid);
+    the message names the field and the value."""

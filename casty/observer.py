@@ -27,6 +27,7 @@ __all__ = [
     "ScheduleArmed",
     "ScheduleFired",
     "ScheduleCaughtUp",
+    "ScheduleDropped",
     "ScheduleCancelled",
     "MessageDropped",
     "DeadLetter",
@@ -205,8 +206,24 @@ class ScheduleCaughtUp(Event):
 
 
 @dataclass(frozen=True, slots=True)
+class ScheduleDropped(Event):
+    """A firing delivered nothing: its latest occurrence ``due_us`` was later than the ``DropLate`` grace at
+    ``now_us``; ``skipped`` occurrences (that one included) are never delivered, the next due is ``next_us``
+    (None: a one-shot, now gone). The one firing without a ``ScheduleFired``, so a ledger can tell it from a loss."""
+
+    kind: ClassVar[str] = "schedule.dropped"
+    actor: str
+    key: str
+    name: str
+    due_us: int
+    now_us: int
+    next_us: int | None
+    skipped: int
+
+
+@dataclass(frozen=True, slots=True)
 class ScheduleCancelled(Event):
-    """A schedule was removed: ``cancelled``, ``replaced``, ``deleted`` (state delete), ``done`` (one-shot fired) or
+    """A schedule was removed: ``cancelled``, ``replaced``, ``deleted`` (state delete), ``done`` (one-shot fired, or dropped late) or
     ``out-of-range`` (its next due would pass year 9999, the last datetime: the firing before was its last)."""
 
     kind: ClassVar[str] = "schedule.cancelled"
@@ -506,7 +523,7 @@ def _fast_init(cls: type[Event]) -> None:
 
 for _cls in (
     ActivationStarted, ActivationEnded, ActivationFailed, WriteConfirmed, WriteFailed, ScheduleArmed, ScheduleFired,
-    ScheduleCaughtUp, ScheduleCancelled, MessageDropped, DeadLetter, TimerFired, TimerCancelled,
+    ScheduleCaughtUp, ScheduleDropped, ScheduleCancelled, MessageDropped, DeadLetter, TimerFired, TimerCancelled,
     NodeScheduleRegistered, NodeScheduleFired, NodeScheduleTickLost, NodeScheduleCaughtUp, NodeSchedulePaused,
     NodeScheduleResumed, NodeScheduleCancelled, NodeScheduleClaimWon, NodeScheduleClaimLost, NodeScheduleClaimSkipped,
 ):

@@ -17,7 +17,10 @@ from typing import TYPE_CHECKING, Any
 
 from .. import observer as ev
 from ..errors import MailboxFull, SchemaError
-from .mailbox import Envelope, MailboxWork
+from ..errors import InvalidCatchUp
+from .catchup import CatchUp, DropLate, FireAll, FixedDelay, Skip, decide, encode
+from .mailbox import MailboxWork
+from .occurrence import ScheduledEnvelope
 from .schedules import LAST_US, ArmedSchedule, Schedule, catch_up, checked_due, decode_schedules, encode_armed, to_micros
 from .state import SCHEDULES_PAGE
 
@@ -32,6 +35,18 @@ NO_SCHEDULES: Mapping[str, ArmedSchedule] = MappingProxyType({})
 """The schedules of a key that never had one: shared and read-only (see ``_writable_schedules``)."""
 
 _SCHEDULES_PAGES = (SCHEDULES_PAGE,)
+_POLICIES = (Skip, FireAll, DropLate, FixedDelay)
+
+
+def checked_policy(name: str, policy: object) -> CatchUp:
+    """``policy`` if it is a catch-up policy value, else InvalidCatchUp naming the schedule and what was given."""
+    if type(policy) not in _POLICIES:
+        what = f"the class {policy.__qualname__}" if isinstance(policy, type) else f"{type(policy).__qualname__} {policy!r}"
+        raise InvalidCatchUp(
+            f"schedule {name!r}: catch_up must be Skip(), FireAll(limit=...), DropLate(grace=...) or FixedDelay(), "
+            f"got {what}"
+        )
+    return policy  # type: ignore[return-value]
 
 
 def _utf8(text: str) -> bool:
@@ -56,10 +71,12 @@ class ScheduleWork(MailboxWork):
         def _check_lease(self, lease: int | None, operation: str) -> None: ...
 
     async def add_schedule(
-        self, lease: int, ctx: Context[Any, Any], name: str, delay: timedelta, interval: timedelta | None, message: Any
+        self, lease: int, ctx: Context[Any, Any], name: str, delay: timedelta, interval: timedelta | None, message: Any,
+        catch_up: CatchUp,
     ) -> Schedule[Any]:
         if not isinstance(name, str) or not name:
             raise ValueError(f"a schedule name must be a non-empty string, got {name!r}")
+        policy = checked_policy(name, catch_up)
         if not name.isascii() and not _utf8(name):  # before anything is armed: the @schedules page could not hold it
             raise SchemaError(f"a schedule name must be valid unicode (it is stored as UTF-8), got {name!r}")
         delay_us = to_micros(delay, "delay")
@@ -81,7 +98,7 @@ class ScheduleWork(MailboxWork):
         old = self._schedules.get(name)
         if old is not None:
             self._remove_schedule(old, "replaced")
-        armed = ArmedSchedule(name, message, data, due_us, every_us)
+        armed = ArmedSchedule(name, message, data, due_us, every_us, policy, encode(policy))
         self._writable_schedules()[name] = armed
         self._arm(armed, now)
         if self._idle_handle is not None:
@@ -153,7 +170,12 @@ class ScheduleWork(MailboxWork):
             except SchemaError as exc:
                 self.system.emit(ev.MessageDropped, self.type.name, self.key, entry.name, f"undecodable schedule: {exc}")
                 continue
-            armed = ArmedSchedule(entry.name, message, entry.message, entry.due_us, entry.every_us)
+            try:
+                policy = entry.policy()
+            except InvalidCatchUp as exc:  # a page from a newer node: refused loudly, never read as Skip
+                self.system.emit(ev.MessageDropped, self.type.name, self.key, entry.name, f"unusable schedule: {exc}")
+                continue
+            armed = ArmedSchedule(entry.name, message, entry.message, entry.due_us, entry.every_us, policy, entry.catch_up)
             self._writable_schedules()[entry.name] = armed
             if entry.due_us <= now:
                 overdue.append(armed)
@@ -163,7 +185,13 @@ class ScheduleWork(MailboxWork):
             self._fire(armed)
 
     def _fire(self, armed: ArmedSchedule) -> None:
-        """A schedule timer went off: tell the message, then write the next due (catch-up, no burst)."""
+        """A schedule timer went off: tell the occurrence(s) its catch-up policy delivers, then write the next due.
+
+        ``Skip`` (the default) tells one message and resumes on the grid after now, as the
+        seeds say; the other policies go through ``catchup.decide``: ``FireAll`` tells each
+        delivered due in order (a ``ScheduleFired`` each), ``DropLate`` may tell nothing (a
+        ``ScheduleDropped`` instead), ``FixedDelay`` leaves the grid. ``ScheduleCaughtUp``
+        follows whenever occurrences were skipped and something was told."""
         armed.timer = None
         if not armed.live or self._closed:
             return
@@ -174,29 +202,43 @@ class ScheduleWork(MailboxWork):
             self._arm(armed, now, announce=False)
             return
         due = armed.due_us
-        try:
-            envelope = armed.envelope  # an envelope is never changed once made: every firing can tell the same one
-            if envelope is None:
-                envelope = armed.envelope = Envelope(armed.message)
-            self.deliver(envelope)
-        except MailboxFull as exc:
-            system.emit(ev.MessageDropped, self.type.name, self.key, type(armed.message).__qualname__, str(exc))
-        loop_now = self._last_activity = self._loop.time()
         every = armed.every_us
-        if every is None:
-            system.emit(ev.ScheduleFired, self.type.name, self.key, armed.name, due, now, None)
-            self._remove_schedule(armed, "done")
+        policy = armed.policy
+        dues: tuple[int, ...] = (due,)
+        latest = due
+        next_us: int | None
+        if type(policy) is not Skip:
+            decision = decide(policy, due, every, now)
+            dues, next_us, skipped, latest = decision.dues(), decision.next_us, decision.skipped, decision.first_us
+        elif every is None:  # Skip, the default: the seeds' rule, one delivery (decide's Skip, without its Decision)
+            next_us, skipped = None, 0
         else:
             next_us, skipped = catch_up(due, every, now)  # the first grid time after now: no burst
+        for occurrence_us in dues:
+            try:
+                self.deliver(ScheduledEnvelope(armed.message, armed.name, occurrence_us, now, skipped))
+            except MailboxFull as exc:
+                system.emit(ev.MessageDropped, self.type.name, self.key, type(armed.message).__qualname__, str(exc))
+        loop_now = self._last_activity = self._loop.time()
+        if next_us is None:
+            if dues:
+                system.emit(ev.ScheduleFired, self.type.name, self.key, armed.name, due, now, None)
+            else:
+                system.emit(ev.ScheduleDropped, self.type.name, self.key, armed.name, latest, now, None, skipped)
+            self._remove_schedule(armed, "done")
+        else:
             if next_us > LAST_US:
-                self._end_out_of_range(armed, due, now)
+                self._end_out_of_range(armed, dues[-1] if dues else due, now)
                 return
             armed.due_us = next_us
             observer = system.observer
             if observer is not None:
-                observer(ev.ScheduleFired(self.type.name, self.key, armed.name, due, now, next_us))
-                if skipped:
-                    observer(ev.ScheduleCaughtUp(self.type.name, self.key, armed.name, due, now, next_us, skipped))
+                if not dues:
+                    observer(ev.ScheduleDropped(self.type.name, self.key, armed.name, latest, now, next_us, skipped))
+                for occurrence_us in dues:
+                    observer(ev.ScheduleFired(self.type.name, self.key, armed.name, occurrence_us, now, next_us))
+                if skipped and dues:
+                    observer(ev.ScheduleCaughtUp(self.type.name, self.key, armed.name, dues[0], now, next_us, skipped))
             # _arm(announce=False), inline, with the loop time just read
             armed.timer = system.timers.arm_wall_method(loop_now + (next_us - now) / 1_000_000, next_us, ScheduleWork._fire, self, armed)
         pages = self._pages

@@ -29,9 +29,8 @@ The page encoding is versioned (``encode`` / ``decode``). ``Skip`` encodes as ``
 page whose schedules all use the default is byte-for-byte a page of today, and a page
 written today (no policy recorded) decodes as ``Skip``.
 
-Not wired yet: ``ctx.schedule(..., catch_up=)`` and node schedules' ``misfire=`` will call
-``decide`` (intervals) or ``decide_on_grid`` (cron) where the firing path calls
-``catch_up`` today.
+Wired: ``ctx.schedule(..., catch_up=)`` calls ``decide`` at each firing
+(``casty._core.activation_schedules``); ``InvalidCatchUp`` lives in ``casty.errors``.
 """
 
 from __future__ import annotations
@@ -44,7 +43,7 @@ from typing import Final, TypeAlias
 
 import msgspec
 
-from casty.errors import CastyError
+from casty.errors import InvalidCatchUp
 
 __all__ = [
     "Skip", "FireAll", "DropLate", "FixedDelay", "CatchUp", "Decision", "InvalidCatchUp",
@@ -59,10 +58,6 @@ MAX_BURST: Final = 10_000
 mailbox, so it must stay far below anything that could exhaust memory."""
 
 _MAX_GRACE_US: Final = (timedelta.max.days * 86_400 + timedelta.max.seconds) * 1_000_000 + timedelta.max.microseconds
-
-
-class InvalidCatchUp(CastyError, ValueError):
-    """A catch-up policy that cannot be built or decoded; the message names the field and the value."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Generic, NoReturn, TypeVar
 from .effects import effect_key, plain_details
 from ..observer import Effect, log_effect
 from .ref import Askable, EntityRef, Ref
+from .catchup import CatchUp, Skip
 from .schedules import Schedule
 from .activation_timers import TimerHandle
 from .state import State
@@ -24,6 +25,7 @@ from .state import State
 if TYPE_CHECKING:
     from .activation import Activation
     from .actor import ActorType
+    from .occurrence import Occurrence
     from .system import ActorSystem
 
 __all__ = ["Context", "Inbox"]
@@ -34,6 +36,7 @@ R = TypeVar("R")
 T = TypeVar("T")
 
 _MISSING: Any = object()
+_SKIP = Skip()
 
 EMPTY: Any = object()
 """What a step of an inbox read returns when the mailbox has nothing for the body: it must wait."""
@@ -248,9 +251,30 @@ class Context(Generic[S, M]):
 
     # --- persisted schedules ---------------------------------------------------------
 
-    async def schedule(self, name: str, delay: timedelta, interval: timedelta | None, message: M) -> Schedule[M]:
-        """Create or replace the schedule ``name``: first due after ``delay``, then every ``interval`` (None: once)."""
-        return await self._activation.add_schedule(self._lease, self, name, delay, interval, message)
+    async def schedule(
+        self, name: str, delay: timedelta, interval: timedelta | None, message: M, *, catch_up: CatchUp = _SKIP
+    ) -> Schedule[M]:
+        """Create or replace the schedule ``name``: first due after ``delay``, then every ``interval`` (None: once).
+
+        ``catch_up`` says what a late firing does (the key was paused or inactive, the wall
+        clock jumped): ``Skip()`` (the default: deliver once, skip the missed grid times),
+        ``FireAll(limit=n)``, ``DropLate(grace=...)`` or ``FixedDelay()`` (see
+        ``casty._core.catchup``). It is stored with the schedule, so every later owner of
+        the key applies it; InvalidCatchUp for anything else.
+        """
+        return await self._activation.add_schedule(self._lease, self, name, delay, interval, message, catch_up)
+
+    @property
+    def occurrence(self) -> Occurrence | None:
+        """The schedule occurrence whose message the body is handling (name, due, fired_at, skipped), or None
+        while it handles anything else (a tell, an ask, a ``ctx.timer`` tick) or no message at all."""
+        from .occurrence import ScheduledEnvelope  # here: occurrence -> mailbox -> context at import
+
+        activation = self._activation
+        current = activation._current
+        if type(current) is not ScheduledEnvelope or self._lease != activation.lease:
+            return None
+        return current.occurrence()
 
     @property
     def schedules(self) -> Mapping[str, Schedule[M]]:

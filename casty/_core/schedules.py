@@ -1,7 +1,10 @@
 """Persisted actor schedules: the ``@schedules`` page, the catch-up rule, the handle.
 
 A schedule is data in the key's state, not a timer: ``(name, encoded message, due µs
-since the epoch, period µs or None)``. Whoever runs the key arms timers from that page
+since the epoch, period µs or None[, catch-up policy])``; the fifth element is written only
+for a policy other than ``Skip`` (``casty._core.catchup.encode``), so a page of schedules
+that all use the default is byte-for-byte the page of a node that knew no policies, and
+such a page (four-element rows) decodes as ``Skip``. Whoever runs the key arms timers from that page
 against its wall clock; a firing tells the message and writes the next due. Keeping the
 rule here, as pure functions over integers, lets the tests and the simulator check it
 exactly, without a loop.
@@ -17,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Final, Generic, TypeVar
 import msgspec
 
 from ..clock import to_datetime, to_us
+from .catchup import CatchUp, Encoded, Skip, decode
 
 if TYPE_CHECKING:
     from .activation_schedules import ScheduleWork
@@ -37,6 +41,11 @@ class ScheduleEntry:
     message: bytes
     due_us: int
     every_us: int | None
+    catch_up: Encoded = None  # the policy as ``catchup.encode`` wrote it: None is Skip (and every row of old pages)
+
+    def policy(self) -> CatchUp:
+        """The row's catch-up policy; InvalidCatchUp for one this node cannot read (a newer version)."""
+        return decode(self.catch_up)
 
     def problem(self) -> str | None:
         """Why this row cannot be armed, or None: a page may come from a node without today's checks (an older
@@ -87,32 +96,59 @@ def to_micros(value: timedelta, what: str) -> int:
     return (value.days * 86_400 + value.seconds) * 1_000_000 + value.microseconds
 
 
-_Row = tuple[str, bytes, int, int | None]
+class _Row(msgspec.Struct, array_like=True):
+    """A page row as decoded: four elements (no policy: Skip, every page written before policies) or five."""
+
+    name: str
+    message: bytes
+    due_us: int
+    every_us: int | None
+    catch_up: Encoded = None
+
+
 _encoder = msgspec.msgpack.Encoder()
 _decoder = msgspec.msgpack.Decoder(list[_Row])
 
 
+def _row(name: str, message: bytes, due_us: int, every_us: int | None, code: Encoded) -> tuple[Any, ...]:
+    # the fifth element only for a policy: array_like structs would write a trailing nil even with
+    # omit_defaults, which would change the bytes (and digests) of every page of today
+    return (name, message, due_us, every_us) if code is None else (name, message, due_us, every_us, code)
+
+
 def encode_schedules(entries: list[ScheduleEntry]) -> bytes:
-    """The ``@schedules`` page: a list of ``[name, message bytes, due µs, every µs | nil]`` in creation order."""
-    return _encoder.encode([(e.name, e.message, e.due_us, e.every_us) for e in entries])
+    """The ``@schedules`` page: a list of ``[name, message bytes, due µs, every µs | nil(, policy)]`` in creation order."""
+    return _encoder.encode([_row(e.name, e.message, e.due_us, e.every_us, e.catch_up) for e in entries])
 
 
 def encode_armed(schedules: Iterable[ArmedSchedule]) -> bytes:
     """``encode_schedules`` of the rows of armed schedules (the same bytes), without a ``ScheduleEntry`` per row."""
-    return _encoder.encode([(a.name, a.data, a.due_us, a.every_us) for a in schedules])
+    return _encoder.encode([
+        (a.name, a.data, a.due_us, a.every_us) if a.code is None else (a.name, a.data, a.due_us, a.every_us, a.code)
+        for a in schedules
+    ])
 
 
 def decode_schedules(page: bytes) -> list[ScheduleEntry]:
-    return [ScheduleEntry(name, message, due, every) for name, message, due, every in _decoder.decode(page)]
+    """The rows of an ``@schedules`` page; a policy is left encoded (``ScheduleEntry.policy`` decodes it)."""
+    return [ScheduleEntry(r.name, r.message, r.due_us, r.every_us, r.catch_up) for r in _decoder.decode(page)]
+
+
+_SKIP: Final = Skip()
 
 
 class ArmedSchedule:
     """A schedule as the running key holds it: the page row, its decoded message and its timer."""
 
-    __slots__ = ("name", "message", "data", "due_us", "every_us", "timer", "live", "envelope")
+    __slots__ = ("name", "message", "data", "due_us", "every_us", "timer", "live", "envelope", "policy", "code")
 
-    def __init__(self, name: str, message: Any, data: bytes, due_us: int, every_us: int | None) -> None:
+    def __init__(
+        self, name: str, message: Any, data: bytes, due_us: int, every_us: int | None, policy: CatchUp = _SKIP,
+        code: Encoded = None,
+    ) -> None:
         self.name = name
+        self.policy = policy  # what a late firing does (casty._core.catchup)
+        self.code = code  # ``policy`` as its page row stores it (None: Skip, no fifth element)
         self.message = message
         self.data = data
         self.due_us = due_us
@@ -122,7 +158,7 @@ class ArmedSchedule:
         self.envelope: Any = None  # the mailbox envelope of ``message``, made at the first firing and reused
 
     def entry(self) -> ScheduleEntry:
-        return ScheduleEntry(self.name, self.data, self.due_us, self.every_us)
+        return ScheduleEntry(self.name, self.data, self.due_us, self.every_us, self.code)
 
 
 class Schedule(Generic[M]):
@@ -156,6 +192,11 @@ class Schedule(Generic[M]):
     @property
     def due(self) -> datetime | None:
         return to_datetime(self._armed.due_us) if self._armed.live else None
+
+    @property
+    def catch_up(self) -> CatchUp:
+        """What a late firing of this schedule does (``Skip`` unless it was created with another policy)."""
+        return self._armed.policy
 
     async def cancel(self) -> None:
         """Remove this schedule; a firing already told is not recalled."""

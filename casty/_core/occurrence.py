@@ -1,0 +1,51 @@
+"""``ctx.occurrence``: which occurrence of which schedule the message being handled is.
+
+A schedule firing delivers its message in a ``ScheduledEnvelope``, an ``Envelope`` with the
+occurrence's integers beside it (one small object per firing; the datetimes are made only
+when the body asks). Every other envelope (a tell, an ask, a ``ctx.timer`` tick) is a plain
+``Envelope``, so ``ctx.occurrence`` is None for it. Like Orleans' ``TickStatus``, but with the
+number of occurrences the firing's catch-up policy skipped.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from ..clock import to_datetime
+from .mailbox import Envelope
+
+__all__ = ["Occurrence", "ScheduledEnvelope"]
+
+
+@dataclass(frozen=True, slots=True)
+class Occurrence:
+    """One occurrence of a schedule, as the body handling its message sees it.
+
+    ``due`` is the grid time it stands for and ``fired_at`` the wall time its timer went
+    off (both UTC; ``fired_at - due`` is how late it is); ``skipped`` counts the occurrences
+    the same firing's catch-up policy will never deliver (0 when on time). A ``FireAll``
+    burst delivers several occurrences fired at the same time, each with its own ``due``.
+    """
+
+    schedule: str
+    due: datetime
+    fired_at: datetime
+    skipped: int
+
+
+class ScheduledEnvelope(Envelope):
+    """The envelope of one schedule firing: the message and which occurrence it is."""
+
+    __slots__ = ("schedule", "due_us", "fired_us", "skipped")
+
+    def __init__(self, message: Any, schedule: str, due_us: int, fired_us: int, skipped: int) -> None:
+        Envelope.__init__(self, message)
+        self.schedule = schedule
+        self.due_us = due_us
+        self.fired_us = fired_us
+        self.skipped = skipped
+
+    def occurrence(self) -> Occurrence:
+        return Occurrence(self.schedule, to_datetime(self.due_us), to_datetime(self.fired_us), self.skipped)
