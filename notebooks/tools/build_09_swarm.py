@@ -187,7 +187,7 @@ md("""
 The pictures are the cluster graph (`sim.viz.cluster_graph` of `sim.viz.frame_at`) at 12 s, in the middle of the faults,
 and at 45 s, in the liveness phase: the members and their status, the cut links (a red dashed line is cut both ways,
 a purple dashed arrow one way only, in the arrow's direction), and the owner and replicas of the key whose owner
-changed most (`sw_log[e1]`: nobody holds it at 12 s, two of its replicas are down).
+changed most (`sw_beat[beat-n4]`: nobody holds it at 12 s, one of its three replicas, n3, is down).
 """)
 
 code('''
@@ -208,7 +208,8 @@ assert run0.ok and len(swarm.checks) == 12
 assert len(run0.world.results["nodes"]) == 6 and len(run0.world.results["plan"]) > 10
 assert run0.trace.of("fault.heal") and max(r.t for r in run0.trace.of("fault.heal")) >= 33.0
 assert {m.node for m in during.members if m.status == "down"} == {"n3", "n4"}   # the two down discs at 12 s
-assert during.cuts == (("n2", "n4"),) and during.owner is None and set(during.replicas) == {"n3", "n4", "n5"}
+assert during.cuts == (("n2", "n4"),) and during.owner is None and during.key == "beat-n4"
+assert set(during.replicas) == {"n1", "n3", "n5"} and [n for n in during.replicas if n in {"n3", "n4"}] == ["n3"]  # one replica down
 assert all(m.status == "up" for m in healed.members) and not healed.cuts         # every fault healed by 45 s
 ''')
 
