@@ -22,6 +22,8 @@ if TYPE_CHECKING:
     from sim.viz.data.frames import Frame, frame_at
     from sim.viz.explorer_panel import Explorer, explorer
     from sim.viz.graph import cluster_graph
+    from sim.viz.data.ledger import ledger_table
+    from sim.viz.ledger import ledger_chart
     from sim.viz.ownership import ownership_chart
     from sim.viz.spacetime import spacetime_diagram
     from sim.viz.ticks import ticks_chart
@@ -37,6 +39,8 @@ _HOMES = {
     "cluster_graph": "sim.viz.graph",
     "explorer": "sim.viz.explorer_panel",
     "frame_at": "sim.viz.data.frames",
+    "ledger_chart": "sim.viz.ledger",
+    "ledger_table": "sim.viz.data.ledger",
     "ownership_chart": "sim.viz.ownership",
     "spacetime_diagram": "sim.viz.spacetime",
     "ticks_chart": "sim.viz.ticks",
@@ -52,6 +56,8 @@ __all__ = [
     "cluster_graph",
     "explorer",
     "frame_at",
+    "ledger_chart",
+    "ledger_table",
     "ownership_chart",
     "spacetime_diagram",
     "ticks_chart",
