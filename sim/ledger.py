@@ -8,8 +8,11 @@ due time on the schedule's grid) gets one :class:`Entry` whose ``status`` is
 
 * ``on-time``: delivered once, at most ``tolerance`` after its due time;
 * ``late``: delivered once, ``late_us`` after its due time, nothing skipped;
-* ``caught-up``: delivered once, late, and the firing skipped ``skipped`` later occurrences
-  (each of those has its own ``missed`` entry);
+* ``caught-up``: delivered once, late, and the firing skipped ``skipped`` occurrences (each of
+  those has its own ``missed`` entry): the later ones under ``Skip``, the oldest ones under
+  ``FireAll`` and ``DropLate`` (they tell the newest); a ``DropLate`` firing that told nothing
+  (``schedule.dropped``) misses each due it dropped, and a ``FixedDelay`` firing starts a new
+  grid at its next due (next = fired + interval), so the old grid's later dues are not missed;
 * ``repeated``: fired more than once (``why``: the ownership change, fault or clock change
   between the firings; ``attempts`` lists every firing);
 * ``missed``: never reached the body (``why``): skipped by a catch-up, passed over when the
@@ -237,7 +240,7 @@ def _repeat_why(attempts: list[Attempt], causes: list[Row], actor: str, key: str
 
 def _persisted(trace: Trace, tolerance_us: int, losses: _Losses, causes: list[Row]) -> list[Entry]:
     groups: dict[tuple[str, str, str], list[Row]] = defaultdict(list)
-    for row in trace.of("schedule.armed", "schedule.fired", "schedule.caught_up", "schedule.cancelled"):
+    for row in trace.of("schedule.armed", "schedule.fired", "schedule.caught_up", "schedule.dropped", "schedule.cancelled"):
         if not _internal(row.get("actor")):
             groups[(str(row.get("actor")), str(row.get("key")), str(row.get("name")))].append(row)
     out: list[Entry] = []
@@ -254,6 +257,9 @@ def _persisted(trace: Trace, tolerance_us: int, losses: _Losses, causes: list[Ro
         for due, tries in attempts.items():
             count = skipped[due][0] if due in skipped and len(tries) == 1 else 0
             status, why, late = _classify(tries, count, tolerance_us, causes, actor, key)
+            every = _rows_every(rows)
+            if status == "caught-up" and every and any(due + k * every in attempts for k in range(1, count + 1)):
+                why = f"late by {late / 1e6:.3f}s, skipped the {count} before it"  # FireAll, DropLate: the oldest skipped
             entries[due] = Entry("schedule", actor, key, name, None, due, status, why, late, count, tuple(tries))
         for due, why in _grid_misses(rows, set(attempts), skipped):
             entries[due] = Entry("schedule", actor, key, name, None, due, "missed", why)
@@ -261,9 +267,29 @@ def _persisted(trace: Trace, tolerance_us: int, losses: _Losses, causes: list[Ro
     return out
 
 
+def _rows_every(rows: list[Row]) -> int:
+    """The period of the schedule's last interval arming (0: none)."""
+    return next((int(r.get("every_us")) for r in reversed(rows) if r.kind == "schedule.armed" and r.get("every_us")), 0)
+
+
+def _skipped_by(told: int, skipped: int, every: int, due: int, fired: set[int]) -> bool:
+    """Whether ``due`` is among the ``skipped`` dues of the catch-up that told ``told``: after it (``Skip``) when none
+    of those was fired, else before it (``FireAll``, ``DropLate``: the oldest skipped, the newest told)."""
+    after = range(told + every, told + (skipped + 1) * every, every)
+    if not any(d in fired for d in after):
+        return due in after
+    return told - skipped * every <= due < told
+
+
 def _grid_misses(rows: list[Row], fired: set[int], skipped: Mapping[int, tuple[int, Row]]) -> list[tuple[int, str]]:
     """The interval grid's dues that no firing delivered, each with why: a grid restarts where the
-    schedule is cancelled or armed off it (another phase or period)."""
+    schedule is cancelled or armed off it (another phase or period), or where a firing set its next
+    due off it (``FixedDelay``: next = fired + interval).
+
+    A catch-up's skipped dues follow its due under ``Skip`` (the oldest is told, the later ones
+    skipped) and precede it under ``FireAll`` and ``DropLate`` (the newest are told, the oldest
+    skipped): they are the ones after it unless one of those was fired. A ``schedule.dropped``
+    row (``DropLate`` told nothing) covers its ``skipped`` dues up to its due."""
     out: list[tuple[int, str]] = []
     segment: list[Row] = []
     anchor = every = 0
@@ -283,17 +309,27 @@ def _grid_misses(rows: list[Row], fired: set[int], skipped: Mapping[int, tuple[i
                 segments.append((anchor, every, segment))
         if every:
             segment.append(row)
+            following = row.get("next_us") if row.kind in ("schedule.fired", "schedule.dropped") else None
+            if following is not None and (int(following) - anchor) % every:
+                anchor, segment = int(following), []  # off the grid (FixedDelay): a new grid from its next due
+                segments.append((anchor, every, segment))
     for anchor, every, seg in segments:
         firings = [r for r in seg if r.kind == "schedule.fired" and (int(r.get("due_us")) - anchor) % every == 0]
         if not firings:
             continue
         first = min(int(r.get("due_us")) for r in firings)
-        furthest = max((int(r.get("next_us")) for r in firings if r.get("next_us") is not None), default=first)
+        onward = [r for r in seg if r.kind in ("schedule.fired", "schedule.dropped") and r.get("next_us") is not None]
+        furthest = max((int(r.get("next_us")) for r in onward if (int(r.get("next_us")) - anchor) % every == 0), default=first)
         catchups = [(d, n, r) for d, (n, r) in skipped.items() if n]
+        drops = [r for r in seg if r.kind == "schedule.dropped"]
         for due in range(first, furthest, every):
             if due in fired:
                 continue
-            by = next((r for d, n, r in catchups if d < due <= d + n * every), None)
+            drop = next((r for r in drops if int(r.get("due_us")) - (int(r.get("skipped")) - 1) * every <= due <= int(r.get("due_us"))), None)
+            if drop is not None:
+                out.append((due, f"dropped late by its DropLate policy on {_at(drop)} (its newest due {to_datetime(int(drop.get('due_us'))).isoformat()})"))
+                continue
+            by = next((r for d, n, r in catchups if _skipped_by(d, n, every, due, fired)), None)
             if by is not None:
                 out.append((due, f"skipped by the catch-up of due {to_datetime(int(by.get('due_us'))).isoformat()} on {_at(by)}"))
                 continue

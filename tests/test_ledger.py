@@ -352,3 +352,33 @@ def test_ledger_covers_every_occurrence_explain_occurrences_reports(name: str) -
     assert all(o.because for o in theirs.values())
     lost = [k for k in ours if entries[k].why.startswith("lost in flight")]
     assert len(lost) == {"ownership-miss": 1, "ownership-repeat": 0, "stale-owner-fenced": 3, "pause-catch-up": 0}[name]
+
+
+# --- catch-up policies other than Skip (casty's FireAll, DropLate, FixedDelay) ---------------------------------
+
+
+def test_fire_all_skips_the_oldest_and_tells_the_newest_in_order() -> None:
+    """FireAll(limit=2) at 57 s over dues 20-50: 20 and 30 missed by that catch-up (before its due), 40 caught up skipping the 2 before it, 50 late."""
+    b = Build().started(0, "n1").armed(0, "n1", 10, 10).fired(10, "n1", 10, 20)
+    b.fired(57, "n1", 40, 60).fired(57, "n1", 50, 60).caught_up(57, "n1", 40, 60, 2).fired(60, "n1", 60, 70)
+    entries = ledger(b.trace)
+    assert statuses(entries) == [(10, "on-time"), (20, "missed"), (30, "missed"), (40, "caught-up"), (50, "late"), (60, "on-time")]
+    assert entries[1].why == entries[2].why == "skipped by the catch-up of due 2026-01-01T00:00:40+00:00 on n1 at t=57.000s"
+    assert (entries[3].skipped, entries[3].why) == (2, "late by 17.000s, skipped the 2 before it")
+
+
+def test_drop_late_that_told_nothing_misses_each_dropped_due() -> None:
+    """DropLate at 57 s drops dues 20-50 (schedule.dropped, skipped 4, next 60): each is missed, dropped by its policy; 60 on time."""
+    b = Build().started(0, "n1").armed(0, "n1", 10, 10).fired(10, "n1", 10, 20)
+    b.add(57, "n1", "schedule.dropped", actor=A, key="k", name="tick", due_us=START + 50 * S, now_us=START + 57 * S, next_us=START + 60 * S, skipped=4)
+    b.fired(60, "n1", 60, 70)
+    entries = ledger(b.trace)
+    assert statuses(entries) == [(10, "on-time"), (20, "missed"), (30, "missed"), (40, "missed"), (50, "missed"), (60, "on-time")]
+    assert {e.why for e in entries[1:5]} == {"dropped late by its DropLate policy on n1 at t=57.000s (its newest due 2026-01-01T00:00:50+00:00)"}
+
+
+def test_fixed_delay_moves_the_grid_and_misses_nothing() -> None:
+    """FixedDelay: due 20 fired at 25 s sets next 35 (off the grid of 10 s): 10 on time, 20 late, 35 and 45 on time, no miss at 30 or 40."""
+    b = Build().started(0, "n1").armed(0, "n1", 10, 10)
+    b.fired(10, "n1", 10, 20).fired(25, "n1", 20, 35).fired(35, "n1", 35, 45).fired(45, "n1", 45, 55)
+    assert statuses(ledger(b.trace)) == [(10, "on-time"), (20, "late"), (35, "on-time"), (45, "on-time")]
