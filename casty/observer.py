@@ -34,6 +34,8 @@ __all__ = [
     "TimerFired",
     "TimerCancelled",
     "NodeScheduleRegistered",
+    "ZonedNodeScheduleRegistered",
+    "NodeScheduleDropped",
     "NodeScheduleFired",
     "NodeScheduleTickLost",
     "NodeScheduleCaughtUp",
@@ -365,6 +367,31 @@ class NodeScheduleRegistered(Event):
     due_us: int
     every_us: int | None
     expression: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class ZonedNodeScheduleRegistered(NodeScheduleRegistered):
+    """``NodeScheduleRegistered`` of a cron given an explicit zone (``schedule_cron(tz=...)``): the same kind,
+    one more field, ``tz`` (an IANA name). A schedule in the node's zone emits the plain event, so traces
+    without zones keep their rows (and digests); a reader takes a row without ``tz`` as UTC."""
+
+    tz: str
+
+
+@dataclass(frozen=True, slots=True)
+class NodeScheduleDropped(Event):
+    """A late tick told nothing (``misfire=DropLate(grace)``): its latest grid time ``tick_us`` was later than the
+    grace at ``now_us``; ``skipped`` ticks (that one included) are never told; the next is ``next_us`` (None: gone)."""
+
+    kind: ClassVar[str] = "node_schedule.dropped"
+    reference: str
+    actor: str
+    key: str
+    schedule_kind: str
+    tick_us: int
+    now_us: int
+    next_us: int | None
+    skipped: int
 
 
 @dataclass(frozen=True, slots=True)

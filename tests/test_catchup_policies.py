@@ -455,3 +455,146 @@ def test_occurrence_only_for_a_scheduled_message_not_for_a_tell_an_ask_or_a_time
         ("tell", None),
     ]
     world.close()
+
+
+# --- node schedules: misfire= and tz= -------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Ping:
+    pass
+
+
+@actor(initial=0)
+async def pinged(ctx: Context[int, Ping]) -> None:
+    """A node schedule's target: counts its pings (and logs ctx.occurrence, None: a node tick is a tell)."""
+    async for _ in ctx.inbox:
+        SEEN.append(("node", ctx.occurrence))
+        await ctx.state.update(lambda n: n + 1)
+
+
+def _node_ticks(register: Any, *, pause: bool = True) -> sim.World:
+    """One node; ``register(system)`` at t≈0; paused 25-62 s; run to 100 s."""
+    world = sim.World(0)
+    world.add_node("n1")
+    world.spawn("n1", register)
+    if pause:
+        world.run(until=25.0)
+        world.pause("n1")
+        world.run(until=62.0)
+        world.resume("n1")
+    world.run(until=100.0)
+    return world
+
+
+def _told(world: sim.World) -> list[tuple[float, int]]:
+    """(tick offset s from the first tick less 10 s, skipped of its caught-up row or 0) of every node_schedule.fired."""
+    first = int(world.trace.of("node_schedule.registered")[0].get("due_us")) - 10_000_000
+    caught = {int(r.get("tick_us")): int(r.get("skipped")) for r in world.trace.of("node_schedule.caught_up")}
+    return [
+        (round((int(r.get("tick_us")) - first) / 1e6, 3), caught.get(int(r.get("tick_us")), 0))
+        for r in world.trace.of("node_schedule.fired")
+    ]
+
+
+@pytest.mark.parametrize("name", sorted(POLICIES))
+def test_node_interval_schedule_misfire_under_a_pause(name: str) -> None:
+    """schedule(..., misfire=policy) on a node paused 25-62 s tells exactly the ticks the policy says, in order."""
+
+    async def register(system: ActorSystem) -> None:
+        await system.schedule(Ping(), system.ref(pinged, "p"), timedelta(seconds=10), misfire=POLICIES[name])
+
+    world = _node_ticks(register)
+    # a caught-up row is keyed by the first tick told (Skip: 30; FireAll(2): 50, told with 60 at the same firing)
+    expected = {
+        "skip": [(10.0, 0), (20.0, 0), (30.0, 3), (70.0, 0), (80.0, 0), (90.0, 0)],
+        "fire-all-2": [(10.0, 0), (20.0, 0), (50.0, 2), (60.0, 0), (70.0, 0), (80.0, 0), (90.0, 0)],
+        "fire-all-10": [(t, 0) for t in (10.0, 20.0, 30.0, 40.0, 50.0, 60.0, 70.0, 80.0, 90.0)],
+        "drop-late-5": [(10.0, 0), (20.0, 0), (60.0, 3), (70.0, 0), (80.0, 0), (90.0, 0)],
+        "drop-late-1": [(10.0, 0), (20.0, 0), (70.0, 0), (80.0, 0), (90.0, 0)],
+    }[name]
+    assert _told(world) == expected
+    dropped = world.trace.of("node_schedule.dropped")
+    assert [int(r.get("skipped")) for r in dropped] == ([4] if name == "drop-late-1" else [])
+    world.close()
+
+
+def test_node_interval_fixed_delay_leaves_the_grid() -> None:
+    """misfire=FixedDelay(): the tick of 30 told at 62 s, the next ones 10 s after each telling (72, 82, 92)."""
+
+    async def register(system: ActorSystem) -> None:
+        await system.schedule(Ping(), system.ref(pinged, "p"), timedelta(seconds=10), misfire=FixedDelay())
+
+    world = _node_ticks(register)
+    assert [t for t, _ in _told(world)] == [10.0, 20.0, 30.0, 72.0, 82.0, 92.0]
+    world.close()
+
+
+def test_node_cron_fire_all_replays_the_missed_ticks_of_its_grid() -> None:
+    """schedule_cron('0/10 * * * * ?', misfire=FireAll(10)) on a node paused 25-62 s tells 30, 40, 50, 60 at 62 s."""
+
+    async def register(system: ActorSystem) -> None:
+        await system.schedule_cron(Ping(), system.ref(pinged, "p"), "0/10 * * * * ?", misfire=FireAll(limit=10))
+
+    world = _node_ticks(register)
+    fired = world.trace.of("node_schedule.fired")
+    epoch = world.epoch_us
+    assert [(int(r.get("tick_us")) - epoch) // 1_000_000 for r in fired] == [10, 20, 30, 40, 50, 60, 70, 80, 90]
+    assert [round(r.t, 3) for r in fired if 30 <= (int(r.get("tick_us")) - epoch) // 1_000_000 <= 60] == [62.0] * 4
+    world.close()
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        ("cron-fixed-delay", "schedule_cron('0/10 * * * * ?'): misfire=FixedDelay() needs an interval"),
+        ("interval-not-a-policy", "schedule: misfire must be Skip(), FireAll(limit=...), DropLate(grace=...) or FixedDelay(), got str 'all'"),
+        ("once-the-class", "schedule_once: misfire must be Skip(), FireAll(limit=...), DropLate(grace=...) or FixedDelay(), got the class Skip"),
+    ],
+)
+def test_node_schedules_refuse_a_bad_misfire_with_invalid_catch_up(call: str, message: str) -> None:
+    """A non-policy misfire=, or FixedDelay on a cron grid, raises InvalidCatchUp naming the call and the value."""
+    errors: list[BaseException] = []
+
+    async def register(system: ActorSystem) -> None:
+        ref = system.ref(pinged, "p")
+        try:
+            if call == "cron-fixed-delay":
+                await system.schedule_cron(Ping(), ref, "0/10 * * * * ?", misfire=FixedDelay())
+            elif call == "interval-not-a-policy":
+                await system.schedule(Ping(), ref, timedelta(seconds=1), misfire="all")  # type: ignore[arg-type]
+            else:
+                await system.schedule_once(Ping(), ref, timedelta(seconds=1), misfire=Skip)  # type: ignore[arg-type]
+        except Exception as exc:
+            errors.append(exc)
+
+    world = _node_ticks(register, pause=False)
+    (error,) = errors
+    assert isinstance(error, InvalidCatchUp) and str(error).startswith(message), str(error)
+    assert not world.trace.of("node_schedule.registered")
+    world.close()
+
+
+def test_schedule_cron_tz_reads_the_expression_in_that_zone_and_names_it_in_the_trace() -> None:
+    """schedule_cron('0 30 2 * * ?', tz='Europe/Berlin'): first tick 02:30 Berlin = 01:30 UTC in winter; the row names the zone."""
+    from casty._core.cron import InvalidTimeZone
+
+    errors: list[BaseException] = []
+
+    async def register(system: ActorSystem) -> None:
+        await system.schedule_cron(Ping(), system.ref(pinged, "p"), "0 30 2 * * ?", tz="Europe/Berlin", reference="b")
+        await system.schedule_cron(Ping(), system.ref(pinged, "p"), "0 30 2 * * ?", reference="u")
+        try:
+            await system.schedule_cron(Ping(), system.ref(pinged, "p"), "0 30 2 * * ?", tz="Mars/Olympus")
+        except InvalidTimeZone as exc:
+            errors.append(exc)
+
+    world = _node_ticks(register, pause=False)
+    rows = {r.get("reference"): r for r in world.trace.of("node_schedule.registered")}
+    assert set(rows) == {"b", "u"}
+    epoch = world.epoch_us
+    assert (int(rows["b"].get("due_us")) - epoch) // 60_000_000 == 90  # 01:30 UTC, the epoch being a midnight UTC
+    assert (int(rows["u"].get("due_us")) - epoch) // 60_000_000 == 150  # 02:30 UTC
+    assert rows["b"].get("tz") == "Europe/Berlin" and "tz" not in rows["u"].fields
+    assert [str(e) for e in errors] == ["unknown time zone 'Mars/Olympus': " + str(errors[0]).split(": ", 1)[1]]
+    world.close()

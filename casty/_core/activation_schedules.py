@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from .. import observer as ev
 from ..errors import MailboxFull, SchemaError
 from ..errors import InvalidCatchUp
-from .catchup import CatchUp, DropLate, FireAll, FixedDelay, Skip, decide, encode
+from .catchup import CatchUp, Skip, checked, decide, encode
 from .mailbox import MailboxWork
 from .occurrence import ScheduledEnvelope
 from .schedules import LAST_US, ArmedSchedule, Schedule, catch_up, checked_due, decode_schedules, encode_armed, to_micros
@@ -35,18 +35,11 @@ NO_SCHEDULES: Mapping[str, ArmedSchedule] = MappingProxyType({})
 """The schedules of a key that never had one: shared and read-only (see ``_writable_schedules``)."""
 
 _SCHEDULES_PAGES = (SCHEDULES_PAGE,)
-_POLICIES = (Skip, FireAll, DropLate, FixedDelay)
 
 
 def checked_policy(name: str, policy: object) -> CatchUp:
     """``policy`` if it is a catch-up policy value, else InvalidCatchUp naming the schedule and what was given."""
-    if type(policy) not in _POLICIES:
-        what = f"the class {policy.__qualname__}" if isinstance(policy, type) else f"{type(policy).__qualname__} {policy!r}"
-        raise InvalidCatchUp(
-            f"schedule {name!r}: catch_up must be Skip(), FireAll(limit=...), DropLate(grace=...) or FixedDelay(), "
-            f"got {what}"
-        )
-    return policy  # type: ignore[return-value]
+    return checked(f"schedule {name!r}", "catch_up", policy)
 
 
 def _utf8(text: str) -> bool:

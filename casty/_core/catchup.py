@@ -30,7 +30,9 @@ page whose schedules all use the default is byte-for-byte a page of today, and a
 written today (no policy recorded) decodes as ``Skip``.
 
 Wired: ``ctx.schedule(..., catch_up=)`` calls ``decide`` at each firing
-(``casty._core.activation_schedules``); ``InvalidCatchUp`` lives in ``casty.errors``.
+(``casty._core.activation_schedules``), node schedules' ``misfire=`` calls ``decide``
+(once, interval) or ``decide_on_grid`` (cron) in ``casty._core.scheduler``; both check the
+value with ``checked``. ``InvalidCatchUp`` lives in ``casty.errors``.
 """
 
 from __future__ import annotations
@@ -47,7 +49,7 @@ from casty.errors import InvalidCatchUp
 
 __all__ = [
     "Skip", "FireAll", "DropLate", "FixedDelay", "CatchUp", "Decision", "InvalidCatchUp",
-    "decide", "decide_on_grid", "encode", "decode", "to_bytes", "Encoded", "VERSION", "MAX_BURST",
+    "decide", "decide_on_grid", "encode", "decode", "to_bytes", "Encoded", "VERSION", "MAX_BURST", "checked",
 ]
 
 VERSION: Final = 1
@@ -118,6 +120,22 @@ def _grace_us(value: object) -> int:
     if micros < 0:
         raise InvalidCatchUp(f"DropLate.grace must not be negative, got {value!r}")
     return micros
+
+
+_POLICIES: Final = (Skip, FireAll, DropLate, FixedDelay)
+
+
+def checked(what: str, argument: str, policy: object, *, grid: bool = False) -> CatchUp:
+    """``policy`` if it is a catch-up policy value usable here, else InvalidCatchUp naming ``what``, ``argument``
+    and what was given. ``grid``: a cron schedule, where ``FixedDelay`` has no period to add."""
+    if type(policy) not in _POLICIES:
+        given = f"the class {policy.__qualname__}" if isinstance(policy, type) else f"{type(policy).__qualname__} {policy!r}"
+        raise InvalidCatchUp(
+            f"{what}: {argument} must be Skip(), FireAll(limit=...), DropLate(grace=...) or FixedDelay(), got {given}"
+        )
+    if grid and isinstance(policy, FixedDelay):
+        raise InvalidCatchUp(f"{what}: {argument}=FixedDelay() needs an interval: a cron schedule has no fixed period to add")
+    return policy  # type: ignore[return-value]
 
 
 # --- the rule ---------------------------------------------------------------------------------

@@ -55,7 +55,8 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 from .. import observer as ev
 from .actor import ActorType
 from ..clock import to_datetime, to_us
-from .cron import Cron
+from .catchup import CatchUp, Skip, checked, decide, decide_on_grid
+from .cron import Cron, zone
 from ..errors import (
     ConfigurationError,
     InvalidCronExpression,
@@ -130,10 +131,13 @@ class NodeScheduleInfo:
         return (self.actor, self.key)
 
 
+_SKIP: Final = Skip()
+
+
 class _Entry:
     """A live node schedule: its target, message, rule, next due and timer."""
 
-    __slots__ = ("reference", "target", "message", "kind", "period_us", "cron", "due_us", "paused", "timer", "live")
+    __slots__ = ("reference", "target", "message", "kind", "period_us", "cron", "due_us", "paused", "timer", "live", "policy")
 
     def __init__(
         self,
@@ -144,8 +148,10 @@ class _Entry:
         period_us: int | None,
         cron: Cron | None,
         due_us: int,
+        policy: CatchUp = _SKIP,
     ) -> None:
         self.reference = reference
+        self.policy = policy  # misfire=: what a late tick does (casty._core.catchup)
         self.target = target
         self.message = message
         self.kind: ScheduleKind = kind
@@ -216,9 +222,14 @@ class NodeScheduler:
     # ================================================================== registering ==
 
     async def schedule_once(
-        self, message: Any, ref: EntityRef[Any], delay: timedelta, *, reference: str | None = None
+        self, message: Any, ref: EntityRef[Any], delay: timedelta, *, reference: str | None = None,
+        misfire: CatchUp = _SKIP,
     ) -> str:
-        """Tell ``message`` to ``ref`` once, ``delay`` from now; returns the schedule's reference."""
+        """Tell ``message`` to ``ref`` once, ``delay`` from now; returns the schedule's reference.
+
+        ``misfire``: what a late tick does (``Skip()``, the default, tells it however late;
+        ``DropLate(grace)`` drops it past the grace; see ``casty._core.catchup``)."""
+        policy = checked("schedule_once", "misfire", misfire)
         self._check_started()
         self._check_target(ref, message)
         delay_us = to_micros(delay, "delay")
@@ -227,12 +238,17 @@ class NodeScheduler:
         self._check_reference(reference)
         now = self._system.clock.now_us()
         due = checked_due("schedule_once", "delay", delay, now + delay_us)
-        return self._add(reference, ref, message, "once", delay_us, None, due)
+        return self._add(reference, ref, message, "once", delay_us, None, due, policy)
 
     async def schedule(
-        self, message: Any, ref: EntityRef[Any], interval: timedelta, *, reference: str | None = None
+        self, message: Any, ref: EntityRef[Any], interval: timedelta, *, reference: str | None = None,
+        misfire: CatchUp = _SKIP,
     ) -> str:
-        """Tell ``message`` to ``ref`` every ``interval``, the first time one interval from now."""
+        """Tell ``message`` to ``ref`` every ``interval``, the first time one interval from now.
+
+        ``misfire``: what a late tick does: ``Skip()`` (the default: one late tick, the
+        missed ones skipped), ``FireAll(limit)``, ``DropLate(grace)`` or ``FixedDelay()``."""
+        policy = checked("schedule", "misfire", misfire)
         self._check_started()
         self._check_target(ref, message)
         every_us = to_micros(interval, "interval")
@@ -242,17 +258,29 @@ class NodeScheduler:
         now = self._system.clock.now_us()
         first = checked_due("schedule", "interval", interval, now + every_us)
         checked_due("schedule", "interval", interval, first + every_us)  # and the tick after it
-        return self._add(reference, ref, message, "interval", every_us, None, first)
+        return self._add(reference, ref, message, "interval", every_us, None, first, policy)
 
     async def schedule_cron(
-        self, message: Any, ref: EntityRef[Any], expression: str, *, reference: str | None = None
+        self, message: Any, ref: EntityRef[Any], expression: str, *, reference: str | None = None,
+        misfire: CatchUp = _SKIP, tz: str | tzinfo | None = None,
     ) -> str:
-        """Tell ``message`` to ``ref`` at every fire time of the Quartz cron ``expression``."""
+        """Tell ``message`` to ``ref`` at every fire time of the Quartz cron ``expression``.
+
+        ``tz``: the zone the expression is read in (an IANA name or a tzinfo; the DST rule of
+        ``casty._core.cron``: a time in a spring gap does not fire, one in the repeated hour
+        fires once); None is the node's default (``cron_tz``: UTC in cluster mode, as the seed
+        says). An explicit zone in cluster mode is an extension of the seed: every node must
+        read the same zone, so give the same ``tz`` wherever the reference is registered.
+        ``misfire``: ``Skip()`` (the default), ``FireAll(limit)`` or ``DropLate(grace)``;
+        ``FixedDelay()`` has no period on a cron grid: InvalidCatchUp.
+        """
+        policy = checked(f"schedule_cron({expression!r})", "misfire", misfire, grid=True)
+        zoned = zone(tz) if tz is not None else self.cron_tz
         self._check_started()
         self._check_target(ref, message)
         if not isinstance(expression, str):
             raise InvalidCronExpression(repr(expression), f"a cron expression is a string, not {type(expression).__qualname__}")
-        cron = Cron(expression, self.cron_tz)
+        cron = Cron(expression, zoned)
         if reference is None and self.cluster_mode:
             raise ScheduleReferenceRequired(
                 f"schedule_cron({expression!r}) in cluster mode needs reference=: each tick is claimed cluster-wide by it"
@@ -264,7 +292,7 @@ class NodeScheduler:
         first = cron.next_after(to_datetime(now))
         if first is None:
             raise InvalidCronExpression(expression, f"it has no fire time after {to_datetime(now).isoformat()}")
-        return self._add(reference, ref, message, "cron", None, cron, to_us(first))
+        return self._add(reference, ref, message, "cron", None, cron, to_us(first), policy, None if tz is None else zoned)
 
     def _check_target(self, ref: Any, message: Any) -> None:
         """Raise InvalidIdentity for a target that is not a valid entity; SchemaError for a message it refuses."""
@@ -316,18 +344,23 @@ class NodeScheduler:
         period_us: int | None,
         cron: Cron | None,
         due_us: int,
+        policy: CatchUp = _SKIP,
+        tz: tzinfo | None = None,
     ) -> str:
         if reference is None:
             reference = self._new_reference()
-        entry = _Entry(reference, target, message, kind, period_us, cron, due_us)
+        entry = _Entry(reference, target, message, kind, period_us, cron, due_us, policy)
         self._entries[reference] = entry
-        self._system.emit(
-            ev.NodeScheduleRegistered,
+        fields = (
             *entry.names(),
             due_us,
             period_us if kind == "interval" else None,
             cron.expression if cron is not None else None,
         )
+        if tz is None:  # the node's zone: the row of today (the ledger reads no tz as UTC)
+            self._system.emit(ev.NodeScheduleRegistered, *fields)
+        else:
+            self._system.emit(ev.ZonedNodeScheduleRegistered, *fields, _zone_name(tz))
         self._arm(entry, self._system.clock.now_us())
         return reference
 
@@ -431,6 +464,9 @@ class NodeScheduler:
         if now < tick:
             self._arm(entry, now)  # the wall clock is behind the loop (stepped back): never fire early
             return
+        if type(entry.policy) is not Skip:
+            self._fire_under_policy(entry, tick, now)
+            return
         next_us, skipped = self._following(entry, tick, now)
         ended = "done"
         if next_us is not None and next_us > LAST_US:
@@ -445,6 +481,43 @@ class NodeScheduler:
             system.emit(ev.NodeScheduleCaughtUp, *entry.names(), tick, now, next_us, skipped)
         if not entry.live:
             return  # removed while telling (an observer or a synchronous callee cancelled it)
+        if next_us is None:
+            self._remove(entry, ended)
+            return
+        entry.due_us = next_us
+        self._arm(entry, now)
+
+    def _fire_under_policy(self, entry: _Entry, tick: int, now: int) -> None:
+        """``_fire`` for a ``misfire=`` other than Skip: ``decide`` (once, interval) or ``decide_on_grid`` (cron)
+        says which ticks to tell now, in order (each claimed on its own in cluster mode) and the next tick."""
+        system = self._system
+        policy = entry.policy
+        if entry.cron is not None:
+            cron = entry.cron
+
+            def following(t: int) -> int | None:
+                nxt = cron.next_after(to_datetime(t))
+                return to_us(nxt) if nxt is not None else None
+
+            dues, next_us, skipped = decide_on_grid(policy, tick, now, following, max_steps=MAX_COUNTED_SKIPS)
+        else:
+            decision = decide(policy, tick, entry.period_us if entry.kind == "interval" else None, now)
+            dues, next_us, skipped = decision.dues(), decision.next_us, decision.skipped
+        ended = "done"
+        if next_us is not None and next_us > LAST_US:
+            next_us, ended = None, "out-of-range"
+        for due in dues:
+            if entry.cron is not None and self.cluster_mode:
+                self._claim_tick(entry, due, now, next_us)
+            else:
+                self._tell(entry, due, now, next_us)
+        if not dues:
+            latest = tick if entry.kind == "once" else _latest(entry, tick, now, next_us)
+            system.emit(ev.NodeScheduleDropped, *entry.names(), latest, now, next_us, skipped)
+        elif next_us is not None and skipped:
+            system.emit(ev.NodeScheduleCaughtUp, *entry.names(), dues[0], now, next_us, skipped)
+        if not entry.live:
+            return
         if next_us is None:
             self._remove(entry, ended)
             return
@@ -544,6 +617,26 @@ class NodeScheduler:
                 break
             following = cron.next_after(following)
         return (to_us(following) if following is not None else None), skipped
+
+
+def _latest(entry: _Entry, tick: int, now: int, next_us: int | None) -> int:
+    """The last grid time at or before ``now`` (the tick a ``DropLate`` found too late)."""
+    if entry.cron is None:
+        assert entry.period_us is not None
+        return tick + entry.period_us * ((now - tick) // entry.period_us)
+    latest, nxt = tick, entry.cron.next_after(to_datetime(tick))
+    steps = 0
+    while nxt is not None and to_us(nxt) <= now and steps < MAX_COUNTED_SKIPS:
+        latest, nxt, steps = to_us(nxt), entry.cron.next_after(nxt), steps + 1
+    return latest
+
+
+def _zone_name(tz: tzinfo) -> str:
+    """A zone's IANA name for the trace (``ZoneInfo.key``; ``UTC`` for timezone.utc), else its ``str``."""
+    key = getattr(tz, "key", None)
+    if isinstance(key, str):
+        return key
+    return "UTC" if tz is timezone.utc else str(tz)
 
 
 def _wake(woken: asyncio.Future[None]) -> None:

@@ -41,6 +41,7 @@ from .deadlines import DeadlineQueue
 from .timer_heap import TimerHeap
 from .plugin import ClusterOptions
 from .ref import NOBODY, Askable, EntityRef, NobodyRef, Ref, ReplyRef, reply_type, with_reply_to
+from .catchup import CatchUp, Skip
 from .scheduler import NodeScheduleInfo, NodeScheduler
 from .state import ACTIVE_PAGE
 
@@ -55,6 +56,7 @@ M = TypeVar("M")
 R = TypeVar("R")
 
 _MISSING: Any = object()
+_SKIP = Skip()
 
 _WIRE_REFS = (EntityRef, ReplyRef, NobodyRef)
 """The ref types the codec encodes."""
@@ -452,17 +454,28 @@ class ActorSystem:
 
     # ================================================================== node schedules
 
-    async def schedule_once(self, message: M, ref: EntityRef[M], delay: timedelta, *, reference: str | None = None) -> str:
-        """Tell ``message`` to ``ref`` once, ``delay`` from now (node-held: lost when the node restarts)."""
-        return await self.scheduler.schedule_once(message, ref, delay, reference=reference)
+    async def schedule_once(
+        self, message: M, ref: EntityRef[M], delay: timedelta, *, reference: str | None = None, misfire: CatchUp = _SKIP
+    ) -> str:
+        """Tell ``message`` to ``ref`` once, ``delay`` from now (node-held: lost when the node restarts);
+        ``misfire``: what a late tick does (``Skip()``: told however late; ``DropLate(grace)``)."""
+        return await self.scheduler.schedule_once(message, ref, delay, reference=reference, misfire=misfire)
 
-    async def schedule(self, message: M, ref: EntityRef[M], interval: timedelta, *, reference: str | None = None) -> str:
-        """Tell ``message`` to ``ref`` every ``interval`` (node-held: lost when the node restarts)."""
-        return await self.scheduler.schedule(message, ref, interval, reference=reference)
+    async def schedule(
+        self, message: M, ref: EntityRef[M], interval: timedelta, *, reference: str | None = None, misfire: CatchUp = _SKIP
+    ) -> str:
+        """Tell ``message`` to ``ref`` every ``interval`` (node-held: lost when the node restarts); ``misfire``:
+        ``Skip()`` (default), ``FireAll(limit)``, ``DropLate(grace)`` or ``FixedDelay()``."""
+        return await self.scheduler.schedule(message, ref, interval, reference=reference, misfire=misfire)
 
-    async def schedule_cron(self, message: M, ref: EntityRef[M], expression: str, *, reference: str | None = None) -> str:
-        """Tell ``message`` to ``ref`` at every fire time of a Quartz cron ``expression`` (node's zone; UTC in a cluster)."""
-        return await self.scheduler.schedule_cron(message, ref, expression, reference=reference)
+    async def schedule_cron(
+        self, message: M, ref: EntityRef[M], expression: str, *, reference: str | None = None, misfire: CatchUp = _SKIP,
+        tz: str | tzinfo | None = None,
+    ) -> str:
+        """Tell ``message`` to ``ref`` at every fire time of a Quartz cron ``expression``, read in ``tz`` (an IANA
+        name or tzinfo; None: the node's zone, UTC in a cluster, where an explicit zone is an extension of the seed);
+        ``misfire``: ``Skip()`` (default), ``FireAll(limit)`` or ``DropLate(grace)``."""
+        return await self.scheduler.schedule_cron(message, ref, expression, reference=reference, misfire=misfire, tz=tz)
 
     def pause_schedule(self, reference: str) -> None:
         self.scheduler.pause_schedule(reference)
