@@ -16,9 +16,11 @@ The modules behind it:
 * internal: ``casty.protocol`` (the sans-I/O protocol cores the cluster drives), for the
   simulator, the tests and the curious, not an API.
 
-``Cluster`` comes from ``casty.cluster.config``, imported last: the cluster modules import
-only the runtime's modules, never this package's names, so importing them from here makes no
-cycle; importing it also loads ``casty.cluster.claims``, whose cron claims a cluster needs.
+``Cluster`` and ``ClusterClient`` (``casty.cluster.config``, ``casty.cluster.client``) are
+imported after everything else: the cluster modules import the runtime, the protocol cores,
+the errors and the ports by module, never this package's names, so importing them from here
+makes no cycle; importing ``config`` also loads ``casty.cluster.claims``, whose cron claims a
+cluster needs.
 """
 
 from ._core.actor import ActorType, Backoff, actor

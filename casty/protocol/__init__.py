@@ -2,8 +2,9 @@
 
 Each core is a plain object: a driver hands it a frame that arrived or a timer that fired and
 gets back the frames to send, the timers to arm and the events to report (the vocabulary is
-``sansio``). No core reads a clock, opens a socket, touches a disk or imports anything above
-``casty.errors`` and ``casty.observer``, so the simulator, the asyncio drivers over TCP and the
+``sansio``). No core reads a clock, opens a socket, touches a disk or imports anything of casty but
+``casty.errors``, ``casty.observer`` and ``casty._durations`` (the import-linter contract in
+``pyproject.toml`` holds it to that), so the simulator, the asyncio drivers over TCP and the
 unit tests drive the very same objects, and a core's rules can be read and tested alone:
 
 * ``sansio``: the outputs (``Send``, ``SetTimer``, ``CancelTimer``, ``Report``) and ``perform``,
