@@ -61,11 +61,13 @@ def test_the_checks_fail_on_the_other_dst_rules() -> None:
         _fall(fall.world)
 
 
-def test_the_ledger_needs_the_zone_the_registration_row_does_not_name_yet() -> None:
-    """Read in UTC (the registration row names no zone today), the grid is 02:30 UTC and the ledger sees four misses; zoned() gives it Berlin."""
+def test_the_registration_row_names_the_zone_and_the_ledger_reads_the_grid_in_it() -> None:
+    """The zoned registration row says tz=Europe/Berlin; without it (the row read as UTC) the ledger would see 4 false misses of a 02:30 UTC grid."""
     run = scenarios.run("cron-dst-spring", 0)
     (registered,) = run.trace.of("node_schedule.registered")
-    assert registered.get("tz") in (None, "Europe/Berlin")
-    if registered.get("tz") is None:
-        assert [e.status for e in ledger(run.trace)].count("missed") == 4
-    assert [r.get("tz") for r in zoned(run.trace).of("node_schedule.registered")] == ["Europe/Berlin"]
+    assert (registered.get("expression"), registered.get("tz")) == ("0 30 2 * * ?", "Europe/Berlin")
+    assert [e.status for e in ledger(run.trace)] == ["on-time"] * 3
+    unzoned = Trace()
+    unzoned.rows = [dataclasses.replace(r, fields={k: v for k, v in r.fields.items() if k != "tz"}) for r in run.trace.rows]
+    assert [e.status for e in ledger(unzoned)].count("missed") == 4
+    assert [r.get("tz") for r in zoned(unzoned).of("node_schedule.registered")] == ["Europe/Berlin"]

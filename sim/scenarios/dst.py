@@ -6,9 +6,9 @@ does; a wall time that happens twice fires once, at its first pass (``fold=0``).
 Berlin springs forward on 29 March (02:00 CET -> 03:00 CEST: 02:30 does not exist) and falls
 back on 25 October (03:00 CEST -> 02:00 CET: 02:30 happens at 00:30 and again at 01:30 UTC).
 
-One node (no cluster: a cluster reads crons in UTC) whose scheduler reads crons in Berlin
-(``ActorSystem(timezone=...)``, the node's zone, the one knob this runtime has today) registers
-``0 30 2 * * ?`` and runs four days around the transition. Its wall clock is set ahead
+One node (no cluster: a cluster reads crons in UTC unless told a zone) registers
+``schedule_cron(..., "0 30 2 * * ?", tz="Europe/Berlin")`` (its own scheduler's zone stays UTC)
+and runs four days around the transition. Its wall clock is set ahead
 (``add_node(offset=...)``) so the days around the transition come after a few simulated days
 instead of months. The checks read what the body received, the trace's firings and the
 ledger (``sim.ledger``):
@@ -20,10 +20,9 @@ ledger (``sim.ledger``):
 * fall: one firing on the 25th, at its first pass (00:30 UTC, 02:30 CEST), none at 01:30 UTC
   (the second 02:30), and the ledger classifies that day's single occurrence on time.
 
-The ledger reads a cron's grid in the zone its registration row names (``tz``). Today's
-``node_schedule.registered`` rows name none (the zone is the node's, not the schedule's, until
-``schedule_cron(tz=...)`` lands), so the ledger check gives it the zone the node was set up
-with; a row that names a zone is read as it is.
+The ledger reads a cron's grid in the zone its registration row names (``tz``): a zoned
+registration's row names it. (``zoned`` gives a zone to rows that name none, for a trace of a
+node whose own zone was set with ``ActorSystem(timezone=...)``, which its rows do not record.)
 """
 
 from __future__ import annotations
@@ -78,12 +77,12 @@ async def daily_job(ctx: Context[int, Report | Runs]) -> None:
 
 def _setup(world: World, start: datetime) -> None:
     offset = start.astimezone(timezone.utc) - datetime.fromtimestamp(world.epoch_us / 1e6, tz=timezone.utc)
-    world.add_node("n1", offset=offset, timezone=zone(ZONE))
+    world.add_node("n1", offset=offset)
     world.results["zone"] = ZONE
 
     async def client(system: ActorSystem) -> None:
         job = system.ref(daily_job, "report")
-        world.results["reference"] = await system.schedule_cron(Report(), job, EXPRESSION)
+        world.results["reference"] = await system.schedule_cron(Report(), job, EXPRESSION, tz=ZONE)
         await asyncio.sleep((DAYS - timedelta(minutes=1)).total_seconds())
         world.results["runs"] = await job.ask(Runs())
 
@@ -104,8 +103,8 @@ def zoned(trace: Trace, tz: str = ZONE) -> Trace:
 
 
 def dst_ledger(trace: Trace) -> list[Entry]:
-    """The daily job's node-schedule entries of the ledger, the cron's grid read in Berlin."""
-    return [e for e in ledger(zoned(trace)) if e.source == "node-schedule" and e.actor.endswith(":daily_job")]
+    """The daily job's node-schedule entries of the ledger (the cron's grid read in the zone its registration names)."""
+    return [e for e in ledger(trace) if e.source == "node-schedule" and e.actor.endswith(":daily_job")]
 
 
 def _utc(us: int) -> str:
