@@ -12,7 +12,8 @@ due time on the schedule's grid) gets one :class:`Entry` whose ``status`` is
   those has its own ``missed`` entry): the later ones under ``Skip``, the oldest ones under
   ``FireAll`` and ``DropLate`` (they tell the newest); a ``DropLate`` firing that told nothing
   (``schedule.dropped``) misses each due it dropped, and a ``FixedDelay`` firing starts a new
-  grid at its next due (next = fired + interval), so the old grid's later dues are not missed;
+  grid at its next due (next = fired + interval), so the old grid's later dues are not missed
+  (node schedules' ``misfire=`` alike: ``node_schedule.caught_up`` / ``node_schedule.dropped``);
 * ``repeated``: fired more than once (``why``: the ownership change, fault or clock change
   between the firings; ``attempts`` lists every firing);
 * ``missed``: never reached the body (``why``): skipped by a catch-up, passed over when the
@@ -46,6 +47,7 @@ the faults and ``epoch.acquired``, or the ledger sees less than happened.
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -407,8 +409,15 @@ def _node_group(
     return [entries[tick] for tick in sorted(entries)]
 
 
+def _dropped_why(drop: Row) -> str:
+    return f"dropped late by its DropLate policy on {_at(drop)} (its newest tick {to_datetime(int(drop.get('tick_us'))).isoformat()})"
+
+
 def _unfired_why(claims: list[Row], winners: list[str], ends: list[Row]) -> str:
-    """Why a tick with claim or tick-lost rows but no firing never reached its target."""
+    """Why a tick with claim, dropped or tick-lost rows but no firing never reached its target."""
+    drop = next((r for r in claims if r.kind == "node_schedule.dropped"), None)
+    if drop is not None:
+        return _dropped_why(drop)
     lost_tick = next((r for r in claims if r.kind == "node_schedule.tick_lost"), None)
     if lost_tick is not None:
         return f"tick lost on {_at(lost_tick)}: {lost_tick.get('reason')}"
@@ -438,10 +447,16 @@ def _node_grid_misses(rows: list[Row], seen: set[int], skipped: Mapping[int, int
     out = []
     first = min(int(r.get("tick_us")) for r in fired)
     pauses = [(p, next((r for r in rows if r.kind == "node_schedule.resumed" and r.node == p.node and r.seq > p.seq), None)) for p in rows if p.kind == "node_schedule.paused"]
+    told = {int(r.get("tick_us")) for r in fired}
+    drops = [r for r in rows if r.kind == "node_schedule.dropped"]
     for tick in grid:
         if tick < first or tick in seen:
             continue
-        by = next((t for t, n in skipped.items() if n and t < tick and sum(1 for g in grid if t < g <= tick) <= n), None)
+        drop = next((r for r in drops if tick <= int(r.get("tick_us")) and sum(1 for g in grid if tick <= g <= int(r.get("tick_us"))) <= int(r.get("skipped"))), None)
+        if drop is not None:
+            out.append((tick, _dropped_why(drop)))
+            continue
+        by = next((t for t, n in skipped.items() if n and _node_skipped_by(grid, t, n, tick, told)), None)
         if by is not None:
             out.append((tick, f"skipped by the catch-up of tick {to_datetime(by).isoformat()}"))
             continue
@@ -450,16 +465,35 @@ def _node_grid_misses(rows: list[Row], seen: set[int], skipped: Mapping[int, int
     return out
 
 
+def _node_skipped_by(grid: list[int], told_tick: int, skipped: int, tick: int, told: set[int]) -> bool:
+    """Whether ``tick`` is among the ``skipped`` grid ticks of the catch-up that told ``told_tick``: the ones after it
+    (``Skip``) when none of those was told, else the ones before it (``FireAll``, ``DropLate``: the newest told)."""
+    index = bisect_left(grid, told_tick)
+    after = grid[index + 1 : index + 1 + skipped]
+    if not any(g in told for g in after):
+        return tick in after
+    return tick in grid[max(0, index - skipped) : index]
+
+
 def _grid(registered: Row, furthest: int, rows: list[Row]) -> list[int] | None:
     """The ticks from the first due up to (not including) ``furthest``, anchored again at each resume."""
     kind = registered.get("schedule_kind")
     start = int(registered.get("due_us"))
     if kind == "interval":
         every = int(registered.get("every_us"))
-        # a resume starts a new grid at its due; the old one ends when the resume is made (its wall time)
-        resumes = [r for r in rows if r.kind == "node_schedule.resumed"]
-        anchors = [start, *(int(r.get("due_us")) for r in resumes)]
-        stops = [*(r.wall_us if r.wall_us is not None else int(r.get("due_us")) for r in resumes), furthest]
+        # a resume starts a new grid at its due; the old one ends when the resume is made (its wall time);
+        # a firing whose next tick is off the grid (FixedDelay: next = fired + interval) starts one at that tick
+        breaks: list[tuple[int, int]] = []  # (where the old grid stops, where the new one starts)
+        anchor = start
+        for r in rows:
+            if r.kind == "node_schedule.resumed":
+                anchor = int(r.get("due_us"))
+                breaks.append((r.wall_us if r.wall_us is not None else anchor, anchor))
+            elif r.kind == "node_schedule.fired" and r.get("next_us") is not None and (int(r.get("next_us")) - anchor) % every:
+                anchor = int(r.get("next_us"))
+                breaks.append((int(r.get("tick_us")) + 1, anchor))
+        anchors = [start, *(b for _, b in breaks)]
+        stops = [*(a for a, _ in breaks), furthest]
         ticks: set[int] = set()
         for anchor, stop in zip(anchors, stops, strict=True):
             ticks.update(range(anchor, min(stop, furthest), every))

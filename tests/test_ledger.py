@@ -382,3 +382,31 @@ def test_fixed_delay_moves_the_grid_and_misses_nothing() -> None:
     b = Build().started(0, "n1").armed(0, "n1", 10, 10)
     b.fired(10, "n1", 10, 20).fired(25, "n1", 20, 35).fired(35, "n1", 35, 45).fired(45, "n1", 45, 55)
     assert statuses(ledger(b.trace)) == [(10, "on-time"), (20, "late"), (35, "on-time"), (45, "on-time")]
+
+
+def _node_interval(b: Build) -> Build:
+    node_row(b, 0, "n1", "node_schedule.registered", due_us=START + 10 * S, every_us=10 * S, expression=None)
+    return node_row(b, 10, "n1", "node_schedule.fired", 10, next_us=START + 20 * S)
+
+
+def test_node_schedule_misfire_fire_all_drop_late_and_fixed_delay() -> None:
+    """Node schedules' misfire=: FireAll skips the oldest (20, 30 before told 40, 50), DropLate's dropped ticks are missed by it, FixedDelay moves the grid."""
+    fire_all = _node_interval(Build())
+    for tick in (40, 50):
+        node_row(fire_all, 57, "n1", "node_schedule.fired", tick, next_us=START + 60 * S)
+    node_row(fire_all, 57, "n1", "node_schedule.caught_up", 40, next_us=START + 60 * S, skipped=2)
+    node_row(fire_all, 60, "n1", "node_schedule.fired", 60, next_us=START + 70 * S)
+    entries = ledger(fire_all.trace)
+    assert statuses(entries) == [(10, "on-time"), (20, "missed"), (30, "missed"), (40, "caught-up"), (50, "late"), (60, "on-time")]
+    assert entries[1].why == entries[2].why == "skipped by the catch-up of tick 2026-01-01T00:00:40+00:00"
+    drop = _node_interval(Build())
+    node_row(drop, 57, "n1", "node_schedule.dropped", 50, next_us=START + 60 * S, skipped=4)
+    node_row(drop, 60, "n1", "node_schedule.fired", 60, next_us=START + 70 * S)
+    entries = ledger(drop.trace)
+    assert statuses(entries) == [(10, "on-time"), (20, "missed"), (30, "missed"), (40, "missed"), (50, "missed"), (60, "on-time")]
+    assert {e.why for e in entries[1:5]} == {"dropped late by its DropLate policy on n1 at t=57.000s (its newest tick 2026-01-01T00:00:50+00:00)"}
+    fixed = _node_interval(Build())
+    node_row(fixed, 25, "n1", "node_schedule.fired", 20, next_us=START + 35 * S)
+    node_row(fixed, 35, "n1", "node_schedule.fired", 35, next_us=START + 45 * S)
+    node_row(fixed, 45, "n1", "node_schedule.fired", 45, next_us=START + 55 * S)
+    assert statuses(ledger(fixed.trace)) == [(10, "on-time"), (20, "late"), (35, "on-time"), (45, "on-time")]
