@@ -303,7 +303,8 @@ MUTANTS: tuple[Mutant, ...] = (
                 "        if not armed.live:\n"
                 "            return\n"
                 "        if self._closed:  # mutant: the due time activates the key again\n"
-                "            self.system._activation_for(self.type, self.key, self.type.initial).deliver(Envelope(armed.message))\n"
+                "            from .mailbox import Envelope\n"
+                "            self.system.activate(self.type, self.key, self.type.initial).deliver(Envelope(armed.message))\n"
                 "            return\n",
             ),
         ),

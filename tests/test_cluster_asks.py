@@ -418,7 +418,7 @@ def test_a_replicas_5_key_is_served_with_two_of_its_replicas_dead(five: World) -
 
 def test_placement_of_an_unknown_type_name_is_unknown_actor(five: World) -> None:
     """The cluster's placement and owner_of look a type up by name: a name no module defines raises UnknownActor."""
-    cluster = five.system("n1")._cluster
+    cluster = five.system("n1").cluster_node
     assert cluster is not None
     with pytest.raises(UnknownActor, match="no_such_module"):
         cluster.placement("no_such_module:thing", "k")
@@ -527,7 +527,7 @@ def test_a_replication_frame_that_cannot_be_encoded_is_dropped_alone(world: Worl
     from casty.protocol.replication import Epoch, Prepare
 
     key = next(k for k in (f"e{i}" for i in range(100)) if owner(world, holder, k) == "n1")
-    replication = world.system("n1")._cluster
+    replication = world.system("n1").cluster_node
     assert replication is not None
     got: dict[str, Any] = {}
 

@@ -176,8 +176,8 @@ def test_a_cut_off_owners_late_save_never_overwrites_the_newer_epochs() -> None:
     def counts(node: str, n: int, wait: float) -> Any:
         return _counts(world, loose_counter, node, n, wait)
 
-    assert world.system("n1")._cluster is not None
-    assert world.system("n1")._cluster.owner_of(loose_counter.name, "k") == "n1"
+    assert world.system("n1").cluster_node is not None
+    assert world.system("n1").cluster_node.owner_of(loose_counter.name, "k") == "n1"
     assert counts("n1", 2, 1.0) == [1, 2]
     world.partition(["n1"], ["n2", "n3"])
     assert counts("n1", 10, 1.0) == list(range(3, 13))  # one replica (its own) confirms each: a stale history
@@ -220,8 +220,8 @@ def test_an_owner_adopts_the_store_when_it_holds_a_newer_stamp_than_the_replicas
     for name in NODES:
         world.add_node(name, cluster=CLUSTER, store=database, ask_timeout=2.0, write_timeout=1.0)
     world.run(until=2.0)
-    assert world.system("n1")._cluster is not None
-    assert world.system("n1")._cluster.owner_of(loose_writer.name, "k") == "n3"
+    assert world.system("n1").cluster_node is not None
+    assert world.system("n1").cluster_node.owner_of(loose_writer.name, "k") == "n3"
     assert _counts(world, loose_writer, "n3", 2, 1.0) == [1, 2]
     world.partition(["n3"], ["n1", "n2"])
     assert _counts(world, loose_writer, "n3", 10, 1.0) == list(range(3, 13))

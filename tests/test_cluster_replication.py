@@ -148,7 +148,7 @@ def test_every_write_waits_for_its_quorum(world: World) -> None:
     replicas = world.system("n1").placement(rep_counter, key).replicas
     held = []
     for node in replicas:
-        cluster = world.system(node)._cluster
+        cluster = world.system(node).cluster_node
         assert cluster is not None
         pages = cluster.replication.store.pages((rep_counter.name, key))
         if STATE_PAGE in pages:

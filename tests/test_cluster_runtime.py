@@ -141,15 +141,15 @@ def test_a_holder_whose_own_replica_promises_a_newer_epoch_ends_its_run_and_the_
 
     async def stray(system: Any) -> None:
         """What n2's sweep does when its view names it the owner for an instant (a resumed or healed node)."""
-        service = system._cluster.replication
+        service = system.cluster_node.replication
         slot = service.open(entity, lambda _event: None, write_timeout=1.0)
-        slot.perform(slot.owner.acquire(slot.now(), system._cluster.replicas_of(*entity, 3), after=service.round_hint(entity)))
+        slot.perform(slot.owner.acquire(slot.now(), system.cluster_node.replicas_of(*entity, 3), after=service.round_hint(entity)))
         slot.close()  # the next heartbeat names n3 again: the key moved, the acquisition is dropped
 
     strayed_at = world.now
     world.spawn("n2", stray)
     world.run(until=strayed_at + 0.1)
-    n3 = world.system("n3")._cluster
+    n3 = world.system("n3").cluster_node
     assert n3 is not None
     promised = n3.replication.store.promised(entity)
     assert (promised.round, promised.node.split("#")[0]) == (held_round + 1, "n2")
@@ -184,9 +184,9 @@ def test_a_holder_whose_own_replica_missed_the_newer_prepare_hears_it_from_the_r
 
     async def stray(system: Any) -> None:
         """What n2's sweep does when its view names it the owner for an instant (a resumed or healed node)."""
-        service = system._cluster.replication
+        service = system.cluster_node.replication
         slot = service.open(entity, lambda _event: None, write_timeout=1.0)
-        slot.perform(slot.owner.acquire(slot.now(), system._cluster.replicas_of(*entity, 3), after=service.round_hint(entity)))
+        slot.perform(slot.owner.acquire(slot.now(), system.cluster_node.replicas_of(*entity, 3), after=service.round_hint(entity)))
         slot.close()
 
     world.partition(["n2"], ["n3"], oneway=True)
@@ -194,10 +194,10 @@ def test_a_holder_whose_own_replica_missed_the_newer_prepare_hears_it_from_the_r
     world.spawn("n2", stray)
     world.run(until=strayed_at + 0.05)
     world.reconnect(["n2"], ["n3"], oneway=True)
-    n3 = world.system("n3")._cluster
+    n3 = world.system("n3").cluster_node
     assert n3 is not None
     assert n3.replication.store.promised(entity).round == held_round  # the Prepare never reached n3's replica
-    promised = world.system("n1")._cluster.replication.store.promised(entity)  # type: ignore[union-attr]
+    promised = world.system("n1").cluster_node.replication.store.promised(entity)  # type: ignore[union-attr]
     assert (promised.round, promised.node.split("#")[0]) == (held_round + 1, "n2")
     ended = [(r.node, r.get("reason")) for r in world.trace.of("activation.ended", key=key) if r.t > strayed_at]
     assert ended == [("n3", "lost")]  # as the promising replicas told it, not at the next write
@@ -232,8 +232,8 @@ def test_an_owner_whose_replica_missed_newer_rounds_acquires_above_them_at_its_f
     world.heal()
     world.run(until=world.now + 2.0)
     assert owner(world, "n1", brief_counter, key) == "n3"
-    assert world.system("n3")._cluster is not None
-    assert world.system("n3")._cluster.replication.round_hint((brief_counter.name, key)).round == 1  # n3 never heard rounds 2, 3
+    assert world.system("n3").cluster_node is not None
+    assert world.system("n3").cluster_node.replication.round_hint((brief_counter.name, key)).round == 1  # n3 never heard rounds 2, 3
     assert ask_from(world, "n1", brief_counter, key, Inc(), run_for=1.0) == 4
     after = [(r.node, r.get("epoch_round")) for r in world.trace.of("epoch.acquired", key=key) if r.t > cut_at + DECLARED_DEAD + 2.0]
     assert after == [("n3", 4)]

@@ -67,7 +67,7 @@ def test_a_forged_heartbeat_from_a_stranger_leaves_the_quorum_in_place() -> None
         while True:
             yield world.timeout(0.5)
             for name in ("n1", "n2", "n3"):
-                core = world.system(name)._cluster.membership.core  # type: ignore[union-attr]
+                core = world.system(name).cluster_node.membership.core  # type: ignore[union-attr]
                 samples.append((world.now, name, core.has_quorum(), tuple(m.node for m in core.members())))
 
     world.process(watch(world))
@@ -93,7 +93,7 @@ def test_a_key_whose_replicas_include_the_stranger_is_served_while_it_is_dead() 
     assert ask_from(world, "n2", rep_counter, "k", Inc()) == 1
     world.network.endpoint("x").send("n1", CLUSTER_WIRE.encode("m", Heartbeat("x", 1, 1, (("x", 1, "alive", 1),))))
     world.run(until=10.0)
-    core = world.system("n1")._cluster.membership.core  # type: ignore[union-attr]
+    core = world.system("n1").cluster_node.membership.core  # type: ignore[union-attr]
     assert core.ring_nodes() == ("n1", "n2", "n3") and core.candidates() == ()  # forgotten after suspect_after + dead_after
     assert world.system("n1").placement(rep_counter, "k").replicas == ("n1", "n2", "n3")
     assert ask_from(world, "n3", rep_counter, "k", Inc(), run_for=3.0) == 2
@@ -131,8 +131,8 @@ def test_a_whole_cluster_restarted_regains_quorum_and_serves(store: str | None) 
     world.run(until=back + 4.0)
     learned = [r for r in world.trace.of("member.learned") if r.t > back]
     assert [(r.node, round(r.t - back, 3), r.get("alive"), r.get("members")) for r in learned] == WHOLE_RESTART_LEARNED[store]
-    assert all(world.system(name)._cluster.membership.core.has_quorum() for name in names)  # type: ignore[union-attr]
-    assert all(len(world.system(name)._cluster.membership.members()) == 5 for name in names)  # type: ignore[union-attr]
+    assert all(world.system(name).cluster_node.membership.core.has_quorum() for name in names)  # type: ignore[union-attr]
+    assert all(len(world.system(name).cluster_node.membership.members()) == 5 for name in names)  # type: ignore[union-attr]
     assert ask_from(world, "n5", rep_counter, "w", Inc(), run_for=3.0) == 1
 
 

@@ -102,9 +102,9 @@ def test_a_key_orphaned_on_a_node_that_does_not_own_it_is_resumed_by_its_owner_o
     entity = (cl_ticker.name, key)
     activation = n3._activations[entity]
     activation.stop("handoff", "stopped by the test")  # no write: @active stays on the replicas
-    n3._forget(activation)
+    n3.forget(activation)
     stopped_at = cluster.now
-    n1 = cluster.system("n1")._cluster
+    n1 = cluster.system("n1").cluster_node
     assert n1 is not None
     n1.orphaned(entity)
     cluster.run(until=stopped_at + RESUME_EVERY + 1.0)
@@ -122,11 +122,11 @@ def test_an_orphan_whose_first_resume_finds_no_quorum_is_tried_again_after_the_h
     entity = (cl_ticker.name, key)
     activation = n3._activations[entity]
     activation.stop("handoff", "stopped by the test")
-    n3._forget(activation)
+    n3.forget(activation)
     cut_at = cluster.now
     cluster.partition(["n3"], ["n1", "n2"])
-    assert n3._cluster is not None
-    n3._cluster.orphaned(entity)
+    assert n3.cluster_node is not None
+    n3.cluster_node.orphaned(entity)
     cluster.run(until=cut_at + 1.6)  # n3 still counts the others (suspect): its first attempt goes out, unanswered
     healed_at = cluster.now
     cluster.heal()
@@ -137,7 +137,7 @@ def test_an_orphan_whose_first_resume_finds_no_quorum_is_tried_again_after_the_h
     assert [r.node for r in acquired] == ["n3"]
     assert failed[0].t < acquired[0].t <= healed_at + RESUME_EVERY + 1.0
     assert {r.node for r in _fired(cluster, key, acquired[0].t)} == {"n3"}
-    assert n3._cluster._orphans == {}
+    assert n3.cluster_node._orphans == {}
 
 
 def _step_back_and_forward(world: World, node: str, at: float) -> None:
@@ -208,9 +208,9 @@ def test_an_orphan_that_was_acquired_here_and_then_released_is_not_resumed(clust
     entity = (cl_ticker.name, key)
     activation = n3._activations[entity]
     activation.stop("handoff", "stopped by the test")  # no write: @active stays on the replicas
-    n3._forget(activation)
-    assert n3._cluster is not None
-    n3._cluster.orphaned(entity)
+    n3.forget(activation)
+    assert n3.cluster_node is not None
+    n3.cluster_node.orphaned(entity)
     orphaned_at = cluster.now
     _ask_get(cluster, "n1", key)  # a message: the key runs on n3 again (acquired), before the look at orphaned_at + 1 s
 
@@ -224,7 +224,7 @@ def test_an_orphan_that_was_acquired_here_and_then_released_is_not_resumed(clust
     released_at = cluster.trace.of("activation.ended", key=key, reason="released")[-1].t
     cluster.run(until=orphaned_at + 3 * RESUME_EVERY)
     assert [r for r in cluster.trace.of("activation.started", key=key) if r.t > released_at] == []
-    assert entity not in n3._activations and n3._cluster._orphans == {}
+    assert entity not in n3._activations and n3.cluster_node._orphans == {}
 
 
 def _ask_get(world: World, node: str, key: str) -> None:

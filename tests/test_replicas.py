@@ -55,7 +55,7 @@ def world() -> Iterator[World]:
 
 
 def service(world: World, node: str) -> ReplicationService:
-    cluster = world.system(node)._cluster
+    cluster = world.system(node).cluster_node
     assert cluster is not None
     return cluster.replication
 

@@ -571,7 +571,7 @@ def test_recovered_page_rows_out_of_range_are_dropped_and_reported(recorder: Rec
             await ref.ask(Every("ok", timedelta(seconds=10), None))
             (row,) = decode_schedules(system.pages(pinger, "legacy")["@schedules"])
             await system.release(pinger, "legacy")
-            system._records.pages[(pinger.name, "legacy")]["@schedules"] = encode_schedules([
+            system.records.pages[(pinger.name, "legacy")]["@schedules"] = encode_schedules([
                 ScheduleEntry("late", row.message, last + 1, None),
                 ScheduleEntry("still", row.message, START_US + day, 0),
                 row,

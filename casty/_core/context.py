@@ -347,7 +347,7 @@ class Context(Generic[S, M]):
         system = activation.system
         name = effect_key(key)
         event = Effect(activation.type.name, self.key, name, system.node, plain_details(name, details))
-        observer = system._observer
+        observer = system.observer
         if observer is None:
             log_effect(event)
         else:

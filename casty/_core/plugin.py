@@ -8,8 +8,8 @@ implementing the protocols named here, and the system only calls what they decla
   on the system's loop at entry.
 * ``ClusterPlugin``: the running cluster of one node (``casty.cluster.runtime.ClusterNode``):
   where a key lives, how a message or a reply reaches another node, the members, the end.
-  A few members serve the activation (its replicated writes and the resume rule), until its
-  page writer takes them over.
+  A few members serve the activation: its page writer (``page_writer``, which reads the
+  replicas from ``ClusterNode`` itself), the resume rule and failing a remote ask.
 * ``TickClaims``: what the node scheduler asks of the cluster for a cron tick in cluster
   mode (one delivery per tick cluster-wide). ``casty.cluster.claims`` provides it when
   imported (``provide_tick_claims``), as it defines the claim's actor type every node must
@@ -75,13 +75,6 @@ class ClusterPlugin(Protocol):
 
     def page_writer(self, activation: Activation) -> PageWriter:
         """Where ``activation``'s page writes go, chosen once as it is made (``casty.cluster.replicated_pages``)."""
-
-    @property
-    def replication(self) -> Any:
-        """The node's replica store and owner slots, where an activation acquires its key and confirms its writes."""
-
-    def replicas_of(self, actor: str, key: str, n: int) -> tuple[str, ...]:
-        """The ``n`` nodes that hold ``actor[key]``'s pages (dead ones included): an acquisition's replica set."""
 
     def orphaned(self, entity: tuple[str, str], *, if_marked: bool = False) -> None:
         """A run of ``entity`` ended here with ``@active`` left: see that its owner runs it again (the resume rule)."""

@@ -14,8 +14,8 @@ it where a key lives and hands it what must travel, and never imports ``casty.cl
 What an activation may ask of its node is named in ``casty._core.host.ActivationHost``; the
 system implements it under public names (``emit``, ``records``, ``next_lease``, ``forget``,
 ``track``, ...). The cluster node asks a few more (``activate``, ``activation_table``,
-``type_named``, ``pending_ask``, ``next_request``, ``number_requests_after``). The underscored
-names they replace stay, as aliases of the very same objects, until every caller has moved.
+``type_named``, ``pending_ask``, ``next_request``, ``number_requests_after``). Each has one name:
+the underscored aliases they replaced are gone.
 """
 
 from __future__ import annotations
@@ -108,7 +108,6 @@ class ActorSystem:
         self.cluster = cluster
         self.transport = transport
         self.cluster_node: ClusterPlugin | None = None  # the running cluster, built at entry when cluster= is given
-        self._cluster: ClusterPlugin | None = None  # the same, under its old name (the activation still reads it)
         self.node = node
         self.idle_after: float | None = seconds(idle_after, "idle_after")  # None: keys never idle out
         if not isinstance(backoff, Backoff):
@@ -125,14 +124,13 @@ class ActorSystem:
             self.observer: Observer | None = default if default.enabled else None
         else:
             self.observer = observer
-        self._observer = self.observer  # the old name (the activation, the context, the cluster read it)
         self.codec = Codec(self._ref_from_wire)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._running = False
         self._stopped = False
         self._activations: dict[tuple[str, str], Activation] = {}
         self.activation_table: Mapping[tuple[str, str], Activation] = self._activations  # read-only to the others
-        self.records = self._records = KeyRecords()  # the node's copy of every key's confirmed pages
+        self.records = KeyRecords()  # the node's copy of every key's confirmed pages
         self._types: dict[str, ActorType[Any, Any]] = {}
         self._pending: dict[int, PendingAsk] = {}
         self._request_seq = 0
@@ -140,7 +138,6 @@ class ActorSystem:
         self._background: dict[asyncio.Task[Any], None] = {}
         self._deadlines: dict[float, DeadlineQueue[PendingAsk]] = {}  # ask timeouts, one queue per duration
         self.dirty: dict[Activation, None] = {}  # write-behind keys with an unsaved change (the stop flushes them)
-        self._dirty = self.dirty  # the old name
         self.scheduler = NodeScheduler(self, tz=timezone, cluster_mode=cluster is not None)
 
     # ================================================================== lifecycle ====
@@ -163,8 +160,8 @@ class ActorSystem:
         self._running = True
         self.scheduler.start()
         if self.cluster is not None:
-            self.cluster_node = self._cluster = self.cluster.build_node(self)
-        if self.store is not None and self._cluster is None:
+            self.cluster_node = self.cluster.build_node(self)
+        if self.store is not None and self.cluster_node is None:
             await self._resume_active_keys()  # in a cluster, the owner of each key resumes it (ClusterNode)
         return self
 
@@ -179,8 +176,8 @@ class ActorSystem:
             return
         self._running = False
         self._stopped = True
-        if self._cluster is not None:
-            self._cluster.close(crashed=crashed)  # leave first, so that the others route elsewhere at once
+        if self.cluster_node is not None:
+            self.cluster_node.close(crashed=crashed)  # leave first, so that the others route elsewhere at once
         self.scheduler.stop()  # node schedules live in memory only: a stopped node has none
         activations = list(self._activations.values())
         reason = "crashed" if crashed else "stopped"
@@ -189,7 +186,7 @@ class ActorSystem:
         lives = [a._life for a in activations if a._life is not None]
         if lives:
             await asyncio.gather(*lives, return_exceptions=True)
-        dirty = list(self._dirty)
+        dirty = list(self.dirty)
         for activation in dirty:
             if crashed:
                 activation.drop_flush()
@@ -221,11 +218,11 @@ class ActorSystem:
             if ACTIVE_PAGE not in pages:
                 continue
             try:
-                actor_type = self._type_named(actor_name)
+                actor_type = self.type_named(actor_name)
             except Exception as exc:
-                self._emit_event(ev.ActivationFailed, actor_name, key, 0, repr(exc), None, 0.0)
+                self.emit(ev.ActivationFailed, actor_name, key, 0, repr(exc), None, 0.0)
                 continue
-            self._activation_for(actor_type, key, actor_type.initial)
+            self.activate(actor_type, key, actor_type.initial)
 
     def _check_running(self) -> None:
         if not self._running:
@@ -240,14 +237,14 @@ class ActorSystem:
         if not self._running:
             self._check_running()
         if not (type(key) is str and key and key.isascii() and isinstance(actor, ActorType)):
-            self._validate_identity(actor, key)
+            self.validate_identity(actor, key)
         self._types.setdefault(actor.name, actor)
-        if self._cluster is None or self._cluster.owner_of(actor.name, key) == self.node:
-            self._activation_for(actor, key, actor.initial if initial is _MISSING else initial)
+        if self.cluster_node is None or self.cluster_node.owner_of(actor.name, key) == self.node:
+            self.activate(actor, key, actor.initial if initial is _MISSING else initial)
         return EntityRef(self, actor.name, key)
 
     @staticmethod
-    def _validate_identity(actor: Any, key: Any) -> None:
+    def validate_identity(actor: Any, key: Any) -> None:
         if not isinstance(actor, ActorType):
             raise InvalidIdentity(f"{actor!r} is not an actor type (decorate an async def with @actor)")
         if not isinstance(key, str):
@@ -260,9 +257,7 @@ class ActorSystem:
             except UnicodeEncodeError as exc:  # a lone surrogate: no store, no frame could carry it
                 raise SchemaError(f"{actor.name}: a key must be valid unicode (it travels as UTF-8), got {key!r}: {exc.reason}") from exc
 
-    validate_identity = _validate_identity  # for the node scheduler: a target checked as a ref would be
-
-    def _type_named(self, name: str) -> ActorType[Any, Any]:
+    def type_named(self, name: str) -> ActorType[Any, Any]:
         """The type called ``name``, among those this process defined; ``UnknownActor`` otherwise.
 
         Never an import, whatever the name's origin: a ref's name may come from a peer's
@@ -274,15 +269,13 @@ class ActorSystem:
             self._types[name] = found
         return found
 
-    type_named = _type_hosted = _type_named
-
-    def _activation_for(self, actor: ActorType[Any, Any], key: str, initial: Any) -> Activation:
+    def activate(self, actor: ActorType[Any, Any], key: str, initial: Any) -> Activation:
         """The key's activation on this node, made and started if it has none (from ``initial`` if it has no state)."""
         entity = (actor.name, key)
         activation = self._activations.get(entity)
         if activation is None:
             if not key.isascii():
-                self._validate_identity(actor, key)  # a ref made by hand (system.ref checked its own)
+                self.validate_identity(actor, key)  # a ref made by hand (system.ref checked its own)
             if actor.durable is not None and self.store is None:
                 raise ConfigurationError(f"{actor.name} is durable ({actor.durable!r}) but this ActorSystem has no store")
             activation = Activation(self, actor, key, actor.initial if initial is _MISSING else initial)
@@ -290,14 +283,10 @@ class ActorSystem:
             activation.start()
         return activation
 
-    activate = _activation_for
-
     def forget(self, activation: Activation) -> None:
         """``activation`` ended: out of the table (if it is still the key's), so the next message starts a new one."""
         if self._activations.get(activation.entity) is activation:
             del self._activations[activation.entity]
-
-    _forget = forget
 
     def _ref_from_wire(self, obj: list[Any]) -> Ref[Any]:
         """A ref decoded from bytes, bound to this system. An entity ref must name a type this process
@@ -309,7 +298,7 @@ class ActorSystem:
             if type(key) is not str or not key:
                 raise ValueError(f"an encoded entity ref needs a non-empty string key, got {key!r}")
             if type(name) is not str or name not in self._types:
-                self._type_named(name)  # UnknownActor: never an import
+                self.type_named(name)  # UnknownActor: never an import
             return EntityRef(self, name, key)
         if kind == "@r" and len(obj) == 3 and type(obj[1]) is str and type(obj[2]) is int:
             return ReplyRef(self, obj[1], obj[2])
@@ -327,25 +316,25 @@ class ActorSystem:
         """
         if not self._running:
             self._check_running()
-        actor = self._types.get(ref.actor) or self._type_named(ref.actor)
+        actor = self._types.get(ref.actor) or self.type_named(ref.actor)
         schema = actor.schema
         if not isinstance(message, schema.classes):
             schema.check(message)  # raises, naming what the type takes
         data = self.codec.encode_message(message, schema)
-        if self._cluster is not None and not ref.key.isascii():
-            self._validate_identity(actor, ref.key)  # a ref made by hand: its key must travel too
-        if self._cluster is not None and self._cluster.owner_of(actor.name, ref.key) != self.node:
+        if self.cluster_node is not None and not ref.key.isascii():
+            self.validate_identity(actor, ref.key)  # a ref made by hand: its key must travel too
+        if self.cluster_node is not None and self.cluster_node.owner_of(actor.name, ref.key) != self.node:
             self._request_seq += 1
-            self._cluster.send(self._request_seq, actor.name, ref.key, data, None, origin)
+            self.cluster_node.send(self._request_seq, actor.name, ref.key, data, None, origin)
             return
-        activation = self._activations.get((actor.name, ref.key)) or self._activation_for(actor, ref.key, _MISSING)
+        activation = self._activations.get((actor.name, ref.key)) or self.activate(actor, ref.key, _MISSING)
         activation.deliver(Envelope(message, origin=origin) if origin is not None else Envelope(message))
 
     async def ask(self, ref: EntityRef[Any], message: Askable[R]) -> R:
         """Send ``message`` with a fresh reply slot and wait for the reply (``TimeoutError`` after the ask timeout)."""
         if not self._running:
             self._check_running()
-        actor = self._types.get(ref.actor) or self._type_named(ref.actor)
+        actor = self._types.get(ref.actor) or self.type_named(ref.actor)
         if not isinstance(message, Askable):
             raise SchemaError(f"ask needs an Askable message; {type(message).__qualname__} is not one (tell it instead)")
         schema = actor.schema
@@ -370,18 +359,18 @@ class ActorSystem:
         assert loop is not None  # running
         future: asyncio.Future[R] = loop.create_future()
         pending = PendingAsk(future, filled)
-        if self._cluster is not None and not ref.key.isascii():
-            self._validate_identity(actor, ref.key)  # a ref made by hand: its key must travel too
-        if self._cluster is not None and self._cluster.owner_of(actor.name, ref.key) != self.node:
+        if self.cluster_node is not None and not ref.key.isascii():
+            self.validate_identity(actor, ref.key)  # a ref made by hand: its key must travel too
+        if self.cluster_node is not None and self.cluster_node.owner_of(actor.name, ref.key) != self.node:
             if type(message.reply_to) in _WIRE_REFS:
                 data = self.codec.encode_message(filled, schema, True)  # the bytes that travel carry our reply slot
             return await self._remote_ask(actor, ref.key, request, data, pending, future)
-        activation = self._activations.get((actor.name, ref.key)) or self._activation_for(actor, ref.key, _MISSING)
+        activation = self._activations.get((actor.name, ref.key)) or self.activate(actor, ref.key, _MISSING)
         if activation._mailbox_limit is not None and not activation.has_room():
             if actor.on_full != "wait":
                 raise MailboxFull(f"{actor.name}[{ref.key!r}]: mailbox full ({actor.mailbox} messages)")
             await activation.wait_room()
-            activation = self._activation_for(actor, ref.key, _MISSING)
+            activation = self.activate(actor, ref.key, _MISSING)
         self._pending[request] = pending
         timeout = actor.ask_timeout if actor.ask_timeout is not None else self.ask_timeout
         deadlines = self._deadlines.get(timeout)
@@ -401,7 +390,7 @@ class ActorSystem:
         self, actor: ActorType[Any, Any], key: str, request: int, data: bytes, pending: PendingAsk, future: asyncio.Future[R]
     ) -> R:
         """An ask whose key another node owns: the router carries it; the reply comes back as a ``Reply`` frame."""
-        cluster = self._cluster
+        cluster = self.cluster_node
         assert cluster is not None and self._loop is not None
         self._pending[request] = pending
         timeout = actor.ask_timeout if actor.ask_timeout is not None else self.ask_timeout
@@ -443,10 +432,10 @@ class ActorSystem:
         if check is None or check is DECODE or check is ANYTHING or not check(value):
             self.codec.check_typed(value, ref.expects, "the reply")
         if ref.node != self.node:
-            if self._cluster is not None:
-                self._cluster.reply(ref, value)
+            if self.cluster_node is not None:
+                self.cluster_node.reply(ref, value)
                 return
-            self._emit_event(ev.MessageDropped, "reply", f"{ref.node}#{ref.request}", type(value).__qualname__, "reply to another node")
+            self.emit(ev.MessageDropped, "reply", f"{ref.node}#{ref.request}", type(value).__qualname__, "reply to another node")
             return
         pending = self._pending.get(ref.request)
         if pending is not None and not pending.future.done():
@@ -501,30 +490,30 @@ class ActorSystem:
     def stats(self) -> dict[str, int]:
         return {
             "activations": len(self._activations),
-            "keys": len(self._records),
+            "keys": len(self.records),
             "pending_asks": len(self._pending),
             "queued": sum(len(a._mailbox) for a in self._activations.values() if a._mailbox is not None),
         }
 
     def placement(self, actor: ActorType[Any, Any], key: str) -> Placement:
         """Owner and replicas of a key. A single node owns every key; in a cluster, this node's view of the ring."""
-        self._validate_identity(actor, key)
-        if self._cluster is not None:
-            return self._cluster.placement(actor.name, key)
+        self.validate_identity(actor, key)
+        if self.cluster_node is not None:
+            return self.cluster_node.placement(actor.name, key)
         return Placement(owner=self.node, replicas=(self.node,))
 
     def members(self) -> list[MemberView]:
         """The membership as this node sees it (every member not removed, this node included); [] without a cluster."""
-        if self._cluster is None:
+        if self.cluster_node is None:
             if self.cluster is not None:
                 self._check_running()
             return []
-        return self._cluster.members()
+        return self.cluster_node.members()
 
     async def release(self, actor: ActorType[Any, Any], key: str) -> None:
         """Deactivate a key as if it had gone idle (after its queued messages); its schedules stay in its pages."""
         self._check_running()
-        self._validate_identity(actor, key)
+        self.validate_identity(actor, key)
         activation = self._activations.get((actor.name, key))
         if activation is not None:
             await activation.release()
@@ -536,27 +525,21 @@ class ActorSystem:
         self._lease_seq += 1
         return self._lease_seq
 
-    _next_lease = next_lease
-
     def emit(self, cls: type[Event], *fields: Any) -> None:
         """Report ``cls(*fields)`` to the observer; nothing is built when there is none."""
-        observer = self._observer
+        observer = self.observer
         if observer is not None:
             observer(cls(*fields))
-
-    _emit_event = emit
 
     def track(self, task: asyncio.Task[Any]) -> None:
         """Keep a background task (a write-behind save, a store sweep): an orderly stop waits for it, a failure is reported."""
         self._background[task] = None
         task.add_done_callback(self._untrack)
 
-    _track = track
-
     def _untrack(self, task: asyncio.Task[Any]) -> None:
         self._background.pop(task, None)
         if not task.cancelled() and task.exception() is not None:
-            self._emit_event(ev.MessageDropped, "system", self.node, "task", f"background task failed: {task.exception()!r}")
+            self.emit(ev.MessageDropped, "system", self.node, "task", f"background task failed: {task.exception()!r}")
 
     def pending_ask(self, request: int) -> PendingAsk | None:
         """This node's ask numbered ``request`` while it waits (None once answered, timed out or never made)."""
@@ -573,7 +556,7 @@ class ActorSystem:
 
     def pages(self, actor: ActorType[Any, Any], key: str) -> dict[str, bytes]:
         """A copy of the node's pages of a key, as encoded bytes (for inspection and tests)."""
-        return dict(self._records.pages.get((actor.name, key), {}))
+        return dict(self.records.pages.get((actor.name, key), {}))
 
     def __repr__(self) -> str:
         state = "running" if self._running else ("stopped" if self._stopped else "new")
