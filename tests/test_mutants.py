@@ -89,7 +89,7 @@ def test_hunt_reports_a_mutant_that_does_not_import_as_invalid(tmp_path: Path) -
 def test_a_harmless_patch_is_not_caught_and_says_what_was_tried(tmp_path: Path) -> None:
     """A patch that changes no behaviour survives every seed: NOT CAUGHT within 2 seeds of the scenario tried."""
     base = copy_runtime(tmp_path / "base")
-    harmless = Mutant("harmless", "none", (Edit("casty/_core/schedules.py", "def catch_up(", "def catch_up(  "),), ("ticker",))
+    harmless = Mutant("harmless", "none", (Edit("casty/_core/schedules.py", "def catch_up(due_us", "def catch_up(  due_us"),), ("ticker",))
     outcome = hunt(harmless, baseline=Baseline(base, sys.executable), seeds=range(2), available=["ticker"], scenarios=["ticker"])
     assert (outcome.status, outcome.tried) == ("NOT CAUGHT", {"ticker": 2})
     assert outcome.caught_by == "NOT CAUGHT within 2 seeds of ticker (2)"
