@@ -20,12 +20,10 @@ from sim.scenarios.swarm import (
     Look,
     Note,
     _counter,
-    deleted_stays_deleted,
-    node_schedules_keep_time,
-    owed_increments_kept,
     sw_log,
     swarm_nodes,
 )
+from sim.scenarios.swarm_checks import deleted_stays_deleted, node_schedules_keep_time, owed_increments_kept
 from sim.trace import Trace
 from sim.world import World
 

@@ -195,43 +195,33 @@ class ScheduleWork(MailboxWork):
             self._arm(armed, now, announce=False)
             return
         due = armed.due_us
-        every = armed.every_us
-        policy = armed.policy
-        dues: tuple[int, ...] = (due,)
-        latest = due
-        next_us: int | None
-        if type(policy) is not Skip:
-            decision = decide(policy, due, every, now)
-            dues, next_us, skipped, latest = decision.dues(), decision.next_us, decision.skipped, decision.first_us
-        elif every is None:  # Skip, the default: the seeds' rule, one delivery (decide's Skip, without its Decision)
-            next_us, skipped = None, 0
-        else:
-            next_us, skipped = catch_up(due, every, now)  # the first grid time after now: no burst
-        for occurrence_us in dues:
-            try:
-                self.deliver(ScheduledEnvelope(armed.message, armed.name, occurrence_us, now, skipped))
-            except MailboxFull as exc:
-                system.emit(ev.MessageDropped, self.type.name, self.key, type(armed.message).__qualname__, str(exc))
+        if type(armed.policy) is not Skip:
+            if self._fire_under_policy(armed, due, now):
+                self._write_fired_page()
+            return
+        # Skip, the default: the seeds' rule, one delivery (catchup.decide's Skip, inline: the hot path)
+        envelope = ScheduledEnvelope(armed.message, armed.name, due, now)
+        try:
+            self.deliver(envelope)
+        except MailboxFull as exc:
+            system.emit(ev.MessageDropped, self.type.name, self.key, type(armed.message).__qualname__, str(exc))
         loop_now = self._last_activity = self._loop.time()
-        if next_us is None:
-            if dues:
-                system.emit(ev.ScheduleFired, self.type.name, self.key, armed.name, due, now, None)
-            else:
-                system.emit(ev.ScheduleDropped, self.type.name, self.key, armed.name, latest, now, None, skipped)
+        every = armed.every_us
+        if every is None:
+            system.emit(ev.ScheduleFired, self.type.name, self.key, armed.name, due, now, None)
             self._remove_schedule(armed, "done")
         else:
+            next_us, skipped = catch_up(due, every, now)  # the first grid time after now: no burst
+            envelope.skipped = skipped  # before the body can read it: this callback runs to its end first
             if next_us > LAST_US:
-                self._end_out_of_range(armed, dues[-1] if dues else due, now)
+                self._end_out_of_range(armed, due, now)
                 return
             armed.due_us = next_us
             observer = system.observer
             if observer is not None:
-                if not dues:
-                    observer(ev.ScheduleDropped(self.type.name, self.key, armed.name, latest, now, next_us, skipped))
-                for occurrence_us in dues:
-                    observer(ev.ScheduleFired(self.type.name, self.key, armed.name, occurrence_us, now, next_us))
-                if skipped and dues:
-                    observer(ev.ScheduleCaughtUp(self.type.name, self.key, armed.name, dues[0], now, next_us, skipped))
+                observer(ev.ScheduleFired(self.type.name, self.key, armed.name, due, now, next_us))
+                if skipped:
+                    observer(ev.ScheduleCaughtUp(self.type.name, self.key, armed.name, due, now, next_us, skipped))
             # _arm(announce=False), inline, with the loop time just read
             armed.timer = system.timers.arm_wall_method(loop_now + (next_us - now) / 1_000_000, next_us, ScheduleWork._fire, self, armed)
         pages = self._pages
@@ -240,3 +230,46 @@ class ScheduleWork(MailboxWork):
         else:
             pages.commit_soon({SCHEDULES_PAGE: self._schedules_page()}, "schedule.fire")
 
+    def _write_fired_page(self) -> None:
+        """The page write that follows a firing (``_fire``'s last lines, for the policy path)."""
+        pages = self._pages
+        if not pages.confirm_later:
+            pages.write_page_now(None, SCHEDULES_PAGE, _SCHEDULES_PAGES, self._schedules_page(), "schedule.fire")
+        else:
+            pages.commit_soon({SCHEDULES_PAGE: self._schedules_page()}, "schedule.fire")
+
+    def _fire_under_policy(self, armed: ArmedSchedule, due: int, now: int) -> bool:
+        """``_fire`` for a policy other than Skip, through ``catchup.decide``; False when nothing is left to write."""
+        system = self.system
+        every = armed.every_us
+        decision = decide(armed.policy, due, every, now)
+        dues, next_us, skipped = decision.dues(), decision.next_us, decision.skipped
+        for occurrence_us in dues:
+            envelope = ScheduledEnvelope(armed.message, armed.name, occurrence_us, now)
+            envelope.skipped = skipped
+            try:
+                self.deliver(envelope)
+            except MailboxFull as exc:
+                system.emit(ev.MessageDropped, self.type.name, self.key, type(armed.message).__qualname__, str(exc))
+        loop_now = self._last_activity = self._loop.time()
+        if next_us is None:
+            if dues:
+                system.emit(ev.ScheduleFired, self.type.name, self.key, armed.name, due, now, None)
+            else:
+                system.emit(ev.ScheduleDropped, self.type.name, self.key, armed.name, decision.first_us, now, None, skipped)
+            self._remove_schedule(armed, "done")
+            return True
+        if next_us > LAST_US:
+            self._end_out_of_range(armed, dues[-1] if dues else due, now)
+            return False
+        armed.due_us = next_us
+        observer = system.observer
+        if observer is not None:
+            if not dues:
+                observer(ev.ScheduleDropped(self.type.name, self.key, armed.name, decision.first_us, now, next_us, skipped))
+            for occurrence_us in dues:
+                observer(ev.ScheduleFired(self.type.name, self.key, armed.name, occurrence_us, now, next_us))
+            if skipped and dues:
+                observer(ev.ScheduleCaughtUp(self.type.name, self.key, armed.name, dues[0], now, next_us, skipped))
+        armed.timer = system.timers.arm_wall_method(loop_now + (next_us - now) / 1_000_000, next_us, ScheduleWork._fire, self, armed)
+        return True

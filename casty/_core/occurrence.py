@@ -40,12 +40,17 @@ class ScheduledEnvelope(Envelope):
 
     __slots__ = ("schedule", "due_us", "fired_us", "skipped")
 
-    def __init__(self, message: Any, schedule: str, due_us: int, fired_us: int, skipped: int) -> None:
-        Envelope.__init__(self, message)
+    def __init__(self, message: Any, schedule: str, due_us: int, fired_us: int) -> None:
+        # Envelope's fields set here, not through its __init__: one envelope per firing, on the firing's hot path
+        self.message = message
+        self.ask = None
+        self.chain = ()
+        self.quiet = False
+        self.origin = None
         self.schedule = schedule
         self.due_us = due_us
         self.fired_us = fired_us
-        self.skipped = skipped
+        self.skipped = 0  # set by the firing once its catch-up is known (before the body can read it)
 
     def occurrence(self) -> Occurrence:
         return Occurrence(self.schedule, to_datetime(self.due_us), to_datetime(self.fired_us), self.skipped)

@@ -140,7 +140,7 @@ _SKIP: Final = Skip()
 class ArmedSchedule:
     """A schedule as the running key holds it: the page row, its decoded message and its timer."""
 
-    __slots__ = ("name", "message", "data", "due_us", "every_us", "timer", "live", "envelope", "policy", "code")
+    __slots__ = ("name", "message", "data", "due_us", "every_us", "timer", "live", "policy", "code")
 
     def __init__(
         self, name: str, message: Any, data: bytes, due_us: int, every_us: int | None, policy: CatchUp = _SKIP,
@@ -155,7 +155,6 @@ class ArmedSchedule:
         self.every_us = every_us
         self.timer: int | None = None  # its number in the node's TimerHeap, while armed
         self.live = True
-        self.envelope: Any = None  # the mailbox envelope of ``message``, made at the first firing and reused
 
     def entry(self) -> ScheduleEntry:
         return ScheduleEntry(self.name, self.data, self.due_us, self.every_us, self.code)

@@ -142,6 +142,6 @@ def _load() -> None:
     from . import takeover  # noqa: F401
     from . import rolling  # noqa: F401
     from . import probes  # noqa: F401  (sim.mutants: one rule per script)
-    from . import swarm  # noqa: F401
+    from . import swarm_checks  # noqa: F401  (registers swarm, the setup in sim.scenarios.swarm)
     from . import double_restart  # noqa: F401
     from . import dst  # noqa: F401  (after the others: `list` keeps its first 43 lines)
