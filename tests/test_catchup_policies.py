@@ -598,3 +598,18 @@ def test_schedule_cron_tz_reads_the_expression_in_that_zone_and_names_it_in_the_
     assert rows["b"].get("tz") == "Europe/Berlin" and "tz" not in rows["u"].fields
     assert [str(e) for e in errors] == ["unknown time zone 'Mars/Olympus': " + str(errors[0]).split(": ", 1)[1]]
     world.close()
+
+
+def test_a_row_with_a_policy_of_a_newer_encoding_decodes_and_is_refused_alone() -> None:
+    """A fifth element this node cannot read: the page still decodes, that row's policy() raises InvalidCatchUp."""
+    import msgspec
+
+    page = msgspec.msgpack.encode([
+        ("old", b"\x01", 5, 10),
+        ("new", b"\x02", 7, 10, (2, "jitter", 3, 4)),
+        ("mine", b"\x03", 9, 10, (1, "drop-late", 1_500_000)),
+    ])
+    old, new, mine = decode_schedules(page)
+    assert old.policy() == Skip() and mine.policy() == DropLate(grace=timedelta(seconds=1.5))
+    with pytest.raises(InvalidCatchUp, match=r"expected None or \(version, kind, parameter\), got \(2, 'jitter', 3, 4\)"):
+        new.policy()

@@ -103,7 +103,8 @@ class _Row(msgspec.Struct, array_like=True):
     message: bytes
     due_us: int
     every_us: int | None
-    catch_up: Encoded = None
+    catch_up: Any = None  # read loosely: a policy of a newer encoding must reach ScheduleEntry.policy (InvalidCatchUp
+    # for that row only), not fail the whole page's decode
 
 
 _encoder = msgspec.msgpack.Encoder()
@@ -131,7 +132,10 @@ def encode_armed(schedules: Iterable[ArmedSchedule]) -> bytes:
 
 def decode_schedules(page: bytes) -> list[ScheduleEntry]:
     """The rows of an ``@schedules`` page; a policy is left encoded (``ScheduleEntry.policy`` decodes it)."""
-    return [ScheduleEntry(r.name, r.message, r.due_us, r.every_us, r.catch_up) for r in _decoder.decode(page)]
+    return [
+        ScheduleEntry(r.name, r.message, r.due_us, r.every_us, tuple(r.catch_up) if type(r.catch_up) is list else r.catch_up)
+        for r in _decoder.decode(page)
+    ]
 
 
 _SKIP: Final = Skip()
