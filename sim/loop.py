@@ -51,6 +51,15 @@ of a killed loop are silently dropped.
 simpy internals used (stable across simpy 4.x, checked at import): the event protocol read by
 ``Environment.step`` (``event.callbacks`` iterated then set to ``None``, ``event._ok``), and
 ``env._now`` / ``env._queue`` / ``env._eid`` for the hot path and for skipping cancelled timers.
+
+Where the parts live
+--------------------
+This module holds the loop: scheduling (``call_soon``/``call_later``/``call_at``, handles and timers built
+slot by slot), the drain, faults, futures and tasks. Off the hot path, apart: ``loop_events`` (SimFuture,
+SimTask, the ``_Timer`` simpy event, the per-environment registry), ``loop_describe`` (stable descriptions
+of tasks and callbacks), ``loop_errors`` and ``loop_refused`` (mixins: the exception-handler protocol, the
+refused I/O calls), ``loop_driver`` (``run_until_complete`` and the pending-task report). Every public name
+stays importable from ``sim.loop``.
 """
 
 from __future__ import annotations
@@ -59,18 +68,23 @@ import asyncio
 import collections
 import contextvars
 import heapq
-import logging
-import os
 import sys
 import weakref
 from asyncio import events as _events
-from collections.abc import Awaitable, Callable, Coroutine, Generator
+from collections.abc import Callable, Coroutine, Generator
 from typing import Any, TypeVar
 
 import simpy
 from simpy.events import NORMAL
 
 from .errors import Deadlock, ForbiddenInSimulation, Livelock, SimulationTimeout
+from .loop_describe import _task_order, describe_callback
+from .loop_driver import describe_pending, pending_tasks, run_until_complete
+from .loop_errors import ExceptionHandling
+from .loop_events import (
+    SimFuture, SimTask, _compact, _new_task, _state_of, _task_init, _Timer, _Wake, loops_of, skip_cancelled_timers,
+)
+from .loop_refused import RefusedCalls
 
 __all__ = [
     "NS_PER_S",
@@ -97,8 +111,6 @@ _LIVELOCK_SAMPLE = 1_000  # callbacks described after the limit is crossed, to n
 _KILL_ROUNDS = 16  # cancel / drain rounds in kill(): tasks spawned while cancelling get cancelled too
 _COMPACT_MIN = 4_096  # cancelled timers left on simpy's heap before we consider compacting it
 
-logger = logging.getLogger("sim.loop")
-
 _get_running_loop = _events._get_running_loop
 _set_running_loop = _events._set_running_loop
 _get_hooks = sys.get_asyncgen_hooks
@@ -106,7 +118,6 @@ _set_hooks = sys.set_asyncgen_hooks
 _Handle = asyncio.Handle
 _new_handle = object.__new__
 _copy_context = contextvars.copy_context
-_heappop = heapq.heappop
 _heappush = heapq.heappush
 
 # Handles are built without asyncio's __init__ (which costs two Python calls, one of them get_debug())
@@ -135,211 +146,10 @@ def to_ns(seconds: float) -> int:
 
 
 # --------------------------------------------------------------------------------------------------
-# Deterministic futures and tasks
-
-
-class SimFuture(asyncio.Future):
-    """A Future that hashes by its loop's creation sequence number, so sets of futures iterate the same in every run."""
-
-    __slots__ = ("_sim_seq",)
-
-    def __hash__(self) -> int:
-        return self._sim_seq
-
-
-class SimTask(asyncio.Task):
-    """A Task that hashes by its loop's creation sequence number (equality stays identity)."""
-
-    __slots__ = ("_sim_seq",)
-
-    def __hash__(self) -> int:
-        return self._sim_seq
-
-
-_new_task = SimTask.__new__
-_task_init = SimTask.__init__
-
-
-# --------------------------------------------------------------------------------------------------
-# simpy-side objects
-
-
-class _Timer(asyncio.TimerHandle):
-    """A TimerHandle that is also the simpy event firing it (simpy reads ``callbacks`` and ``_ok``)."""
-
-    __slots__ = ("callbacks",)
-    _ok = True  # simpy: the event succeeded (class attribute: nothing to store per timer)
-
-    def cancel(self) -> None:
-        # asyncio's TimerHandle.cancel + Handle.cancel in one call (asyncio.sleep cancels every fired timer)
-        if not self._cancelled:
-            if self._scheduled:
-                self._loop._timer_handle_cancelled(self)
-            self._cancelled = True
-            if self._loop._debug:
-                self._repr = repr(self)
-            self._callback = None
-            self._args = None
-
-
-class _Wake:
-    """The loop's reusable 'drain now' simpy event, for call_soon made outside a drain."""
-
-    __slots__ = ("callbacks",)
-    _ok = True
-
-    def __repr__(self) -> str:
-        return "<VirtualLoop wake>"
-
-
-class _EnvState:
-    """What the loops of one environment share: the registry, and the count of dead timers on the heap."""
-
-    __slots__ = ("loops", "cancelled", "__weakref__")
-
-    def __init__(self) -> None:
-        self.loops: list[VirtualLoop] = []
-        self.cancelled = 0
-
-
-_STATE_ATTR = "_sim_virtual_loops"
-
-
-def _state_of(env: simpy.Environment) -> _EnvState:
-    state = env.__dict__.get(_STATE_ATTR)
-    if state is None:
-        state = _EnvState()
-        setattr(env, _STATE_ATTR, state)
-    return state
-
-
-def loops_of(env: simpy.Environment) -> list[VirtualLoop]:
-    """Every VirtualLoop created on ``env``, in creation order (killed and closed ones included)."""
-    state = env.__dict__.get(_STATE_ATTR)
-    return list(state.loops) if state is not None else []
-
-
-def skip_cancelled_timers(env: simpy.Environment) -> None:
-    """Pop cancelled timers off the top of simpy's heap, so ``env.peek()`` is the next event that does something.
-
-    Cancelled timers stay on the heap (simpy cannot remove an event) and would otherwise make time jump to
-    deadlines nobody waits for anymore, e.g. the timeout of an ``asyncio.timeout`` block that finished early.
-    """
-    queue = env._queue
-    state = env.__dict__.get(_STATE_ATTR)
-    while queue:
-        event = queue[0][3]
-        if type(event) is not _Timer or not event._cancelled:
-            return
-        _heappop(queue)
-        if event._scheduled:
-            event._scheduled = False
-            if state is not None:
-                state.cancelled -= 1
-
-
-def _compact(env: simpy.Environment, state: _EnvState, also: asyncio.TimerHandle) -> None:
-    """Drop cancelled timers from simpy's heap (order of the rest is kept: entries are unique tuples)."""
-    queue = env._queue
-    keep = []
-    for entry in queue:
-        event = entry[3]
-        if type(event) is _Timer and (event._cancelled or event is also):
-            event._scheduled = False
-        else:
-            keep.append(entry)
-    queue[:] = keep
-    heapq.heapify(queue)
-    state.cancelled = 0
-
-
-# --------------------------------------------------------------------------------------------------
-# Descriptions (for Deadlock, Livelock and logs): no addresses, so messages are stable across runs
-
-
-def _where_code(code: Any, lineno: int | None = None) -> str:
-    filename = os.path.basename(code.co_filename)
-    return f"{filename}:{lineno if lineno is not None else code.co_firstlineno}"
-
-
-def _await_chain(coro: Any, limit: int = 12) -> list[str]:
-    """The chain of coroutines a task is suspended in, outermost first: ``['main() at x.py:3', ...]``."""
-    chain: list[str] = []
-    while coro is not None and len(chain) < limit:
-        frame = getattr(coro, "cr_frame", None) or getattr(coro, "gi_frame", None) or getattr(coro, "ag_frame", None)
-        name = getattr(coro, "__qualname__", None) or type(coro).__name__
-        if frame is None and not hasattr(coro, "cr_await") and not hasattr(coro, "gi_yieldfrom"):
-            break  # not a coroutine: a Future's iterator, the leaf
-        chain.append(f"{name}() at {_where_code(frame.f_code, frame.f_lineno)}" if frame is not None else f"{name}()")
-        coro = getattr(coro, "cr_await", None) if hasattr(coro, "cr_await") else getattr(coro, "gi_yieldfrom", None)
-    return chain
-
-
-def _describe_awaitable(fut: Any, home: asyncio.AbstractEventLoop | None = None) -> str:
-    if fut is None:
-        return "nothing (ready to run)"
-    if isinstance(fut, asyncio.Task):
-        return f"task {fut.get_name()!r}"
-    loop = fut.get_loop() if hasattr(fut, "get_loop") else None
-    where = ""
-    if loop is not home:
-        where = f" of loop {getattr(loop, 'name', type(loop).__name__)!r}"
-    state = "cancelled " if fut.cancelled() else ("done " if fut.done() else "")
-    return f"a {state}{type(fut).__name__}{where}"
-
-
-def describe_task(task: asyncio.Task[Any]) -> str:
-    """Where a task is suspended and on what: ``main() at t.py:9 -> Event.wait() at locks.py:212 -> awaits a SimFuture``."""
-    chain = _await_chain(task.get_coro())
-    waiting = _describe_awaitable(getattr(task, "_fut_waiter", None), task.get_loop())
-    return " -> ".join([*chain, f"awaits {waiting}"]) if chain else f"awaits {waiting}"
-
-
-def describe_callback(callback: Any) -> str:
-    """A stable, address-free description of a loop callback (a task step names the task and its position)."""
-    owner = getattr(callback, "__self__", None)
-    if isinstance(owner, asyncio.Task):
-        chain = _await_chain(owner.get_coro(), limit=4)
-        return f"step of task {owner.get_name()!r}" + (f" in {chain[-1]}" if chain else "")
-    func = getattr(callback, "func", None)  # functools.partial
-    if func is not None and callable(func):
-        return describe_callback(func)
-    name = getattr(callback, "__qualname__", None) or getattr(callback, "__name__", None) or type(callback).__name__
-    code = getattr(callback, "__code__", None)
-    if code is None and hasattr(callback, "__func__"):
-        code = getattr(callback.__func__, "__code__", None)
-    return f"{name}() at {_where_code(code)}" if code is not None else f"{name}()"
-
-
-def _task_order(task: asyncio.Task[Any]) -> tuple[int, int, str]:
-    seq = getattr(task, "_sim_seq", None)
-    return (0, seq, "") if seq is not None else (1, 0, task.get_name())
-
-
-# --------------------------------------------------------------------------------------------------
 # The loop
 
 
-def _forbidden(call: str, why: str) -> Callable[..., Any]:
-    def forbidden(self: VirtualLoop, *args: Any, **kwargs: Any) -> Any:
-        raise ForbiddenInSimulation(f"{call} is not available on VirtualLoop {self.name!r}: {why}")
-
-    forbidden.__name__ = call.split("(")[0].split(".")[-1]
-    forbidden.__doc__ = f"Refused in the simulation: {why}."
-    return forbidden
-
-
-_THREADS = "it would run real threads outside virtual time; do the work inline, and model its duration with asyncio.sleep"
-_SOCKETS = "real sockets would bypass the simulated network; simulated nodes talk through the transport port (SimNetwork)"
-_DNS = "a DNS lookup would query the real network; simulated nodes are addressed by node id through the transport port"
-_FDS = "watching file descriptors needs a real selector, and nothing real happens in the simulation"
-_PROCS = "a subprocess runs in real time, outside the simulation"
-_SIGNALS = "signals are real, process-wide events outside virtual time"
-_PIPES = "pipes are real file descriptors outside virtual time"
-_DRIVEN = "a VirtualLoop is driven by the world's simpy environment; use sim.loop.run_until_complete(env, loop, coro) or the World"
-
-
-class VirtualLoop(asyncio.AbstractEventLoop):
+class VirtualLoop(RefusedCalls, ExceptionHandling, asyncio.AbstractEventLoop):
     """An asyncio event loop whose clock is ``env.now`` (integer ns) and whose timers are simpy events.
 
     ``errors`` holds every context passed to the default exception handler (tests assert it is empty);
@@ -754,59 +564,6 @@ class VirtualLoop(asyncio.AbstractEventLoop):
     def get_task_factory(self) -> Any:
         return self._task_factory
 
-    # ---------------------------------------------------------------- errors
-
-    def get_exception_handler(self) -> Any:
-        return self._exception_handler
-
-    def set_exception_handler(self, handler: Any) -> None:
-        if handler is not None and not callable(handler):
-            raise TypeError(f"A callable object or None is expected, got {handler!r}")
-        self._exception_handler = handler
-
-    def default_exception_handler(self, context: dict[str, Any]) -> None:
-        """Record the context in ``errors`` and log it (on logger ``sim.loop``)."""
-        self.errors.append(dict(context))
-        message = context.get("message") or "Unhandled exception in event loop"
-        exception = context.get("exception")
-        details = []
-        for key in sorted(context):
-            if key in ("message", "exception"):
-                continue
-            try:
-                details.append(f"{key}: {context[key]!r}")
-            except Exception:  # a broken __repr__ must not hide the error
-                details.append(f"{key}: <unprintable {type(context[key]).__name__}>")
-        text = f"[{self.name} t={self._env._now}ns] {message}"
-        if details:
-            text += "\n" + "\n".join(details)
-        exc_info = (type(exception), exception, exception.__traceback__) if isinstance(exception, BaseException) else None
-        logger.error(text, exc_info=exc_info)
-
-    def call_exception_handler(self, context: dict[str, Any]) -> None:
-        handler = self._exception_handler
-        if handler is None:
-            try:
-                self.default_exception_handler(context)
-            except (SystemExit, KeyboardInterrupt):
-                raise
-            except BaseException:
-                logger.error("Exception in default exception handler", exc_info=True)
-            return
-        try:
-            handler(self, context)
-        except (SystemExit, KeyboardInterrupt):
-            raise
-        except BaseException as exc:
-            try:
-                self.default_exception_handler(
-                    {"message": "Unhandled error in exception handler", "exception": exc, "context": context}
-                )
-            except (SystemExit, KeyboardInterrupt):
-                raise
-            except BaseException:
-                logger.error("Exception in default exception handler while handling an error in a custom one", exc_info=True)
-
     # ---------------------------------------------------------------- async generators
 
     def _asyncgen_firstiter_hook(self, agen: Any) -> None:
@@ -832,121 +589,3 @@ class VirtualLoop(asyncio.AbstractEventLoop):
                     {"message": f"an error occurred during closing of asynchronous generator {agen!r}",
                      "exception": result, "asyncgen": agen}
                 )
-
-    # ---------------------------------------------------------------- refused: the world drives the loop
-
-    run_forever = _forbidden("loop.run_forever()", _DRIVEN)
-    run_until_complete = _forbidden("loop.run_until_complete()", _DRIVEN)
-    stop = _forbidden("loop.stop()", _DRIVEN)
-
-    # ---------------------------------------------------------------- refused: outside virtual time
-
-    run_in_executor = _forbidden("asyncio.to_thread / loop.run_in_executor()", _THREADS)
-    set_default_executor = _forbidden("loop.set_default_executor()", _THREADS)
-    shutdown_default_executor = _forbidden("loop.shutdown_default_executor()", _THREADS)
-    getaddrinfo = _forbidden("loop.getaddrinfo()", _DNS)
-    getnameinfo = _forbidden("loop.getnameinfo()", _DNS)
-    create_connection = _forbidden("asyncio.open_connection / loop.create_connection()", _SOCKETS)
-    create_server = _forbidden("asyncio.start_server / loop.create_server()", _SOCKETS)
-    create_unix_connection = _forbidden("asyncio.open_unix_connection / loop.create_unix_connection()", _SOCKETS)
-    create_unix_server = _forbidden("asyncio.start_unix_server / loop.create_unix_server()", _SOCKETS)
-    create_datagram_endpoint = _forbidden("loop.create_datagram_endpoint()", _SOCKETS)
-    connect_accepted_socket = _forbidden("loop.connect_accepted_socket()", _SOCKETS)
-    sendfile = _forbidden("loop.sendfile()", _SOCKETS)
-    start_tls = _forbidden("loop.start_tls()", _SOCKETS)
-    sock_recv = _forbidden("loop.sock_recv()", _SOCKETS)
-    sock_recv_into = _forbidden("loop.sock_recv_into()", _SOCKETS)
-    sock_recvfrom = _forbidden("loop.sock_recvfrom()", _SOCKETS)
-    sock_recvfrom_into = _forbidden("loop.sock_recvfrom_into()", _SOCKETS)
-    sock_sendall = _forbidden("loop.sock_sendall()", _SOCKETS)
-    sock_sendto = _forbidden("loop.sock_sendto()", _SOCKETS)
-    sock_connect = _forbidden("loop.sock_connect()", _SOCKETS)
-    sock_accept = _forbidden("loop.sock_accept()", _SOCKETS)
-    sock_sendfile = _forbidden("loop.sock_sendfile()", _SOCKETS)
-    add_reader = _forbidden("loop.add_reader()", _FDS)
-    remove_reader = _forbidden("loop.remove_reader()", _FDS)
-    add_writer = _forbidden("loop.add_writer()", _FDS)
-    remove_writer = _forbidden("loop.remove_writer()", _FDS)
-    subprocess_exec = _forbidden("asyncio.create_subprocess_exec / loop.subprocess_exec()", _PROCS)
-    subprocess_shell = _forbidden("asyncio.create_subprocess_shell / loop.subprocess_shell()", _PROCS)
-    add_signal_handler = _forbidden("loop.add_signal_handler()", _SIGNALS)
-    remove_signal_handler = _forbidden("loop.remove_signal_handler()", _SIGNALS)
-    connect_read_pipe = _forbidden("loop.connect_read_pipe()", _PIPES)
-    connect_write_pipe = _forbidden("loop.connect_write_pipe()", _PIPES)
-
-
-# --------------------------------------------------------------------------------------------------
-# Driving a loop from outside: the test and notebook entry point
-
-
-def pending_tasks(env: simpy.Environment) -> list[tuple[str, str, str]]:
-    """(loop name, task name, where it waits) for every pending task on every loop of ``env``, in a stable order."""
-    rows = []
-    for loop in loops_of(env):
-        for task in loop.tasks():
-            rows.append((loop.name, task.get_name(), describe_task(task)))
-    return rows
-
-
-def describe_pending(env: simpy.Environment) -> str:
-    """A readable report of what every task of the world waits for (and which paused loops hold callbacks)."""
-    rows = pending_tasks(env)
-    lines = [f"  [{loop}] {name!r}: {where}" for loop, name, where in rows] or ["  (no pending task)"]
-    held = [f"{loop.name!r} ({len(loop._ready)} callbacks)" for loop in loops_of(env) if loop._paused and loop._ready]
-    if held:
-        lines.append("  paused loops holding callbacks: " + ", ".join(held))
-    killed = [loop.name for loop in loops_of(env) if loop._killed and loop.tasks()]
-    if killed:
-        lines.append("  killed loops with tasks that survived cancellation: " + ", ".join(map(repr, killed)))
-    return "\n".join(lines)
-
-
-def run_until_complete(env: simpy.Environment, loop: VirtualLoop, awaitable: Awaitable[T], *,
-                       until_ns: int | None = None) -> T:
-    """Run ``awaitable`` as a task of ``loop``, stepping ``env`` until it is done; return its result.
-
-    Raises ``Deadlock`` when no simulated event is left while the task is pending (the message lists
-    every pending task of every loop of ``env`` and what it awaits), ``SimulationTimeout`` when the next
-    event lies beyond ``until_ns`` (``env.now`` is then ``until_ns``), and the task's own exception if it
-    failed. Works from inside a running asyncio loop (Jupyter): the outer running loop is restored.
-    """
-    if loop._env is not env:
-        raise ValueError(f"VirtualLoop {loop.name!r} does not belong to this environment")
-    for other in loops_of(env):
-        if other._draining:
-            raise RuntimeError("run_until_complete cannot step the world from inside a loop's callbacks")
-    if asyncio.iscoroutine(awaitable):
-        task: asyncio.Future[T] = loop.create_task(awaitable)
-    else:
-        task = asyncio.ensure_future(awaitable, loop=loop)
-    queue = env._queue
-    step = env.step
-    done = task.done
-    state = loop._state
-    while not done():
-        if not queue:
-            name = task.get_name() if isinstance(task, asyncio.Task) else repr(task)
-            rows = pending_tasks(env)
-            raise Deadlock(
-                f"Deadlock at t={env.now} ns: no simulated event is left and {name!r} on loop {loop.name!r} "
-                f"is still pending. Pending tasks:\n{describe_pending(env)}",
-                task=task,
-                pending=rows,
-            )
-        top = queue[0]
-        event = top[3]
-        if type(event) is _Timer and event._cancelled:  # a dead timer: drop it without moving time
-            _heappop(queue)
-            if event._scheduled:
-                event._scheduled = False
-                state.cancelled -= 1
-            continue
-        if until_ns is not None and top[0] > until_ns:
-            if env.now < until_ns:
-                env.run(until=until_ns)
-            raise SimulationTimeout(
-                f"{until_ns} ns passed and the task on loop {loop.name!r} is still pending:\n{describe_pending(env)}",
-                task=task,
-            )
-        step()
-    return task.result()
