@@ -248,9 +248,9 @@ MUTANTS: tuple[Mutant, ...] = (
         "activation lease: a write from a replaced run (an older lease) is refused as Fenced (here: only a closed activation's)",
         _one(
             ACTIVATION,
-            "        if self._closed or (lease is not None and lease != self.lease):\n"
+            "        if self.closed or (lease is not None and lease != self.lease):\n"
             "            shown = self.lease if lease is None else lease\n",
-            "        if self._closed:\n            shown = self.lease if lease is None else lease\n",
+            "        if self.closed:\n            shown = self.lease if lease is None else lease\n",
         ),
         ("stale-run-fenced", "stale-owner-fenced", "ownership-repeat"),
     ),
@@ -298,11 +298,11 @@ MUTANTS: tuple[Mutant, ...] = (
             ),
             Edit(
                 ACTIVATION_SCHEDULES,
-                "        armed.timer = None\n        if not armed.live or self._closed:\n            return\n",
+                "        armed.timer = None\n        if not armed.live or self.closed:\n            return\n",
                 "        armed.timer = None\n"
                 "        if not armed.live:\n"
                 "            return\n"
-                "        if self._closed:  # mutant: the due time activates the key again\n"
+                "        if self.closed:  # mutant: the due time activates the key again\n"
                 "            from .mailbox import Envelope\n"
                 "            self.system.activate(self.type, self.key, self.type.initial).deliver(Envelope(armed.message))\n"
                 "            return\n",

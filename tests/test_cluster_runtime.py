@@ -135,7 +135,7 @@ def test_a_holder_whose_own_replica_promises_a_newer_epoch_ends_its_run_and_the_
     key = next(k for k in (f"s{i}" for i in range(200)) if owner(world, "n1", rep_counter, k) == "n3")
     assert [ask_from(world, "n1", rep_counter, key, Inc()) for _ in range(2)] == [1, 2]
     entity = (rep_counter.name, key)
-    held = world.system("n3")._activations[entity]._pages.slot
+    held = world.system("n3")._activations[entity].page_writer.slot
     assert held is not None and held.owner.phase == "held"
     held_round = held.owner.epoch.round
 
@@ -178,7 +178,7 @@ def test_a_holder_whose_own_replica_missed_the_newer_prepare_hears_it_from_the_r
     key = next(k for k in (f"m{i}" for i in range(200)) if owner(world, "n1", rep_counter, k) == "n3")
     assert [ask_from(world, "n1", rep_counter, key, Inc()) for _ in range(2)] == [1, 2]
     entity = (rep_counter.name, key)
-    held = world.system("n3")._activations[entity]._pages.slot
+    held = world.system("n3")._activations[entity].page_writer.slot
     assert held is not None and held.owner.phase == "held"
     held_round = held.owner.epoch.round
 

@@ -62,7 +62,7 @@ class Activation(RunWork, ScheduleWork):
     __slots__ = (
         "system", "type", "behavior", "key", "entity", "_ref", "state_value", "lease", "pages",
         "_chain_token", "_held_links", "_initial", "_loop", "_mailbox", "_mailbox_limit", "_room", "_waiter", "_current",
-        "_reads", "_failures", "_state_version", "_ending", "_closed", "_next_behavior", "_cancelled_ask",
+        "_reads", "_failures", "state_version", "_ending", "closed", "_next_behavior", "_cancelled_ask",
         "_in_body", "_run_tasks", "_life", "_schedules", "_idle_after", "_idle_handle", "_last_activity",
         "_timers", "_pages",
     )
@@ -88,9 +88,9 @@ class Activation(RunWork, ScheduleWork):
         self._current: Envelope | None = None
         self._reads = 0
         self._failures = 0
-        self._state_version = 0
+        self.state_version = 0
         self._ending: str | None = None
-        self._closed = False
+        self.closed = False
         self._next_behavior: ActorType[Any, Any] | None = None
         self._cancelled_ask = False
         self._in_body = False
@@ -120,7 +120,12 @@ class Activation(RunWork, ScheduleWork):
 
     @property
     def active(self) -> bool:
-        return not self._closed
+        return not self.closed
+
+    @property
+    def page_writer(self) -> PageWriter:
+        """Where this activation's writes go, chosen as it was made (the cluster node reads a replicated one's owner slot)."""
+        return self._pages
 
     async def _live(self) -> None:
         system = self.system
@@ -156,7 +161,7 @@ class Activation(RunWork, ScheduleWork):
                 await self.behavior.body(ctx)
             except asyncio.CancelledError as cancelled:
                 me = asyncio.current_task()
-                if self._closed or me is None:
+                if self.closed or me is None:
                     self._in_body = False
                     self._cancel_run_tasks()
                     raise
@@ -212,7 +217,7 @@ class Activation(RunWork, ScheduleWork):
             await self._deactivate(lease, self._ending or "returned")
             return
 
-    def _adopt(self) -> tuple[bool, dict[str, bytes | None]]:
+    def adopt(self) -> tuple[bool, dict[str, bytes | None]]:
         """Take the key's pages as found: behavior, state and a new lease; returns what ``@active`` must write."""
         system = self.system
         pages = self.pages = self._pages.pages = system.records.pages_of(self.entity)
@@ -223,12 +228,12 @@ class Activation(RunWork, ScheduleWork):
         self.lease = system.next_lease()
         updates: dict[str, bytes | None] = {ACTIVE_PAGE: system.codec.encode_value([system.node, self.lease], "@active")}
         if recovered:
-            self.state_value = self._decode_state(pages[STATE_PAGE])
+            self.state_value = self.decode_state(pages[STATE_PAGE])
         else:
-            updates[STATE_PAGE] = self._encode_initial()
+            updates[STATE_PAGE] = self.encode_initial()
         return recovered, updates
 
-    def _encode_initial(self) -> bytes:
+    def encode_initial(self) -> bytes:
         """The initial state as a page, checked against the state type as any later write is (a
         wrongly typed initial confirmed here would fail the next owner's decode). ``None`` is the
         state of a type with no initial, whatever its state type: written, and read back, as such."""
@@ -237,16 +242,16 @@ class Activation(RunWork, ScheduleWork):
             return _NIL
         return self.system.codec.encode_typed(value, self.behavior.state_type, "initial state", of=self.type.name)
 
-    def _decode_state(self, page: bytes) -> Any:
+    def decode_state(self, page: bytes) -> Any:
         if page == _NIL:
-            return None  # a key of a type with no initial, never written (see _encode_initial)
+            return None  # a key of a type with no initial, never written (see encode_initial)
         return self.system.codec.decode_value(page, self.behavior.state_type, f"state of {self.type.name}")
 
-    def _lose_ownership(self, event: Any) -> None:
+    def lose_ownership(self, event: Any) -> None:
         """A newer owner epoch exists: cancel the body, fail its message and the queued asks with ``Unavailable``, leave."""
-        if self._closed:
+        if self.closed:
             return
-        self._closed = True
+        self.closed = True
         self._ending = "lost"
         self.system.forget(self)
         self._cancel_timers()
@@ -266,7 +271,7 @@ class Activation(RunWork, ScheduleWork):
 
     def _abandon(self, error: BaseException) -> None:
         """Activation itself failed: fail what waits, leave the table; the next message tries again."""
-        self._closed = True
+        self.closed = True
         self.system.forget(self)
         self._pages.close()
         self.system.emit(ev.ActivationFailed, self.type.name, self.key, self.lease, repr(error), None, 0.0)
@@ -279,7 +284,7 @@ class Activation(RunWork, ScheduleWork):
 
     async def _deactivate(self, lease: int, reason: str) -> None:
         """End this activation as idle (or released): clear ``@active``, stop timers, leave the table."""
-        self._closed = True
+        self.closed = True
         self.system.forget(self)
         self._cancel_timers()
         self.system.emit(ev.ActivationEnded, self.type.name, self.key, lease, reason)
@@ -287,9 +292,9 @@ class Activation(RunWork, ScheduleWork):
 
     def stop(self, reason: str, why: str = "the actor system stopped") -> None:
         """End at once (the node is leaving or crashing, or the key moved): no writes, ``@active`` stays for recovery."""
-        if self._closed:
+        if self.closed:
             return
-        self._closed = True
+        self.closed = True
         self._ending = reason
         self._cancel_timers()
         if self._life is not None:
@@ -313,7 +318,7 @@ class Activation(RunWork, ScheduleWork):
         the next owner), as a deactivate write that failed does. Cancelling the caller
         cancels only its wait, never the run. A failure of the run's own ending is raised.
         """
-        if self._closed:
+        if self.closed:
             return
         self._ending = "released"
         self._wake()
@@ -337,12 +342,12 @@ class Activation(RunWork, ScheduleWork):
 
     # ================================================================== writes =======
 
-    def _check_lease(self, lease: int | None, operation: str) -> None:
+    def check_lease(self, lease: int | None, operation: str) -> None:
         """Refuse a write from a replaced run (``lease``) or, for the key's own writes (None), a closed activation."""
-        if self._closed or (lease is not None and lease != self.lease):
+        if self.closed or (lease is not None and lease != self.lease):
             shown = self.lease if lease is None else lease
             self.system.emit(ev.WriteFailed, self.type.name, self.key, shown, operation, "fenced")
-            held = "no activation" if self._closed else f"lease {self.lease}"
+            held = "no activation" if self.closed else f"lease {self.lease}"
             raise Fenced(f"{self.type.name}[{self.key!r}]: {operation} from lease {shown} refused; the key is held by {held}")
 
     def check_writer(self, lease: int, operation: str) -> None:
@@ -351,8 +356,8 @@ class Activation(RunWork, ScheduleWork):
         ``state.update`` asks this before it calls its function, which would otherwise run on the value of
         whatever replaced it (after ``become``, another behaviour's state, perhaps of another type).
         """
-        if self._closed or lease != self.lease:
-            self._check_lease(lease, operation)
+        if self.closed or lease != self.lease:
+            self.check_lease(lease, operation)
 
     def drop_flush(self) -> None:
         """Forget the pending write-behind flush (a crash loses what it would have saved)."""
@@ -369,14 +374,14 @@ class Activation(RunWork, ScheduleWork):
         store behind the key, a future settled with the key's group of writes (no coroutine per
         write); otherwise ``write_state``.
         """
-        if self._closed or lease != self.lease:
-            self._check_lease(lease, "state.set")  # a replaced run is fenced, whatever its value (and its type)
+        if self.closed or lease != self.lease:
+            self.check_lease(lease, "state.set")  # a replaced run is fenced, whatever its value (and its type)
         data = self.system.codec.encode_typed(value, self.behavior.state_type, "state", of=self.type.name)
         pages = self._pages
         if not pages.confirm_later:
             version = pages.write_page_now(lease, STATE_PAGE, STATE_PAGES, data, "state.set")
-            if version >= self._state_version:
-                self._state_version = version
+            if version >= self.state_version:
+                self.state_version = version
                 self.state_value = value
             return None
         return pages.write_state_later(lease, value, data)
@@ -384,20 +389,20 @@ class Activation(RunWork, ScheduleWork):
     async def write_state(self, lease: int, value: Any, data: bytes | None = None) -> None:
         """Write the state and wait until it is confirmed (``data``: the value already encoded)."""
         if data is None:
-            if self._closed or lease != self.lease:
-                self._check_lease(lease, "state.set")
+            if self.closed or lease != self.lease:
+                self.check_lease(lease, "state.set")
             data = self.system.codec.encode_typed(value, self.behavior.state_type, "state", of=self.type.name)
         pages = self._pages
         if not pages.confirm_later:  # commit without its coroutine: confirmed at once
             version = pages.write_now(lease, {STATE_PAGE: data}, "state.set")
         else:
             version = await pages.commit(lease, {STATE_PAGE: data}, "state.set")
-        if version >= self._state_version:
-            self._state_version = version
+        if version >= self.state_version:
+            self.state_version = version
             self.state_value = value
 
     async def delete_state(self, lease: int) -> None:
-        self._check_lease(lease, "state.delete")
+        self.check_lease(lease, "state.delete")
         for armed in list(self._schedules.values()):
             self._remove_schedule(armed, "deleted")
         updates: dict[str, bytes | None] = {STATE_PAGE: None, BEHAVIOR_PAGE: None, SCHEDULES_PAGE: None}
@@ -405,13 +410,13 @@ class Activation(RunWork, ScheduleWork):
             self._next_behavior = self.type
             self._rotate_lease_after(lease)
         version = await self._pages.commit(self.lease, updates, "state.delete")
-        if version >= self._state_version:
-            self._state_version = version
+        if version >= self.state_version:
+            self.state_version = version
             self.state_value = self._initial
 
     def _rotate_lease_after(self, lease: int) -> None:
         """Retire ``lease`` now: the run holding it may finish its step but can no longer write."""
-        self._check_lease(lease, "become")
+        self.check_lease(lease, "become")
         self.lease = self.system.next_lease()
 
     async def become(self, lease: int, behavior: ActorType[Any, Any], state: Any, *, has_state: bool) -> None:
@@ -430,6 +435,6 @@ class Activation(RunWork, ScheduleWork):
         self._rotate_lease_after(lease)
         self._next_behavior = behavior
         version = await self._pages.commit(self.lease, updates, "become")
-        if has_state and version >= self._state_version:
-            self._state_version = version
+        if has_state and version >= self.state_version:
+            self.state_version = version
             self.state_value = state

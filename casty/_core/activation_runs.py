@@ -47,7 +47,7 @@ class RunWork(MailboxWork):
         mapper: Callable[[Any], Any] | None,
         failed: Callable[[BaseException], Any] | None,
     ) -> None:
-        if lease != self.lease or self._closed:
+        if lease != self.lease or self.closed:
             if asyncio.iscoroutine(awaitable):
                 awaitable.close()
             raise Fenced(f"{self.type.name}[{self.key!r}]: a replaced run cannot start work (lease {lease})")
@@ -72,7 +72,7 @@ class RunWork(MailboxWork):
                 raise ValueError(f"timer {name!r}: interval must be positive, got {interval}")
         self.behavior.schema.check(message)
         self.system.codec.encode_message(message, self.behavior.schema)
-        if lease != self.lease or self._closed:
+        if lease != self.lease or self.closed:
             raise Fenced(f"{self.type.name}[{self.key!r}]: a replaced run cannot set timers (lease {lease})")
         timers = self._timers
         if timers is None:
@@ -102,7 +102,7 @@ class RunWork(MailboxWork):
     def _tick(self, timer: ActivationTimer) -> None:
         """A timer went off: its message goes to this activation's mailbox (never to a new activation)."""
         timer.timer = None
-        if not timer.live or self._closed:
+        if not timer.live or self.closed:
             return
         timer.fired += 1
         try:
@@ -117,7 +117,7 @@ class RunWork(MailboxWork):
         timer.timer = self.system.timers.call_at(timer.due, self._tick, timer)
 
     def spawn_merge(self, lease: int, source: AsyncIterable[Any]) -> None:
-        if lease != self.lease or self._closed:
+        if lease != self.lease or self.closed:
             raise Fenced(f"{self.type.name}[{self.key!r}]: a replaced run cannot merge a stream (lease {lease})")
         task = self._loop.create_task(self._pump(source), name=f"casty:{self.type.name}[{self.key}]:merge")
         self._track_run_task(task)

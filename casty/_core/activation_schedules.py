@@ -61,7 +61,7 @@ class ScheduleWork(MailboxWork):
     _pages: PageWriter
 
     if TYPE_CHECKING:  # Activation's own
-        def _check_lease(self, lease: int | None, operation: str) -> None: ...
+        def check_lease(self, lease: int | None, operation: str) -> None: ...
 
     async def add_schedule(
         self, lease: int, ctx: Context[Any, Any], name: str, delay: timedelta, interval: timedelta | None, message: Any,
@@ -83,7 +83,7 @@ class ScheduleWork(MailboxWork):
         schema = self.behavior.schema
         schema.check(message)
         data = self.system.codec.encode_message(message, schema)
-        self._check_lease(lease, "schedule")
+        self.check_lease(lease, "schedule")
         now = self.system.clock.now_us()
         due_us = checked_due(f"schedule {name!r}", "delay", delay, now + delay_us)  # before anything changes
         if every_us is not None:
@@ -101,7 +101,7 @@ class ScheduleWork(MailboxWork):
         return Schedule(self, lease, armed)
 
     async def cancel_schedule(self, lease: int, armed: ArmedSchedule) -> None:
-        self._check_lease(lease, "schedule.cancel")
+        self.check_lease(lease, "schedule.cancel")
         if self._schedules.get(armed.name) is not armed:
             return
         self._remove_schedule(armed, "cancelled")
@@ -186,7 +186,7 @@ class ScheduleWork(MailboxWork):
         ``ScheduleDropped`` instead), ``FixedDelay`` leaves the grid. ``ScheduleCaughtUp``
         follows whenever occurrences were skipped and something was told."""
         armed.timer = None
-        if not armed.live or self._closed:
+        if not armed.live or self.closed:
             return
         system = self.system
         now = system.clock.now_us()
@@ -225,7 +225,7 @@ class ScheduleWork(MailboxWork):
             # _arm(announce=False), inline, with the loop time just read
             armed.timer = system.timers.arm_wall_method(loop_now + (next_us - now) / 1_000_000, next_us, ScheduleWork._fire, self, armed)
         pages = self._pages
-        if not pages.confirm_later:  # commit_soon, without its call (the lease: checked above, _closed)
+        if not pages.confirm_later:  # commit_soon, without its call (the lease: checked above, closed)
             pages.write_page_now(None, SCHEDULES_PAGE, _SCHEDULES_PAGES, self._schedules_page(), "schedule.fire")
         else:
             pages.commit_soon({SCHEDULES_PAGE: self._schedules_page()}, "schedule.fire")

@@ -99,7 +99,7 @@ class MailboxWork:
     _reads: int
     _failures: int
     _ending: str | None
-    _closed: bool
+    closed: bool
     _cancelled_ask: bool
     _in_body: bool
     _life: asyncio.Task[None] | None
@@ -154,7 +154,7 @@ class MailboxWork:
         ``EMPTY`` means the body must wait, with ``inbox`` as the waiter (``_wait``). A read
         that starts ends the previous message; after a wait there is none left to end.
         """
-        if lease != self.lease or self._closed:
+        if lease != self.lease or self.closed:
             raise StopAsyncIteration
         if self._current is not None:
             self._current = None
@@ -221,7 +221,7 @@ class MailboxWork:
         can be sent any more.
         """
         self._waiter = None
-        if restore and not self._closed:
+        if restore and not self.closed:
             self._restore_chain()
 
     # The ask chain of the message being handled lives in the ASK_CHAIN context variable of

@@ -13,8 +13,9 @@ Every write of an activation (``@active``, a state write, a schedule's next due,
   epoch over its replicas; it owns the staged writes and their settlement. It drives the
   cluster's ``KeyOwner``, so it lives above the runtime; the activation only sees this protocol.
 
-Fencing stays with the activation, whose leases it is: a writer asks ``_check_lease`` where a
+Fencing stays with the activation, whose leases it is: a writer asks ``check_lease`` where a
 write must be refused (for a write-through save, again once the key's save lock is held).
+What else a writer may ask of its activation is ``PagesOwner``; ``Activation`` implements it.
 """
 
 from __future__ import annotations
@@ -33,8 +34,10 @@ if TYPE_CHECKING:
     from typing import Any
 
     from .activation import Activation
+    from .actor import ActorType
+    from .system import ActorSystem
 
-__all__ = ["PageWriter", "MemoryPages", "StorePages", "KeyRecords", "local_pages", "STATE_PAGES"]
+__all__ = ["PageWriter", "PagesOwner", "MemoryPages", "StorePages", "KeyRecords", "local_pages", "STATE_PAGES"]
 
 Entity = tuple[str, str]
 
@@ -93,6 +96,52 @@ class KeyRecords:
         return lock
 
 
+class PagesOwner(Protocol):
+    """What a page writer may ask of its activation (``Activation`` implements it; a writer sees only this).
+
+    Plain attributes where a writer reads them on every write (no call where a read does).
+    """
+
+    system: ActorSystem
+    """The node: its ``records``, ``codec``, ``loop``, ``store``, leases and events."""
+    type: ActorType[Any, Any]
+    """The key's actor type: its name for events, ``durable`` and ``write_timeout``."""
+    behavior: ActorType[Any, Any]
+    """The running behaviour: set from ``@behavior`` when the replicas' pages are adopted."""
+    key: str
+    """The key, for events and error texts."""
+    entity: Entity
+    """``(type name, key)``: the key's row in ``system.records``."""
+    lease: int
+    """The current run's lease: a write names it; an acquisition over the replicas mints it."""
+    closed: bool
+    """The activation has ended: its own writes (lease None) are refused from then on."""
+    pages: dict[str, bytes] | None
+    """The key's pages in ``system.records``, set by the writer that adopts them."""
+    state_value: Any
+    """The state the body sees: a confirmed state write, or the adopted state, becomes it."""
+    state_version: int
+    """The version of ``state_value``: a write confirmed out of order never replaces a newer one."""
+
+    def check_lease(self, lease: int | None, operation: str) -> None:
+        """Raise ``Fenced`` (and report it) for a write from a replaced run, or the key's own once closed."""
+
+    def adopt(self) -> tuple[bool, dict[str, bytes | None]]:
+        """Take the pages the node holds as the key's: True if state existed, and what ``@active`` must write."""
+
+    def encode_initial(self) -> bytes:
+        """The initial state as a page, for a key whose replicas hold no state."""
+
+    def decode_state(self, page: bytes) -> Any:
+        """A state page as a value of the behaviour's state type (pages from the replicas come from the network)."""
+
+    def write_state(self, lease: int, value: Any, data: bytes | None = None) -> Awaitable[None]:
+        """The state write with its coroutine: what a writer with no cheaper path returns to await."""
+
+    def lose_ownership(self, event: Any) -> None:
+        """A newer owner epoch exists (a ``Lost`` report): end the activation and fail what waits."""
+
+
 class PageWriter(Protocol):
     """What an activation asks of its pages. ``lease`` None: the key's own write (a timer's), fenced only by closing."""
 
@@ -142,7 +191,7 @@ class MemoryPages:
 
     __slots__ = ("activation", "entity", "system", "versions", "pages", "confirm_later", "at_once")
 
-    def __init__(self, activation: Activation) -> None:
+    def __init__(self, activation: PagesOwner) -> None:
         self.activation = activation
         self.entity = activation.entity
         self.system = activation.system
@@ -154,7 +203,7 @@ class MemoryPages:
     def acquire_now(self) -> bool:
         """Adopt the pages the node holds (none: a new key); nothing to wait for, so no coroutine."""
         activation = self.activation
-        recovered, updates = activation._adopt()
+        recovered, updates = activation.adopt()
         self.write_now(activation.lease, updates, "activate")
         return recovered
 
@@ -175,8 +224,8 @@ class MemoryPages:
 
     def write_now(self, lease: int | None, updates: Mapping[str, bytes | None], operation: str) -> int:
         activation = self.activation
-        if activation._closed or (lease is not None and lease != activation.lease):
-            activation._check_lease(lease, operation)  # raises Fenced (and reports it)
+        if activation.closed or (lease is not None and lease != activation.lease):
+            activation.check_lease(lease, operation)  # raises Fenced (and reports it)
         pages = self.pages  # _apply, inline: once or twice per message
         assert pages is not None
         for name, data in updates.items():
@@ -243,7 +292,7 @@ class StorePages(MemoryPages):
 
     __slots__ = ("store", "durable", "_flush_handle")
 
-    def __init__(self, activation: Activation, store: Store | None) -> None:
+    def __init__(self, activation: PagesOwner, store: Store | None) -> None:
         super().__init__(activation)
         self.store = store
         self.durable = activation.type.durable if store is not None else None
@@ -264,7 +313,7 @@ class StorePages(MemoryPages):
                 # never older than the record they follow (a cluster's owner may have written it).
                 pages = system.codec.decode_pages(stored.state) if stored.state else {}  # b"": a tombstone
                 records.add(entity, stored.version, pages, stored.epoch)
-        recovered, updates = activation._adopt()
+        recovered, updates = activation.adopt()
         await self.commit(activation.lease, updates, "activate")
         return recovered
 
@@ -284,7 +333,7 @@ class StorePages(MemoryPages):
         if not self.confirm_later:
             return self.write_now(lease, updates, operation)
         activation = self.activation
-        activation._check_lease(lease, operation)
+        activation.check_lease(lease, operation)
         version = await self._write_through(lease, updates, operation)
         self.system.emit(
             ev.WriteConfirmed, activation.type.name, activation.key, activation.lease if lease is None else lease, version, tuple(updates)
@@ -294,7 +343,7 @@ class StorePages(MemoryPages):
     def commit_soon(self, updates: Mapping[str, bytes | None], operation: str) -> None:
         """Applied now, or saved in the background if write-through."""
         if self.confirm_later:
-            task = self.activation._loop.create_task(self._commit_quietly(updates, operation))
+            task = self.system.loop.create_task(self._commit_quietly(updates, operation))
             self.system.track(task)
             return
         self.write_now(None, updates, operation)
@@ -325,7 +374,7 @@ class StorePages(MemoryPages):
         assert current is not None and self.store is not None
         async with records.lock(self.entity):
             if fence:
-                activation._check_lease(lease, operation)  # it may have been replaced while this write waited
+                activation.check_lease(lease, operation)  # it may have been replaced while this write waited
             pages = dict(current)
             for name, data in updates.items():
                 if data is None:
@@ -392,13 +441,17 @@ class StorePages(MemoryPages):
         if self._flush_handle is not None:
             return
         assert isinstance(self.durable, timedelta)
-        self._flush_handle = self.activation._loop.call_later(self.durable.total_seconds(), self._flush)
-        self.system.dirty[self.activation] = None
+        self._flush_handle = self.system.loop.call_later(self.durable.total_seconds(), self._flush)
+        self._dirty()[self.activation] = None
+
+    def _dirty(self) -> dict[Any, None]:
+        """The node's table of write-behind activations with an unsaved change (this writer's owner is one of them)."""
+        return self.system.dirty
 
     def _flush(self) -> None:
         self._flush_handle = None
-        self.system.dirty.pop(self.activation, None)
-        task = self.activation._loop.create_task(self.flush_now())
+        self._dirty().pop(self.activation, None)
+        task = self.system.loop.create_task(self.flush_now())
         self.system.track(task)
 
     async def flush_now(self) -> None:
@@ -409,7 +462,7 @@ class StorePages(MemoryPages):
         if self._flush_handle is not None:
             self._flush_handle.cancel()
             self._flush_handle = None
-        self.system.dirty.pop(self.activation, None)
+        self._dirty().pop(self.activation, None)
 
 
 def local_pages(activation: Activation) -> MemoryPages:

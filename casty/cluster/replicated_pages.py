@@ -5,14 +5,16 @@ The activation acquires an owner epoch over the key's replicas (a ``KeyOwner`` i
 write waits for a write quorum. This writer owns the writes waiting for their quorum: each
 write of a turn is staged in the key's group (``OwnerSlot.stage``) with its waiter, and
 settled here when the owner reports the group (``Confirmed``, ``Fenced``, ``WriteTimedOut``)
-or when the activation ends. A waiter is either a future a coroutine awaits, which gets the
-group's ``(version, pages)``, or a ``_Staged`` that settles itself (a state write, a
-schedule's firing: no coroutine per write). The node's copy in ``system.records`` only ever
+or when the activation ends. Every waiter is a ``_Waiter`` that settles itself, in the order
+the writes were staged: an ``_Awaited`` gives the future a coroutine awaits the group's
+``(version, pages)``; a ``_Staged`` reports the write itself (a state write, a schedule's
+firing: no coroutine per write). The node's copy in ``system.records`` only ever
 holds confirmed pages. A durable type also keeps a copy of every confirmed write in the
 node's store (``StorePages``, the base).
 
 The cluster node makes one per activation (``ClusterNode.page_writer``); the activation
-sees only the ``PageWriter`` protocol and never imports this module.
+sees only the ``PageWriter`` protocol and never imports this module; this writer asks of the
+activation only what ``PagesOwner`` names.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ import msgspec
 
 from .. import observer as ev
 from .._core.actor import known_actor
-from .._core.pages import STATE_PAGES, StorePages
+from .._core.pages import STATE_PAGES, PagesOwner, StorePages
 from .._core.state import ACTIVE_PAGE, BEHAVIOR_PAGE, STATE_PAGE
 from ..errors import Fenced, MessageTooLarge, Unavailable
 from ..protocol.replication import (
@@ -34,7 +36,6 @@ from ..protocol.replication import (
 from ..protocol.replication import WriteFenced
 
 if TYPE_CHECKING:
-    from .._core.activation import Activation
     from .replicas import OwnerSlot
     from .runtime import ClusterNode
 
@@ -58,7 +59,36 @@ class _AcquireLost(Unavailable):
     """
 
 
-class _Staged(msgspec.Struct):
+class _Waiter(msgspec.Struct):
+    """A replicated write staged in its key's group, waiting for the group's outcome (``settle``).
+
+    One kind per way of waiting (``_Awaited``, ``_Staged``), in one list per group so a group
+    settles its writes in the order they were staged. (``msgspec.Struct``s for their C
+    constructor; never encoded.)
+    """
+
+    def settle(self, version: int, pages: dict[str, bytes], error: BaseException | None) -> None:
+        """Give this write the group's outcome: confirmed as ``version`` with ``pages``, or failed with ``error``."""
+        raise NotImplementedError
+
+
+class _Awaited(_Waiter):
+    """A write a coroutine awaits (``_write_replicated``): its future gets ``(version, pages)``; the coroutine reports it."""
+
+    future: asyncio.Future[tuple[int, dict[str, bytes]]]
+
+    def settle(self, version: int, pages: dict[str, bytes], error: BaseException | None) -> None:
+        future = self.future
+        if future.done():
+            return
+        if error is None:
+            future.set_result((version, pages))
+        else:
+            future.set_exception(error)
+            future.exception()  # retrieved: the waiting task may be gone (cancelled) by now
+
+
+class _Staged(_Waiter):
     """A replicated write nobody needs the pages of, staged in its key's group (``OwnerSlot.stage``).
 
     When the group is settled it reports the write (``WriteConfirmed`` or ``WriteFailed``),
@@ -68,20 +98,20 @@ class _Staged(msgspec.Struct):
     cluster. It is never encoded.)
     """
 
-    activation: Activation
+    activation: PagesOwner
     lease: int
     operation: str
     names: tuple[str, ...]
     future: asyncio.Future[None] | None = None
     value: Any = None  # the new state, for a state write (names is STATE_PAGES)
 
-    def settle(self, version: int, error: BaseException | None) -> None:
+    def settle(self, version: int, pages: dict[str, bytes], error: BaseException | None) -> None:
         activation = self.activation
         system = activation.system
         future = self.future
         if error is None:
-            if self.names is STATE_PAGES and version >= activation._state_version:
-                activation._state_version = version
+            if self.names is STATE_PAGES and version >= activation.state_version:
+                activation.state_version = version
                 activation.state_value = self.value
             observer = system.observer
             if observer is not None:
@@ -96,18 +126,10 @@ class _Staged(msgspec.Struct):
                 future.exception()  # retrieved: the waiting task may be gone (cancelled) by now
 
 
-def _settle(waiters: list[Any], version: int, pages: dict[str, bytes], error: BaseException | None) -> None:
-    """Give a group of replicated writes their outcome: a ``_Staged`` settles itself; a future gets (version, pages)."""
+def _settle(waiters: list[_Waiter], version: int, pages: dict[str, bytes], error: BaseException | None) -> None:
+    """Give a group of replicated writes their outcome, in the order they were staged."""
     for waiter in waiters:
-        if type(waiter) is _Staged:
-            waiter.settle(version, error)
-        elif waiter.done():
-            continue
-        elif error is None:
-            waiter.set_result((version, pages))
-        else:
-            waiter.set_exception(error)
-            waiter.exception()  # retrieved: the waiting task may be gone (cancelled) by now
+        waiter.settle(version, pages, error)
 
 
 class ReplicatedPages(StorePages):
@@ -115,7 +137,7 @@ class ReplicatedPages(StorePages):
 
     __slots__ = ("cluster", "slot", "_acquiring", "_writes", "_staged_waiters")
 
-    def __init__(self, activation: Activation, cluster: ClusterNode) -> None:
+    def __init__(self, activation: PagesOwner, cluster: ClusterNode) -> None:
         system = activation.system
         super().__init__(activation, system.store if activation.type.durable is not None else None)
         self.cluster = cluster
@@ -124,8 +146,8 @@ class ReplicatedPages(StorePages):
         self._acquiring: asyncio.Future[Acquired | Persisting] | None = None  # what the acquisition awaits
         # The writes waiting for a quorum: version -> (waiters, the pages as of that write), and
         # the waiters of the writes staged this turn (the slot's group, not written yet).
-        self._writes: dict[int, tuple[list[Any], dict[str, bytes]]] = {}
-        self._staged_waiters: list[Any] = []
+        self._writes: dict[int, tuple[list[_Waiter], dict[str, bytes]]] = {}
+        self._staged_waiters: list[_Waiter] = []
         self.confirm_later = True  # by a quorum of replicas, never at once in memory
         self.at_once = False
 
@@ -147,7 +169,7 @@ class ReplicatedPages(StorePages):
         entity = self.entity
         activation.lease = system.next_lease()
         active = codec.encode_value([system.node, activation.lease], "@active")
-        initial = activation._encode_initial()
+        initial = activation.encode_initial()
 
         had_state = [False]  # set by the write-back: whether the newest state found has a state page
         from_store = [False]  # set by the write-back: the replicas held nothing, the store's pages came back
@@ -190,7 +212,7 @@ class ReplicatedPages(StorePages):
         )
         replicas = cluster.replicas_of(actor_type.name, activation.key, actor_type.replicas)
         for tried in range(1, ACQUIRE_TRIES + 1):
-            acquiring = self._acquiring = activation._loop.create_future()
+            acquiring = self._acquiring = self.system.loop.create_future()
             slot.perform(slot.owner.acquire(
                 slot.now(), replicas, actor_type.write, updates=write_back,
                 after=max(service.round_hint(entity), stored_stamp.epoch), floor=stored_version,
@@ -219,7 +241,7 @@ class ReplicatedPages(StorePages):
         if behavior_page is not None:
             activation.behavior = known_actor(codec.decode_value(behavior_page, str, "@behavior"))  # pages come from the network
         if had_state[0]:
-            activation.state_value = activation._decode_state(pages[STATE_PAGE])
+            activation.state_value = activation.decode_state(pages[STATE_PAGE])
         return had_state[0]
 
     def _supersede(self, earlier: OwnerSlot | None) -> None:
@@ -251,7 +273,7 @@ class ReplicatedPages(StorePages):
         self._writes[version] = (self._staged_waiters, pages)
         self._staged_waiters = []
 
-    def _unsettled(self, slot: OwnerSlot | None) -> list[Any]:
+    def _unsettled(self, slot: OwnerSlot | None) -> list[_Waiter]:
         """Every waiter without an outcome yet (written or staged), taken away: the caller fails them."""
         waiters = [waiter for group, _pages in self._writes.values() for waiter in group]
         waiters.extend(self._staged_waiters)
@@ -272,7 +294,7 @@ class ReplicatedPages(StorePages):
         """
         assert type(persisting) is Persisting
         activation = self.activation
-        waiting = self._acquiring = activation._loop.create_future()
+        waiting = self._acquiring = self.system.loop.create_future()
         try:
             await self._persist_within(
                 persisting.pages, persisting.version, persisting.epoch, self._write_timeout(), activation.lease,
@@ -329,7 +351,7 @@ class ReplicatedPages(StorePages):
                 else:
                     acquiring.set_exception(Unavailable(f"{where}: not acquired: no quorum of replicas answered in time"))
             elif isinstance(event, Lost):
-                self.activation._lose_ownership(event)
+                self.activation.lose_ownership(event)
 
     def close(self) -> None:
         """The activation ended: close the owner slot; every write still waiting fails ``Unavailable``."""
@@ -353,7 +375,7 @@ class ReplicatedPages(StorePages):
         if self.slot is not None and self.store is None:
             self._stage_quietly(updates, operation)
             return
-        task = self.activation._loop.create_task(self._commit_quietly(updates, operation))
+        task = self.system.loop.create_task(self._commit_quietly(updates, operation))
         self.system.track(task)
 
     def write_state_later(self, lease: int, value: Any, data: bytes) -> Awaitable[None]:
@@ -361,9 +383,9 @@ class ReplicatedPages(StorePages):
         activation = self.activation
         slot = self.slot
         if slot is not None and self.store is None:
-            if activation._closed or lease != activation.lease or slot.owner.phase not in ("held", "lost"):
+            if activation.closed or lease != activation.lease or slot.owner.phase not in ("held", "lost"):
                 slot, _shown = self._replicated_slot(lease, "state.set", True)  # raises, and reports why
-            future: asyncio.Future[None] = activation._loop.create_future()
+            future: asyncio.Future[None] = self.system.loop.create_future()
             try:  # _stage, inline: once per state write
                 slot.stage({STATE_PAGE: data})
             except MessageTooLarge:
@@ -394,8 +416,8 @@ class ReplicatedPages(StorePages):
         """
         slot, shown = self._replicated_slot(lease, operation, fence)
         epoch = slot.owner.epoch  # the write's epoch, for the store (the slot may be gone once it is confirmed)
-        future: asyncio.Future[tuple[int, dict[str, bytes]]] = self.activation._loop.create_future()
-        self._stage(slot, updates, future, shown, operation)
+        future: asyncio.Future[tuple[int, dict[str, bytes]]] = self.system.loop.create_future()
+        self._stage(slot, updates, _Awaited(future), shown, operation)
         name, key = self.entity
         try:
             version, pages = await future
@@ -414,7 +436,7 @@ class ReplicatedPages(StorePages):
         """The slot to stage a write in, and the lease the write's events show; raises (and reports) if there is none."""
         activation = self.activation
         if fence:
-            activation._check_lease(lease, operation)
+            activation.check_lease(lease, operation)
         slot = self.slot
         shown = activation.lease if lease is None else lease
         if slot is None or slot.owner.phase not in ("held", "lost"):
@@ -423,7 +445,7 @@ class ReplicatedPages(StorePages):
             raise Unavailable(f"{name}[{key!r}]: {operation}: the key's owner epoch is not held")
         return slot, shown
 
-    def _stage(self, slot: OwnerSlot, updates: Mapping[str, bytes | None], waiter: object, shown: int, operation: str) -> None:
+    def _stage(self, slot: OwnerSlot, updates: Mapping[str, bytes | None], waiter: _Waiter, shown: int, operation: str) -> None:
         """``slot.stage``, ``waiter`` waiting for its outcome; a write too large for a frame is reported
         and raised (``MessageTooLarge``: nothing was staged)."""
         try:
@@ -443,7 +465,7 @@ class ReplicatedPages(StorePages):
         """
         activation = self.activation
         slot = self.slot
-        if activation._closed or slot is None or slot.owner.phase not in ("held", "lost"):
+        if activation.closed or slot is None or slot.owner.phase not in ("held", "lost"):
             try:
                 slot, _shown = self._replicated_slot(None, operation, True)
             except Unavailable:

@@ -394,7 +394,7 @@ class ClusterNode(ResumeRule, Delivery):
                 replicas = self.replicas_of(name, key, activation.type.replicas)
             except Exception:
                 continue
-            pages = activation._pages
+            pages = activation.page_writer
             slot = pages.slot if isinstance(pages, ReplicatedPages) else None
             if owner is not None and owner != node:
                 activation.stop("handoff", f"the key moved to {owner}")
