@@ -23,7 +23,11 @@ from sim.viz.data import (
     select_schedule,
     spells,
 )
+from sim.trace import Row, Trace
 from sim.viz.data.activations import timeline_nodes
+from sim.viz.data.clocks import ClockDrift, ClockStep, clock_drifts, clock_steps
+from sim.viz.data.frames import change_times
+from sim.viz.data.notes import Note, note_rows
 from sim.viz.data.nodes import Span
 from sim.viz.data.ownership import cluster_nodes, key_marks
 from sim.viz.data.spacetime import node_marks, spacetime_lanes
@@ -62,7 +66,7 @@ def test_the_data_layer_imports_and_reads_a_trace_with_matplotlib_blocked() -> N
     assert done.returncode == 0, done.stderr
     out = json.loads(done.stdout.strip().splitlines()[-1])
     assert out == {
-        "modules": ["activations", "catchup", "clocks", "cuts", "frames", "keys", "ledger", "nodes", "ownership", "reports",
+        "modules": ["activations", "catchup", "clocks", "cuts", "frames", "keys", "ledger", "nodes", "notes", "ownership", "reports",
                     "spacetime", "ticks", "timebase"],
         "key": ["sim.scenarios.cluster:cl_ticker", "stale12"],
         "spans": [["(1, n3#1)", "lost"], ["(2, n1#1)", "handoff"], ["(2, n3#1)", "end of trace"]],
@@ -167,3 +171,40 @@ def test_the_space_time_window_marks_the_new_owners_epoch_with_its_firing() -> N
                                   (">", "#009E73", "activated (recovered)", "activation.started"),
                                   ("o", "#222222", "fires schedule 'tick'", "schedule.fired")]),
     ]
+
+
+def test_notes_are_the_note_rows_in_order() -> None:
+    """ticker seed 0 has one note, 'ask answered 1' at 10.2 ms; a trace without note rows has none."""
+    assert note_rows(scenarios.run("ticker", 0).trace) == (Note(10_200_000, "ask answered 1"),)
+    assert note_rows(scenarios.run("pause-catch-up", 0).trace) == ()
+
+
+def test_clock_steps_of_clock_step() -> None:
+    """clock-step seed 0: n1's clock steps back 90 s at 150 s and forward 200 s at 360 s, and never drifts."""
+    trace = scenarios.run("clock-step", 0).trace
+    assert clock_steps(trace, "n1") == (ClockStep(150_000_000_000, -90.0), ClockStep(360_000_000_000, 200.0))
+    assert clock_drifts(trace, "n1") == ()
+    assert clock_steps(trace, "n2") == ()
+
+
+def test_clock_drifts_read_each_drift_row_of_the_node() -> None:
+    """clock.drift rows of one node, in order, their rate in ppm (a row without one reads 0); another node's are not its own."""
+    trace = Trace([
+        Row(0, 5_000_000_000, "n2", 1, "clock.drift", {"drift_ppm": 2500.0}),
+        Row(1, 6_000_000_000, "n1", 2, "clock.drift", {"drift_ppm": 10.0}),
+        Row(2, 9_000_000_000, "n2", 3, "clock.step", {"delta_us": -4_000_000}),
+        Row(3, 12_000_000_000, "n2", 4, "clock.drift", {"drift_ppm": None}),
+    ])
+    assert clock_drifts(trace, "n2") == (ClockDrift(5_000_000_000, 2500.0), ClockDrift(12_000_000_000, 0.0))
+    assert clock_steps(trace, "n2") == (ClockStep(9_000_000_000, -4.0),)
+
+
+def test_change_times_of_stale_owner_fenced() -> None:
+    """stale-owner-fenced seed 0: the cut and its heal (three rows at 7.2 s) and the key's three acquisitions and two run ends; with no key, the faults only; clock-step's two steps."""
+    trace = scenarios.run("stale-owner-fenced", 0).trace
+    actor, key = select_key(trace, None, None)
+    assert change_times(trace, actor, key) == (
+        2_006_534_500, 3_000_000_000, 3_801_685_202, 4_807_455_589, 7_200_000_000, 7_200_000_000, 7_200_000_000, 7_203_067_850, 7_208_372_129,
+    )
+    assert change_times(trace, None, None) == (3_000_000_000, 7_200_000_000, 7_200_000_000, 7_200_000_000)
+    assert change_times(scenarios.run("clock-step", 0).trace, None, None) == (150_000_000_000, 360_000_000_000)  # its two clock steps

@@ -38,6 +38,7 @@ from matplotlib.text import Annotation
 from sim.trace import Row, Trace
 from sim.viz.data.catchup import MAX_GRID_POINTS, grid_dues, grid_segments, schedule_rows
 from sim.viz.data.nodes import node_events
+from sim.viz.data.notes import note_rows
 from sim.viz.data.reports import day_label, omitted_reports, report_day, report_rows
 from sim.viz.data.timebase import WallMap, end_ns, fmt_duration, fmt_signed, time_unit, wall_clock_name
 from sim.viz.draw import add_notes, declutter, fault_handles, label, outside_legend
@@ -131,8 +132,8 @@ def catchup_chart(
 
     first_rows, repeat_rows, skipped_total = found.first, found.repeats, found.skipped
 
-    notes = trace.of("note")
-    footer = min(len(notes), 8) + (1 if len(notes) > 8 else 0)
+    noted = len(note_rows(trace))
+    footer = min(noted, 8) + (1 if noted > 8 else 0)
     own = ax is None
     fig, ax_t, ax_w = _lanes(ax, len(nodes), footer)
     labels: list[Annotation] = []

@@ -29,7 +29,7 @@ from matplotlib.figure import Figure
 from matplotlib.transforms import blended_transform_factory, offset_copy
 
 from sim.trace import Trace
-from sim.viz.data.clocks import agreement, clock_offsets, coincident_groups, offset_at
+from sim.viz.data.clocks import agreement, clock_drifts, clock_offsets, clock_steps, coincident_groups, offset_at
 from sim.viz.data.timebase import time_unit
 from sim.viz.palette import BLUE, GREEN, INK, ORANGE, PURPLE, SKY, VERMILLION
 from sim.world import DEFAULT_START
@@ -81,17 +81,17 @@ def clock_chart(
         partly = any(agreement(offsets[drawn[groups[h][0]]], points, tolerance) > 0 for h in range(g))
         ax.plot(xs, ys, color=colour, lw=2, label=label, linestyle="--" if partly else "-", zorder=3 + g * 0.01)
         ends.append((xs[-1], ys[-1], label, colour))
-        for row in trace.of("clock.step", node=node):
-            delta_s = int(row.get("delta_us", 0) or 0) / 1e6
-            after = offset_at(points, row.t_ns) / scale
-            ax.plot([unit.x(row.t_ns)], [after], marker="v" if delta_s < 0 else "^", color=colour, ms=9, zorder=4)
-            ax.annotate(f"{label} stepped {delta_s:+g} s", (unit.x(row.t_ns), after), xytext=(7, -15 if delta_s < 0 else 6),
+        for step in clock_steps(trace, node):
+            delta_s = step.delta_s
+            after = offset_at(points, step.t_ns) / scale
+            ax.plot([unit.x(step.t_ns)], [after], marker="v" if delta_s < 0 else "^", color=colour, ms=9, zorder=4)
+            ax.annotate(f"{label} stepped {delta_s:+g} s", (unit.x(step.t_ns), after), xytext=(7, -15 if delta_s < 0 else 6),
                         textcoords="offset points", fontsize=8.5, color=colour)
-        for row in trace.of("clock.drift", node=node):
-            ppm = float(row.get("drift_ppm", 0.0) or 0.0)
-            here = offset_at(points, row.t_ns) / scale
-            ax.plot([unit.x(row.t_ns)], [here], marker="o", mfc="white", color=colour, ms=7, zorder=4)
-            ax.annotate(f"{label} drifts {ppm:+g} ppm", (unit.x(row.t_ns), here), xytext=(6, 6), textcoords="offset points",
+        for drift in clock_drifts(trace, node):
+            ppm = drift.ppm
+            here = offset_at(points, drift.t_ns) / scale
+            ax.plot([unit.x(drift.t_ns)], [here], marker="o", mfc="white", color=colour, ms=7, zorder=4)
+            ax.annotate(f"{label} drifts {ppm:+g} ppm", (unit.x(drift.t_ns), here), xytext=(6, 6), textcoords="offset points",
                         fontsize=8.5, color=colour)
     ax.margins(y=0.2)  # room for the step labels under a step back and over a step forward
     ax.set_xlim(0, unit.x(trace.end_ns) * 1.06 if trace.end_ns else 1)

@@ -18,6 +18,7 @@ from matplotlib.transforms import Bbox, blended_transform_factory
 
 from sim.trace import Trace
 from sim.viz.data.nodes import NodeEvents
+from sim.viz.data.notes import note_rows
 from sim.viz.data.timebase import TimeUnit, fmt_duration
 from sim.viz.palette import FONT, GREEN, GREY, INK, LIGHT_GREY, PURPLE, SMALL, VERMILLION
 
@@ -101,13 +102,13 @@ def add_notes(fig: Figure, ax: Axes, trace: Trace, unit: TimeUnit, where: str = 
     Without ``footer`` (the figure is someone else's) the text goes next to its number instead,
     shortened; those labels are returned for ``declutter``.
     """
-    notes = trace.of("note")
-    if not notes:
+    numbered = note_rows(trace)
+    if not numbered:
         return []
     inline: list[Annotation] = []
     blend = blended_transform_factory(ax.transData, ax.transAxes)
     lines = []
-    for i, row in enumerate(notes, 1):
+    for i, row in enumerate(numbered, 1):
         x = unit.x(row.t_ns)
         ax.axvline(x, color=GREY, lw=0.8, ls=":", zorder=1, gid="note")
         ax.annotate(
@@ -115,7 +116,7 @@ def add_notes(fig: Figure, ax: Axes, trace: Trace, unit: TimeUnit, where: str = 
             ha="center", va="bottom", fontsize=7.5, color="white", annotation_clip=False, zorder=7,
             bbox={"boxstyle": "circle,pad=0.2", "facecolor": GREY, "edgecolor": "none"},
         )
-        text = str(row.get("text", ""))
+        text = row.text
         if not footer:
             short = text if len(text) <= 40 else text[:37] + "..."
             inline.append(label(ax, x, 1.0 if where == "top" else 0.0, short, colour="#444444", y_axes=True, size=7.5,

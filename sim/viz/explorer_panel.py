@@ -40,7 +40,7 @@ from sim.scenarios import Run
 from sim.scenarios import run as run_scenario
 from sim.trace import Trace
 from sim.world import World
-from sim.viz.data.frames import Frame, frame_at, frame_times, keys_of, short_actor
+from sim.viz.data.frames import Frame, change_times, frame_at, frame_times, keys_of, short_actor
 from sim.viz.data.timebase import time_unit
 from sim.viz.graph import cluster_graph
 from sim.viz.ownership import ownership_chart
@@ -273,12 +273,10 @@ class Explorer:
             return [times[-1]]
         step_ns = times[1] - times[0]
         moments: list[int] = []
-        for row in self.trace.rows:
-            mine = (str(row.get("actor")), str(row.get("key"))) == (self.actor, self.key)
-            if row.kind.startswith(("fault.", "clock.")) or (mine and row.kind in ("epoch.acquired", "activation.ended")):
-                index = min(-(-row.t_ns // step_ns), len(times) - 1)  # the first frame at or after the row
-                if times[index] not in moments and 0 < index < len(times) - 1:
-                    moments.append(times[index])
+        for t_ns in change_times(self.trace, self.actor, self.key):
+            index = min(-(-t_ns // step_ns), len(times) - 1)  # the first frame at or after the change
+            if times[index] not in moments and 0 < index < len(times) - 1:
+                moments.append(times[index])
         inner = n - 2
         if len(moments) > inner:
             moments = [moments[round(i * (len(moments) - 1) / max(inner - 1, 1))] for i in range(inner)] if inner else []

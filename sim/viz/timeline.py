@@ -32,6 +32,7 @@ from matplotlib.transforms import Bbox
 from sim.trace import Row, Trace
 from sim.viz.data.activations import Bar, activation_bars, assign_slots, entity_names, timeline_nodes
 from sim.viz.data.nodes import node_events
+from sim.viz.data.notes import note_rows
 from sim.viz.data.reports import day_label, omitted_reports, report_day, report_rows
 from sim.viz.data.timebase import end_ns, fmt_signed, time_unit
 from sim.viz.draw import add_notes, declutter, fault_handles, label, outside_legend, style_node_lanes
@@ -64,7 +65,7 @@ def activation_timeline(
     slots = assign_slots(bars)
     end = end_ns(trace)
     unit = time_unit(end / 1e9)
-    notes = trace.of("note")
+    noted = len(note_rows(trace))
 
     # geometry: y grows downwards; node i occupies [top_i, top_i + _HEADER + slots_i]
     tops: dict[str, float] = {}
@@ -74,7 +75,7 @@ def activation_timeline(
         y += _HEADER + max(slots.get(node, 1), 1) + _GAP
     total = max(y - _GAP, 1.0)
 
-    footer_lines = min(len(notes), 8) + (1 if len(notes) > 8 else 0)
+    footer_lines = min(noted, 8) + (1 if noted > 8 else 0)
     own = ax is None
     if ax is None:
         height = 1.5 + total * 0.3 + footer_lines * 0.17
@@ -210,7 +211,7 @@ def activation_timeline(
     ax.set_yticks([(lane(n)[0] + lane(n)[1]) / 2 for n in nodes], nodes, fontsize=FONT)
     style_node_lanes(ax, unit, trace.time_axis)
     ax.set_title(title or f"Activations per node ({len(bars)} runs of {len(entities)} key{'s' if len(entities) != 1 else ''})", fontsize=FONT + 2, loc="left",
-                 pad=16 if notes else 6)  # room for the numbered note markers along the top
+                 pad=16 if noted else 6)  # room for the numbered note markers along the top
     if not nodes:
         ax.set_yticks([])
         ax.text(0.5, 0.5, "no activations or node events in this trace", transform=ax.transAxes, ha="center", va="center", fontsize=FONT, color=GREY)

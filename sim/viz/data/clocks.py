@@ -8,6 +8,7 @@ on each other (drawn as one, named for all) and how far two agree are decided he
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
 
 from casty.clock import to_us
@@ -15,7 +16,7 @@ from casty.clock import to_us
 from sim.trace import Trace
 from sim.world import DEFAULT_START
 
-__all__ = ["clock_offsets", "coincident_groups", "agreement", "offset_between", "offset_at"]
+__all__ = ["ClockDrift", "ClockStep", "clock_drifts", "clock_offsets", "clock_steps", "coincident_groups", "agreement", "offset_between", "offset_at"]
 
 MAX_POINTS = 4000  # per node: a day of heartbeats would otherwise draw millions of points on a few hundred pixels
 
@@ -94,3 +95,29 @@ def offset_at(points: list[tuple[int, int]], t_ns: int) -> int:
             break
         here = offset
     return here
+
+
+@dataclass(frozen=True, slots=True)
+class ClockStep:
+    """A ``clock.step`` of a node: when (true time) and by how much its wall clock jumped (s; negative: back)."""
+
+    t_ns: int
+    delta_s: float
+
+
+@dataclass(frozen=True, slots=True)
+class ClockDrift:
+    """A ``clock.drift`` of a node: when (true time) its clock started to drift, and at what rate (ppm)."""
+
+    t_ns: int
+    ppm: float
+
+
+def clock_steps(trace: Trace, node: str) -> tuple[ClockStep, ...]:
+    """The clock steps of ``node``, in trace order (the chart marks each with a triangle and its amount)."""
+    return tuple(ClockStep(row.t_ns, int(row.get("delta_us", 0) or 0) / 1e6) for row in trace.of("clock.step", node=node))
+
+
+def clock_drifts(trace: Trace, node: str) -> tuple[ClockDrift, ...]:
+    """The drift changes of ``node``, in trace order (the chart marks each with a ring and its rate)."""
+    return tuple(ClockDrift(row.t_ns, float(row.get("drift_ppm", 0.0) or 0.0)) for row in trace.of("clock.drift", node=node))

@@ -36,7 +36,7 @@ from sim.trace import Row, Trace
 from sim.viz.data.keys import is_internal  # one rule for every view: the runtime's own types (cron claims)
 from sim.viz.data.ownership import EpochSpan, epoch_spans
 
-__all__ = ["Frame", "MemberState", "frame_at", "frame_times", "keys_of", "describe", "short_actor", "is_internal"]
+__all__ = ["Frame", "MemberState", "change_times", "frame_at", "frame_times", "keys_of", "describe", "short_actor", "is_internal"]
 
 _NET_KINDS = ("net.sent", "net.delivered", "net.dropped")
 _WORLD_WIDE = ("fault.partition", "fault.reconnect", "fault.heal")
@@ -117,6 +117,18 @@ def frame_times(trace: Trace, step: float) -> list[int]:
     if times[-1] < end:
         times.append(times[-1] + step_ns)
     return times
+
+
+def change_times(trace: Trace, actor: str | None, key: str | None) -> tuple[int, ...]:
+    """The instants things changed, for the explorer's filmstrip: every fault and clock change, and the epoch
+    acquisitions and run ends of ``actor``/``key`` (none when either is None); in trace order, one per such row
+    (an instant may repeat)."""
+    return tuple(
+        row.t_ns
+        for row in trace.rows
+        if row.kind.startswith(("fault.", "clock."))
+        or ((str(row.get("actor")), str(row.get("key"))) == (actor, key) and row.kind in ("epoch.acquired", "activation.ended"))
+    )
 
 
 def _nodes(trace: Trace) -> list[str]:
