@@ -167,8 +167,11 @@ def test_a_holder_whose_own_replica_promises_a_newer_epoch_ends_its_run_and_the_
     "open: n2's stray Prepare reached n1's replica and its own, not n3's (the holder): nobody tells n3, so its run stays "
     "held on an epoch already superseded, and the next Inc (3 s later) fails Unavailable 'owner epoch lost to (2, n2#...)' "
     "(its write fenced) instead of answering 3; _fence_older_owner covers only a Prepare that reaches the holder's own "
-    "replica. A fix (the promising replicas send the holder the Nack its next write would get) is in "
-    "/tmp/team/h749-prepare-notice.patch: it adds one frame per superseded promise, which moves nearly every cluster digest"))
+    "replica. A fix that passes this test and the runtime, replication, liveness and takeover tests: in "
+    "ReplicationService._receive, remember store.promised(entity) before a Prepare; when this replica then promises the "
+    "newer epoch over a previous one of another node (not this node, not the sender), send that node "
+    "Nack(entity, previous, None, prepare.epoch). It adds one frame per superseded promise and moves nearly every cluster "
+    "digest, so it waits for a full swarm sweep after it"))
 def test_a_holder_whose_own_replica_missed_the_newer_prepare_hears_it_from_the_replicas_that_promised(world: World) -> None:
     """As above, but n2's Prepare to n3 is lost (a one-way cut n2 -> n3 for 50 ms): n1's and n2's replicas promised the
     newer round, n3's did not; they tell n3, so n3 ends its run then (lost), not at its next write, resumes the key above
