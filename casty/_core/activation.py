@@ -47,7 +47,7 @@ if TYPE_CHECKING:
     from .context import Inbox
     from .mailbox import AskChain, Link
     from .schedules import ArmedSchedule
-    from .system import ActorSystem
+    from .host import ActivationHost
 
 __all__ = ["Activation", "Envelope", "PendingAsk", "KeyRecords", "ASK_CHAIN"]
 
@@ -67,7 +67,7 @@ class Activation(RunWork, ScheduleWork):
         "_timers", "_pages",
     )
 
-    def __init__(self, system: ActorSystem, actor_type: ActorType[Any, Any], key: str, initial: Any) -> None:
+    def __init__(self, system: ActivationHost, actor_type: ActorType[Any, Any], key: str, initial: Any) -> None:
         self.system = system
         self.type = actor_type
         self.behavior = actor_type
@@ -110,7 +110,7 @@ class Activation(RunWork, ScheduleWork):
         """The key's own ref (``ctx.self``), made on first use: most bodies never ask for it."""
         ref = self._ref
         if ref is None:
-            ref = self._ref = EntityRef(self.system, self.type.name, self.key)
+            ref = self._ref = EntityRef(self.system.actor_system, self.type.name, self.key)
         return ref
 
     # ================================================================== lifecycle ====

@@ -232,7 +232,7 @@ class Context(Generic[S, M]):
         self.key: str = activation.key
         self.state: State[S] = State(activation, lease)
         self.inbox: Inbox[M] = Inbox(activation, lease)
-        self.system: ActorSystem = activation.system
+        self.system: ActorSystem = activation.system.actor_system
 
     @property
     def self(self) -> EntityRef[M]:

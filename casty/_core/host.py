@@ -3,7 +3,8 @@
 An activation (one key's run: its mailbox, its lease-fenced writes, its timers and
 schedules) needs a handful of things from its node, and this protocol names all of them,
 each with why. ``ActorSystem`` implements it (mypy checks that it fits, see the end of
-``casty._core.system``), under these public names; the activation asks nothing else of it,
+``casty._core.system``), under these public names; the activation asks nothing else of it
+(``Activation.system`` and its mixins' are typed ``ActivationHost``, so mypy refuses a reach past it),
 so what the node and the activation owe each other can be read here rather than found by
 searching one module for the other's private names.
 
@@ -22,6 +23,8 @@ if TYPE_CHECKING:
     from ..observer import Event
     from ..ports import Clock, Observer, Store
     from .activation import Activation, KeyRecords
+    from .mailbox import PendingAsk
+    from .system import ActorSystem
     from .actor import Backoff
     from .codec import Codec
     from .plugin import ClusterPlugin
@@ -93,6 +96,13 @@ class ActivationHost(Protocol):
     @property
     def cluster_node(self) -> ClusterPlugin | None:
         """The cluster the node runs in (None alone): the key's replicas, the resume rule, asks from other nodes."""
+
+    @property
+    def actor_system(self) -> ActorSystem:
+        """The user's ``ActorSystem`` itself: what ``ctx.system`` and the key's own ``ctx.self`` ref hand to actor code."""
+
+    def pending_ask(self, request: int) -> PendingAsk | None:
+        """The node's ask numbered ``request`` while it waits: a failed delivery answers the ask it came from."""
 
     # --- what an activation asks the node to do --------------------------------------------
 

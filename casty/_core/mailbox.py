@@ -24,7 +24,7 @@ from .ref import ReplyRef
 if TYPE_CHECKING:
     from .actor import ActorType
     from .schedules import ArmedSchedule
-    from .system import ActorSystem
+    from .host import ActivationHost
 
 __all__ = ["Envelope", "PendingAsk", "ASK_CHAIN", "Link", "AskChain", "MailboxWork"]
 
@@ -85,7 +85,7 @@ class MailboxWork:
         __slots__ = ()
 
     # the activation's attributes this part reads and writes (its slots, set by Activation.__init__)
-    system: ActorSystem
+    system: ActivationHost
     type: ActorType[Any, Any]
     key: str
     entity: Entity

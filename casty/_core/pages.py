@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 
     from .activation import Activation
     from .actor import ActorType
-    from .system import ActorSystem
+    from .host import ActivationHost
 
 __all__ = ["PageWriter", "PagesOwner", "MemoryPages", "StorePages", "KeyRecords", "local_pages", "STATE_PAGES"]
 
@@ -102,7 +102,7 @@ class PagesOwner(Protocol):
     Plain attributes where a writer reads them on every write (no call where a read does).
     """
 
-    system: ActorSystem
+    system: ActivationHost
     """The node: its ``records``, ``codec``, ``loop``, ``store``, leases and events."""
     type: ActorType[Any, Any]
     """The key's actor type: its name for events, ``durable`` and ``write_timeout``."""

@@ -541,6 +541,11 @@ class ActorSystem:
         if not task.cancelled() and task.exception() is not None:
             self.emit(ev.MessageDropped, "system", self.node, "task", f"background task failed: {task.exception()!r}")
 
+    @property
+    def actor_system(self) -> ActorSystem:
+        """This system (``ActivationHost``): an activation written against the host hands it to actor code as itself."""
+        return self
+
     def pending_ask(self, request: int) -> PendingAsk | None:
         """This node's ask numbered ``request`` while it waits (None once answered, timed out or never made)."""
         return self._pending.get(request)
