@@ -118,3 +118,52 @@ def test_the_table_needs_no_matplotlib() -> None:
     code = "import sys; import sim.viz.data.ledger; print(any(m.startswith('matplotlib') for m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def _fault_trace() -> object:
+    """n1 paused 35-95 s, its clock +35 s at 127 s and -60 s at 157 s; n2 crashed at 50 s, back at 80 s; n3 crashed at 200 s for good (trace ends 230 s)."""
+    from sim.trace import Trace
+
+    def row(seq: int, t_s: float, node: str, wall_s: float, kind: str, **fields: object) -> Row:
+        return Row(seq, round(t_s * 1e9), node, START + round(wall_s * S), kind, fields)
+
+    return Trace([
+        row(0, 35, "n1", 35, "fault.pause"), row(1, 50, "n2", 50, "fault.crash"), row(2, 80, "n2", 80, "fault.restart"),
+        row(3, 95, "n1", 95, "fault.resume", paused_ns=60 * 10**9), row(4, 127, "n1", 162, "clock.step", delta_us=35 * S),
+        row(5, 157, "n1", 132, "clock.step", delta_us=-60 * S), row(6, 200, "n3", 200, "fault.crash"),
+        row(7, 230, "n1", 205, "run.end"),
+    ])
+
+
+def test_faults_are_placed_on_their_nodes_wall_clocks() -> None:
+    """Pause 35-95, down 50-80 and an open crash to the trace's end, forward step 127-162 (before..after), back step 132-192 (after..before), in kind order."""
+    from sim.viz.data.ledger import ledger_faults
+
+    faults = ledger_faults(_fault_trace())  # type: ignore[arg-type]
+    assert [(f.kind, f.node, (f.start_us - START) / S, (f.end_us - START) / S, f.closed) for f in faults] == [
+        ("paused", "n1", 35.0, 95.0, True), ("down", "n2", 50.0, 80.0, True), ("down", "n3", 200.0, 230.0, False),
+        ("clock forward", "n1", 127.0, 162.0, True), ("clock back", "n1", 132.0, 192.0, True)]
+    assert [f.text for f in faults] == ["n1 paused 60 s", "n2 down 30 s", "n3 down", "n1 clock +35 s", "n1 clock -60 s"]
+    assert [f.kind for f in ledger_faults(_fault_trace(), nodes=["n2"])] == ["down"]  # type: ignore[arg-type]
+
+
+def test_chart_draws_a_band_and_label_per_fault_behind_the_marks(chart: object) -> None:
+    """Five faults: five bands (axvspan patches, gid fault|kind|node) under the marks' zorder, five labels; the marks unchanged."""
+    fig = chart(ENTRIES, faults=_fault_trace())  # type: ignore[operator]
+    (ax,) = fig.axes
+    bands = [p for p in ax.patches if str(p.get_gid()).startswith("fault|")]
+    assert [p.get_gid() for p in bands] == ["fault|paused|n1", "fault|down|n2", "fault|down|n3", "fault|clock forward|n1", "fault|clock back|n1"]
+    assert all(p.get_zorder() < min(c.get_zorder() for c in ax.collections) for p in bands)
+    xs = [round(p.get_x(), 3) for p in bands]  # the axis is in s after the first due (10 s)
+    assert xs == [25.0, 40.0, 190.0, 117.0, 122.0]
+    assert sorted(t.get_text() for t in ax.texts if str(t.get_gid()).startswith("fault-label|")) == [
+        " n1 clock +35 s", " n1 clock -60 s", " n1 paused 60 s", " n2 down 30 s", " n3 down"]
+    assert sum(len(c.get_offsets()) for c in ax.collections) == 9
+
+
+def test_entries_alone_draw_no_fault_and_a_trace_draws_its_own(chart: object) -> None:
+    """Entries without faults=: no band; a trace given as source draws its own five faults (no occurrence in it)."""
+    (ax,) = chart(ENTRIES).axes  # type: ignore[operator]
+    assert not [p for p in ax.patches if str(p.get_gid()).startswith("fault|")]
+    (ax,) = chart(_fault_trace()).axes  # type: ignore[operator]
+    assert len([p for p in ax.patches if str(p.get_gid()).startswith("fault|")]) == 5

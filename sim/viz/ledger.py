@@ -12,6 +12,15 @@ crash, a fenced run, a failed handler). The legend counts each class.
 
 The table is ``ledger_table`` (``sim.viz.data.ledger``, no matplotlib): ``sim.ledger.table``'s
 rows, an HTML table in a notebook. Both read ``sim.ledger`` values only.
+
+The faults of the run (``sim.viz.data.ledger.ledger_faults``: pauses, crashes, clock steps) are
+bands behind the marks, on the same axis: each at the wall times its node's clock read, not at
+true time. The question a student asks of a ledger is "which dues did this fault hit?", and a band
+on the due axis answers it at a glance: the pause band covers the dues that passed while nothing
+ran, a forward step's band the dues its clock jumped over, a backward step's band the dues its
+clock reads twice (none of which may fire twice). A true-time strip would make the reader convert
+between two clocks that disagree exactly where it matters. Grey hatched: paused; red: down (crash
+to restart); yellow: clock forward; sky blue: clock back; each labelled with its node and size.
 """
 
 from __future__ import annotations
@@ -27,10 +36,10 @@ from matplotlib.lines import Line2D
 
 from sim.ledger import Entry, ledger
 from sim.trace import Trace
-from sim.viz.data.ledger import CLASS_COLOURS, CLASSES, Mark, ledger_lanes, ledger_table
+from sim.viz.data.ledger import CLASS_COLOURS, CLASSES, Fault, Mark, ledger_faults, ledger_lanes, ledger_table
 from sim.viz.data.timebase import time_unit
 from sim.viz.draw import declutter, label, outside_legend
-from sim.viz.palette import FONT, GREY, INK, SMALL
+from sim.viz.palette import FONT, GREY, INK, LIGHT_GREY, SKY, SMALL, VERMILLION, YELLOW
 
 __all__ = ["ledger_chart", "ledger_table", "MARKERS"]
 
@@ -42,6 +51,28 @@ MARKERS: dict[str, dict[str, Any]] = {
     "missed": {"marker": "X", "s": 80, "edgecolors": "white", "linewidths": 0.6},
 }
 """Each class's marker (with its colour from ``CLASS_COLOURS``): shape and colour both differ."""
+
+FAULT_STYLES: dict[str, dict[str, Any]] = {
+    "paused": {"facecolor": LIGHT_GREY, "alpha": 0.55, "hatch": "//", "edgecolor": GREY, "linewidth": 0},
+    "down": {"facecolor": VERMILLION, "alpha": 0.14, "edgecolor": VERMILLION, "linewidth": 0},
+    "clock forward": {"facecolor": YELLOW, "alpha": 0.35, "edgecolor": INK, "linewidth": 0},
+    "clock back": {"facecolor": SKY, "alpha": 0.25, "edgecolor": INK, "linewidth": 0},
+}
+"""Each fault kind's band (drawn behind the lanes and marks)."""
+
+
+def _draw_faults(ax: Axes, faults: Iterable[Fault], origin: int, x_of: Any) -> int:
+    """A band per fault from its start to its end on the due axis, labelled at the top; returns how many label rows it used."""
+    label_ends: list[float] = []  # per label row, where its last label ends (x): overlapping bands' labels stack
+    for fault in faults:
+        x0, x1 = x_of(fault.start_us - origin), x_of(fault.end_us - origin)
+        ax.axvspan(x0, x1, zorder=0.5, gid=f"fault|{fault.kind}|{fault.node}", **FAULT_STYLES[fault.kind])
+        row = next((i for i, end in enumerate(label_ends) if end <= x0), len(label_ends))
+        if row == len(label_ends):
+            label_ends.append(x0)
+        label_ends[row] = max(x1, x0)
+        ax.text(x0, -0.72 - 0.34 * row, " " + fault.text, fontsize=SMALL - 0.5, color=INK, ha="left", va="top", zorder=4, clip_on=True, gid=f"fault-label|{fault.kind}|{fault.node}")
+    return len(label_ends)
 
 
 def _runs_of_lost(marks: tuple[Mark, ...]) -> list[list[Mark]]:
@@ -58,13 +89,22 @@ def _runs_of_lost(marks: tuple[Mark, ...]) -> list[list[Mark]]:
     return runs
 
 
-def ledger_chart(source: Trace | Iterable[Entry], *, ax: Axes | None = None, title: str | None = None) -> Figure:
-    """The ledger chart (see the module docstring) of a trace (its ``sim.ledger.ledger``) or of entries; returns its figure."""
+def ledger_chart(
+    source: Trace | Iterable[Entry], *, ax: Axes | None = None, title: str | None = None, faults: Trace | Iterable[Fault] | None = None
+) -> Figure:
+    """The ledger chart (see the module docstring) of a trace (its ``sim.ledger.ledger``) or of entries; returns its figure.
+
+    ``faults``: the bands drawn behind the marks, a trace (its ``ledger_faults``) or ``Fault`` values;
+    by default those of ``source`` when it is a trace, none for entries (they carry no fault rows).
+    """
     entries = ledger(source) if isinstance(source, Trace) else list(source)
+    if faults is None and isinstance(source, Trace):
+        faults = source
+    fault_list = ledger_faults(faults) if isinstance(faults, Trace) else tuple(faults or ())
     lanes, timers = ledger_lanes(entries)
     own = ax is None
     if ax is None:
-        fig = Figure(figsize=(11, 1.3 + 0.6 * max(len(lanes), 1)), layout="constrained")
+        fig = Figure(figsize=(11, 1.3 + 0.6 * max(len(lanes), 1) + (0.5 if fault_list else 0.0)), layout="constrained")
         ax = fig.add_subplot()
     else:
         fig = ax.get_figure()  # type: ignore[assignment]
@@ -72,6 +112,7 @@ def ledger_chart(source: Trace | Iterable[Entry], *, ax: Axes | None = None, tit
     origin = min(dues, default=0)
     span_s = (max(dues, default=0) - origin) / 1e6
     unit = time_unit(span_s)
+    label_rows = _draw_faults(ax, fault_list, origin, lambda us: unit.x(us * 1000))
     counts: Counter[str] = Counter()
     labels = []
     for y, lane in enumerate(lanes):
@@ -94,7 +135,7 @@ def ledger_chart(source: Trace | Iterable[Entry], *, ax: Axes | None = None, tit
                 xs = by_class[cls]
                 ax.scatter(xs, [y] * len(xs), color=CLASS_COLOURS[cls], zorder=3, gid=f"{cls}|{lane.schedule}", **MARKERS[cls])
     ax.set_yticks(range(len(lanes)), [lane.title for lane in lanes], fontsize=SMALL + 0.5)
-    ax.set_ylim(len(lanes) - 0.5, -0.8)
+    ax.set_ylim(len(lanes) - 0.5, -0.8 - 0.34 * label_rows)
     width = unit.x(span_s * 1e9)
     ax.set_xlim(-0.03 * width - 1e-9, width * 1.04 + 1e-9)
     start = datetime.fromtimestamp(origin / 1e6, tz=timezone.utc).isoformat(timespec="milliseconds") if dues else "-"

@@ -14,9 +14,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from sim.ledger import Entry, table
+from sim.trace import Trace
+from sim.viz.data.timebase import end_ns
 from sim.viz.palette import BLUE, GREEN, GREY, ORANGE, PURPLE, VERMILLION
 
-__all__ = ["CLASSES", "CLASS_OF", "CLASS_COLOURS", "LedgerTable", "Lane", "Mark", "ledger_table", "ledger_lanes"]
+__all__ = ["CLASSES", "CLASS_OF", "CLASS_COLOURS", "FAULT_KINDS", "Fault", "LedgerTable", "Lane", "Mark", "ledger_faults", "ledger_table", "ledger_lanes"]
 
 CLASSES = ("on time", "late", "caught up", "repeated", "missed")
 """The classes a lane's marks are drawn in, in legend order."""
@@ -95,3 +97,74 @@ def ledger_lanes(entries: Iterable[Entry]) -> tuple[list[Lane], int]:
             continue
         lanes.setdefault((e.source, e.schedule), []).append(Mark(e.due_us, CLASS_OF[e.status], e.late_us, e.skipped, len(e.attempts), e.why))
     return [Lane(source, schedule, tuple(sorted(marks, key=lambda m: m.due_us))) for (source, schedule), marks in lanes.items()], timers
+
+
+FAULT_KINDS = ("paused", "down", "clock forward", "clock back")
+"""The faults drawn behind a ledger's marks, in drawing order."""
+
+
+@dataclass(frozen=True, slots=True)
+class Fault:
+    """One fault of a node on the schedules' wall-clock axis: ``start_us`` .. ``end_us`` as that node's clock read them.
+
+    ``paused`` and ``down`` span the node's clock at the pause (crash) and at the resume (restart), or
+    the end of the trace if none; a clock step spans the wall times it jumped over (``clock forward``:
+    before .. after, dues there come due at once) or that its clock reads twice (``clock back``:
+    after .. before). ``closed`` is False for a span the trace ends inside.
+    """
+
+    kind: str
+    node: str
+    start_us: int
+    end_us: int
+    closed: bool = True
+
+    @property
+    def text(self) -> str:
+        """The fault's label: node, kind and length (a step's signed size)."""
+        seconds = (self.end_us - self.start_us) / 1e6
+        if self.kind == "clock forward":
+            return f"{self.node} clock +{seconds:g} s"
+        if self.kind == "clock back":
+            return f"{self.node} clock -{seconds:g} s"
+        return f"{self.node} {self.kind}" + (f" {seconds:g} s" if self.closed else "")
+
+
+def ledger_faults(trace: Trace, nodes: Iterable[str] | None = None) -> tuple[Fault, ...]:
+    """The pauses, crashes (down spans) and clock steps of ``nodes`` (all if None), mapped to their node's wall clock.
+
+    The ledger's x axis is due time on the schedules' wall clocks, so a fault is placed where its
+    node's clock stood (each fault row carries it, ``wall_us``; a ``clock.step`` row is stamped after
+    the jump, so the clock read ``wall_us - delta_us`` before it). A band then covers exactly the dues
+    the fault reached: a student reads "these dues fell in the pause" without converting true time.
+    """
+    wanted = None if nodes is None else set(nodes)
+    out: list[Fault] = []
+    opened: dict[tuple[str, str], int] = {}
+    opened_ns: dict[tuple[str, str], int] = {}
+    for row in trace.rows:
+        if wanted is not None and row.node not in wanted or row.wall_us is None:
+            continue
+        wall = row.wall_us
+        if row.kind == "fault.pause":
+            opened.setdefault((row.node, "paused"), wall)
+            opened_ns.setdefault((row.node, "paused"), row.t_ns)
+        elif row.kind == "fault.resume" and (row.node, "paused") in opened:
+            out.append(Fault("paused", row.node, opened.pop((row.node, "paused")), wall))
+        elif row.kind == "fault.crash":
+            if (row.node, "paused") in opened:  # a crash ends a pause
+                out.append(Fault("paused", row.node, opened.pop((row.node, "paused")), wall))
+            opened.setdefault((row.node, "down"), wall)
+            opened_ns.setdefault((row.node, "down"), row.t_ns)
+        elif row.kind == "fault.restart" and (row.node, "down") in opened:
+            out.append(Fault("down", row.node, opened.pop((row.node, "down")), wall))
+        elif row.kind == "clock.step":
+            before = wall - int(row.get("delta_us", 0) or 0)
+            if wall > before:
+                out.append(Fault("clock forward", row.node, before, wall))
+            elif wall < before:
+                out.append(Fault("clock back", row.node, wall, before))
+    end = end_ns(trace)
+    for (node, kind), start in opened.items():  # still open at the end: the clock ran on with true time
+        out.append(Fault(kind, node, start, start + max(end - opened_ns[(node, kind)], 0) // 1000, False))
+    return tuple(sorted(out, key=lambda f: (FAULT_KINDS.index(f.kind), f.start_us, f.node)))
