@@ -26,7 +26,7 @@ caught up (and how many it skipped), repeated or missed, with why. Before each c
 after it checks the claim on the run's trace.
 
 Not in this lab (yet): a crash and restart and a change of owner (they are in `tests/test_catch_up_policies.py`),
-and node schedules' `misfire=` and zoned crons, which are being wired.
+and node schedules' `misfire=` (the same rules, on `schedule`/`schedule_cron`). Zoned crons across DST are in section 7.
 """)
 
 code("""
@@ -113,8 +113,11 @@ for name, entries in ledgers.items():
 md("""
 ## 1. The four ledgers side by side
 
-One lane per policy, a mark per occurrence at its due time. **Predict:** which policy has no red X at all?
-Which one shows a run of late (orange) marks right after the pause?
+One lane per policy, a mark per occurrence at its due time. The faults are the bands behind the marks, placed on
+the same axis (the node's wall clock, where the dues are): hatched grey the pause (dues 40 ... 90 fell in it),
+yellow the forward step (the wall times 127 ... 162 the clock jumped over), blue the backward step (the wall times
+132 ... 192 the clock reads twice). **Predict:** which policy has no red X at all? Which one shows a run of late
+(orange) marks right after the pause?
 """)
 
 code("""
@@ -122,7 +125,7 @@ fig = Figure(figsize=(11, 8.5), layout="constrained")
 axes = fig.subplots(len(runs), 1, sharex=True)
 for ax, (name, entries) in zip(axes, ledgers.items()):
     c = counts(entries)
-    ledger_chart(entries, ax=ax, title=f"{name}: {c['on-time']} on time, {c['late']} late, {c['caught-up']} caught up, {c['missed']} missed")
+    ledger_chart(entries, ax=ax, faults=runs[name].trace, title=f"{name}: {c['on-time']} on time, {c['late']} late, {c['caught-up']} caught up, {c['missed']} missed")
 fig
 """)
 
@@ -198,6 +201,42 @@ for name, world in runs.items():
     assert all(int(r.get("now_us")) >= int(r.get("due_us")) for r in rows), name
     assert counts(ledgers[name])["repeated"] == 0, name
 ledger_table(ledgers["DropLate(grace=2 s)"])[:8]
+""")
+
+md("""
+## 7. Daylight saving time: a daily 02:30 job in Europe/Berlin
+
+A node cron `30 2 * * *` with `tz="Europe/Berlin"` (scenarios `cron-dst-spring` and `cron-dst-fall`). On
+29 March 2026 the clocks go from 02:00 to 03:00: 02:30 does not exist that day, and by casty's written rule the job
+has **no occurrence** then (nothing is missed: there is nothing due). On 25 October 02:00-03:00 happens twice: the
+job fires **once**, at the first pass (02:30 CEST = 00:30 UTC), not again an hour later. **Predict:** how many
+occurrences does each ledger have, and at what UTC times?
+""")
+
+code("""
+from datetime import datetime, timezone
+
+from sim import scenarios
+
+
+def utc(us):
+    return datetime.fromtimestamp(int(us) / 1e6, tz=timezone.utc).strftime("%d %b %H:%M")
+
+
+dst = {name: scenarios.run(name, 0) for name in ("cron-dst-spring", "cron-dst-fall")}
+dst_ledgers = {name: [e for e in ledger(r.trace) if e.due_us is not None] for name, r in dst.items()}
+fig = Figure(figsize=(11, 3.6), layout="constrained")
+for ax, (name, entries) in zip(fig.subplots(2, 1), dst_ledgers.items()):
+    ledger_chart(entries, ax=ax, title=f"{name}: " + ", ".join(utc(e.due_us) + " UTC" for e in entries))
+fig
+""")
+
+code("""
+spring, fall = dst_ledgers["cron-dst-spring"], dst_ledgers["cron-dst-fall"]
+assert [utc(e.due_us) for e in spring] == ["28 Mar 01:30", "30 Mar 00:30", "31 Mar 00:30"]  # no 29 March: the gap day
+assert all(e.status == "on-time" for e in spring + fall)
+assert [utc(e.due_us) for e in fall if utc(e.due_us).startswith("25 Oct")] == ["25 Oct 00:30"]  # once, the first pass
+assert [utc(e.due_us) for e in fall] == ["24 Oct 00:30", "25 Oct 00:30", "26 Oct 01:30", "27 Oct 01:30"]
 """)
 
 md("""
