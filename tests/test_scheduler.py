@@ -17,7 +17,9 @@ from casty import (
     NOBODY,
     ActorSystem,
     Context,
+    FireAll,
     InvalidCronExpression,
+    Occurrence,
     InvalidIdentity,
     ScheduleReferenceInUse,
     ScheduleReferenceNotFound,
@@ -1010,3 +1012,103 @@ def test_resume_whose_next_tick_would_pass_year_9999_ends_the_schedule(recorder:
     assert HANDLED["resume"] == []
     assert recorder.of(NodeScheduleResumed) == []
     assert [c.reason for c in recorder.of(NodeScheduleCancelled)] == ["out-of-range"]
+
+
+# --- ctx.occurrence of a node schedule's tick --------------------------------------------
+
+SEEN: list[tuple[str, Occurrence | None]] = []
+"""(label, ctx.occurrence) for every Tick the ``noting`` body handles."""
+
+
+@actor
+async def noting(ctx: Context[None, Tick]) -> None:
+    """Records every Tick with the occurrence the body reads while handling it."""
+    async for msg in ctx.inbox:
+        SEEN.append((msg.label, ctx.occurrence))
+
+
+def _at(us: int) -> datetime:
+    return to_datetime(us)
+
+
+def test_once_tick_carries_its_occurrence_and_a_plain_tell_sees_none() -> None:
+    """A one-shot's tick reads Occurrence(reference, due, fired_at, 0); a plain tell to the same key in the same run reads None."""
+    SEEN.clear()
+
+    async def main(clock: LoopClock) -> None:
+        async with ActorSystem(clock=clock) as system:
+            scheduler = started(system)
+            ref = system.ref(noting, "once")
+            await scheduler.schedule_once(Tick("tick"), ref, timedelta(minutes=10), reference="o")
+            await asyncio.sleep(5 * 60)
+            system.tell(ref, Tick("plain"))
+            await asyncio.sleep(10 * 60)
+            system.tell(ref, Tick("after"))
+            await asyncio.sleep(1)
+
+    run_virtual(main)
+    due = START_US + 10 * MINUTE
+    assert SEEN == [("plain", None), ("tick", Occurrence("o", _at(due), _at(due), 0)), ("after", None)]
+
+
+def test_interval_tick_carries_its_occurrence_with_the_skipped_count() -> None:
+    """A 10 s interval stepped 55 s ahead: the late tick reads due 20 s, fired_at 66 s, skipped 4; the next on-grid tick skipped 0."""
+    SEEN.clear()
+
+    async def main(clock: LoopClock) -> None:
+        async with ActorSystem(clock=clock) as system:
+            scheduler = started(system)
+            await scheduler.schedule(Tick("i"), system.ref(noting, "interval"), timedelta(seconds=10), reference="r")
+            await asyncio.sleep(10.5)
+            clock.step(timedelta(seconds=55))
+            await asyncio.sleep(10)
+
+    run_virtual(main)
+    s = SECOND
+    assert SEEN == [
+        ("i", Occurrence("r", _at(START_US + 10 * s), _at(START_US + 10 * s), 0)),
+        ("i", Occurrence("r", _at(START_US + 20 * s), _at(START_US + 66 * s), 4)),
+        ("i", Occurrence("r", _at(START_US + 70 * s), _at(START_US + 70 * s), 0)),
+    ]
+
+
+def test_cron_tick_carries_its_occurrence_with_the_skipped_count() -> None:
+    """A per-minute cron stepped 10 min ahead: the late tick reads due 00:01, fired_at 00:10:31, skipped 9; 00:11 is on time."""
+    SEEN.clear()
+
+    async def main(clock: LoopClock) -> None:
+        async with ActorSystem(clock=clock) as system:
+            scheduler = started(system)
+            await scheduler.schedule_cron(Tick("c"), system.ref(noting, "cron"), "0 * * * * ?", reference="c")
+            await asyncio.sleep(30)
+            clock.step(timedelta(minutes=10))
+            await asyncio.sleep(40)
+
+    run_virtual(main)
+    late = START_US + 10 * MINUTE + 31 * SECOND
+    assert SEEN == [
+        ("c", Occurrence("c", _at(START_US + MINUTE), _at(late), 9)),
+        ("c", Occurrence("c", _at(START_US + 11 * MINUTE), _at(START_US + 11 * MINUTE), 0)),
+    ]
+
+
+def test_fire_all_ticks_each_carry_their_own_due() -> None:
+    """misfire=FireAll(3) stepped 55 s ahead: the ticks due 40, 50, 60 s are told at 66 s, each reading its due and skipped 2."""
+    SEEN.clear()
+
+    async def main(clock: LoopClock) -> None:
+        async with ActorSystem(clock=clock) as system:
+            scheduler = started(system)
+            await scheduler.schedule(
+                Tick("f"), system.ref(noting, "all"), timedelta(seconds=10), reference="a", misfire=FireAll(limit=3)
+            )
+            await asyncio.sleep(10.5)
+            clock.step(timedelta(seconds=55))
+            await asyncio.sleep(2)
+
+    run_virtual(main)
+    fired = _at(START_US + 66 * SECOND)
+    assert SEEN == [
+        ("f", Occurrence("a", _at(START_US + 10 * SECOND), _at(START_US + 10 * SECOND), 0)),
+        *[("f", Occurrence("a", _at(START_US + t * SECOND), fired, 2)) for t in (40, 50, 60)],
+    ]

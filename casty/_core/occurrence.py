@@ -5,6 +5,14 @@ occurrence's integers beside it (one small object per firing; the datetimes are 
 when the body asks). Every other envelope (a tell, an ask, a ``ctx.timer`` tick) is a plain
 ``Envelope``, so ``ctx.occurrence`` is None for it. Like Orleans' ``TickStatus``, but with the
 number of occurrences the firing's catch-up policy skipped.
+
+Two sources: a persisted schedule (``ctx.schedule``; ``schedule`` is its name) and a node
+schedule (``system.schedule*``; ``schedule`` is its reference, ``due`` its nominal tick,
+``skipped`` what its ``misfire=`` policy skipped). A node schedule's occurrence is local
+only: in cluster mode a tick told to a key owned by another node crosses the wire as a plain
+tell (the frame carries the message and its origin, nothing more), so there the body reads
+None. A cron tick claimed cluster-wide is told by the claim's winner, and carries its
+occurrence when that node also owns the key.
 """
 
 from __future__ import annotations

@@ -68,6 +68,7 @@ from ..errors import (
     ScheduleStateError,
     UnknownActor,
 )
+from .occurrence import ScheduledEnvelope
 from .ref import EntityRef
 from .schedules import LAST_US, catch_up, checked_due, to_micros
 
@@ -474,9 +475,9 @@ class NodeScheduler:
             # near year 9999). Told as a last tick, then the schedule ends, saying why.
             next_us, skipped, ended = None, 0, "out-of-range"
         if entry.cron is not None and self.cluster_mode:
-            self._claim_tick(entry, tick, now, next_us)
+            self._claim_tick(entry, tick, now, next_us, skipped)
         else:
-            self._tell(entry, tick, now, next_us)
+            self._tell(entry, tick, now, next_us, skipped)
         if next_us is not None and skipped:
             system.emit(ev.NodeScheduleCaughtUp, *entry.names(), tick, now, next_us, skipped)
         if not entry.live:
@@ -508,9 +509,9 @@ class NodeScheduler:
             next_us, ended = None, "out-of-range"
         for due in dues:
             if entry.cron is not None and self.cluster_mode:
-                self._claim_tick(entry, due, now, next_us)
+                self._claim_tick(entry, due, now, next_us, skipped)
             else:
-                self._tell(entry, due, now, next_us)
+                self._tell(entry, due, now, next_us, skipped)
         if not dues:
             latest = tick if entry.kind == "once" else _latest(entry, tick, now, next_us)
             system.emit(ev.NodeScheduleDropped, *entry.names(), latest, now, next_us, skipped)
@@ -524,11 +525,17 @@ class NodeScheduler:
         entry.due_us = next_us
         self._arm(entry, now)
 
-    def _tell(self, entry: _Entry, tick: int, now: int, next_us: int | None) -> None:
-        """Tell the tick's message to the target; any failure before it is queued loses the tick (reported)."""
+    def _tell(self, entry: _Entry, tick: int, now: int, next_us: int | None, skipped: int) -> None:
+        """Tell the tick's message to the target; any failure before it is queued loses the tick (reported).
+
+        Delivered locally in a ``ScheduledEnvelope`` (``ctx.occurrence``: the reference, the tick, ``now``,
+        ``skipped``); to a key owned by another node it goes as a plain tell, without it."""
         system = self._system
+        envelope = ScheduledEnvelope(entry.message, entry.reference, tick, now)
+        envelope.origin = f"node-schedule:{entry.reference}"
+        envelope.skipped = skipped
         try:
-            system.tell(entry.target, entry.message, origin=f"node-schedule:{entry.reference}")
+            system.tell_envelope(entry.target, envelope)
         except Exception as exc:  # any failure before the message is queued loses this tick
             system.emit(ev.NodeScheduleTickLost, *entry.names(), tick, now, next_us, f"{type(exc).__name__}: {exc}")
         else:
@@ -536,7 +543,7 @@ class NodeScheduler:
 
     # ================================================================== cluster claims
 
-    def _claim_tick(self, entry: _Entry, tick: int, now: int, next_us: int | None) -> None:
+    def _claim_tick(self, entry: _Entry, tick: int, now: int, next_us: int | None, skipped: int) -> None:
         """Cluster mode, a cron tick: skip it if older than its TTL, else claim it in the background."""
         assert entry.cron is not None
         claims = _provided_claims()
@@ -547,7 +554,7 @@ class NodeScheduler:
             reason = f"the tick is {(now - tick) / 1e6:g} s old, older than its claim TTL of {ttl / 1e6:g} s"
             self._system.emit(ev.NodeScheduleClaimSkipped, *entry.names(), tick, now, key, reason)
             return
-        task = self._system.loop.create_task(self._claim(claims, entry, tick, next_us, key, ttl), name=f"claim:{key}")
+        task = self._system.loop.create_task(self._claim(claims, entry, tick, next_us, key, ttl, skipped), name=f"claim:{key}")
         self._claims[task] = None
         task.add_done_callback(self._claim_done)
 
@@ -558,7 +565,9 @@ class NodeScheduler:
                 ev.MessageDropped, "node-schedule", task.get_name(), "claim", f"claim task failed: {task.exception()!r}"
             )
 
-    async def _claim(self, claims: TickClaims, entry: _Entry, tick: int, next_us: int | None, key: str, ttl: int) -> None:
+    async def _claim(
+        self, claims: TickClaims, entry: _Entry, tick: int, next_us: int | None, key: str, ttl: int, skipped: int
+    ) -> None:
         """Claim the tick; tell only if this node is the confirmed winner."""
         system = self._system
         try:
@@ -577,7 +586,7 @@ class NodeScheduler:
             system.emit(ev.NodeScheduleClaimWon, *entry.names(), tick, now, key, ttl)
             if now < tick:
                 now = await self._wall_reaches(tick)  # the clock stepped back during the round trip: never tell early
-            self._tell(entry, tick, now, next_us)
+            self._tell(entry, tick, now, next_us, skipped)
 
     async def _wall_reaches(self, due_us: int) -> int:
         """Wait until the node's wall clock reads ``due_us`` or later; return its reading then.
