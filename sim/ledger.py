@@ -260,13 +260,25 @@ def _persisted(trace: Trace, tolerance_us: int, losses: _Losses, causes: list[Ro
             count = skipped[due][0] if due in skipped and len(tries) == 1 else 0
             status, why, late = _classify(tries, count, tolerance_us, causes, actor, key)
             every = _rows_every(rows)
-            if status == "caught-up" and every and any(due + k * every in attempts for k in range(1, count + 1)):
-                why = f"late by {late / 1e6:.3f}s, skipped the {count} before it"  # FireAll, DropLate: the oldest skipped
+            if status == "caught-up" and every and _skipped_before(due, int(skipped[due][1].get("next_us")), due + every, attempts):
+                why = _before_why(late, count)
             entries[due] = Entry("schedule", actor, key, name, None, due, status, why, late, count, tuple(tries))
         for due, why in _grid_misses(rows, set(attempts), skipped):
             entries[due] = Entry("schedule", actor, key, name, None, due, "missed", why)
         out.extend(entries[due] for due in sorted(entries))
     return out
+
+
+def _skipped_before(told: int, next_us: int, following: int | None, fired: Iterable[int]) -> bool:
+    """Whether the ticks a catch-up skipped precede the one it told (``FireAll``, ``DropLate``: the oldest skipped,
+    the newest told) rather than follow it (``Skip``): a later tick was told before its next (a burst), or its next
+    is the grid tick right after it (one told, the newest). Under ``Skip`` every grid tick between the told one
+    and its next was skipped."""
+    return next_us == following or any(told < t < next_us for t in fired)
+
+
+def _before_why(late_us: int, skipped: int) -> str:
+    return f"late by {late_us / 1e6:.3f}s, skipped the {skipped} before it"
 
 
 def _rows_every(rows: list[Row]) -> int:
@@ -381,6 +393,7 @@ def _node_group(
     actor, key = str(first.get("actor")), str(first.get("key"))
     attempts: dict[int, list[Attempt]] = defaultdict(list)
     skipped: dict[int, int] = {}
+    caught_next: dict[int, int] = {}  # tick -> the next tick its catch-up armed
     other: dict[int, list[Row]] = defaultdict(list)  # tick -> claim rows and lost ticks
     for row in rows:
         tick = row.get("tick_us")
@@ -388,6 +401,7 @@ def _node_group(
             attempts[int(tick)].append(losses.attempt(row, int(tick)))
         elif row.kind == "node_schedule.caught_up":
             skipped[int(tick)] = int(row.get("skipped"))
+            caught_next[int(tick)] = int(row.get("next_us"))
         elif tick is not None:
             other[int(tick)].append(row)
     entries: dict[int, Entry] = {}
@@ -401,12 +415,28 @@ def _node_group(
         if tries:
             count = skipped.get(tick, 0) if len(tries) == 1 else 0
             status, why, late = _classify(tries, count, tolerance_us, causes, actor, key)
+            if status == "caught-up" and _skipped_before(tick, caught_next[tick], _node_following(rows, tick), attempts):
+                why = _before_why(late, count)
             entries[tick] = Entry(source, actor, key, reference, node, tick, status, why, late, count, tuple(tries), holder, lost)
         else:
             entries[tick] = Entry(source, actor, key, reference, node, tick, "missed", _unfired_why(claims, winners, ends), claimed=holder, lost_claims=lost)
     for tick, why in _node_grid_misses(rows, set(entries), skipped):
         entries[tick] = Entry(source, actor, key, reference, node, tick, "missed", why)
     return [entries[tick] for tick in sorted(entries)]
+
+
+def _node_following(rows: list[Row], tick: int) -> int | None:
+    """The grid tick right after ``tick`` of the node schedule registered in ``rows`` (None: a one-shot, or none)."""
+    registered = next((r for r in rows if r.kind == "node_schedule.registered"), None)
+    if registered is None:
+        return None
+    if registered.get("schedule_kind") == "interval":
+        return tick + int(registered.get("every_us"))
+    if registered.get("schedule_kind") == "cron":
+        cron = Cron(str(registered.get("expression")), zone(str(registered.get("tz") or "UTC")))
+        following = cron.next_after(to_datetime(tick))
+        return to_us(following) if following is not None else None
+    return None
 
 
 def _dropped_why(drop: Row) -> str:

@@ -410,3 +410,27 @@ def test_node_schedule_misfire_fire_all_drop_late_and_fixed_delay() -> None:
     node_row(fixed, 35, "n1", "node_schedule.fired", 35, next_us=START + 45 * S)
     node_row(fixed, 45, "n1", "node_schedule.fired", 45, next_us=START + 55 * S)
     assert statuses(ledger(fixed.trace)) == [(10, "on-time"), (20, "late"), (35, "on-time"), (45, "on-time")]
+
+
+def test_caught_up_text_says_whether_the_skipped_ticks_came_before_or_after_the_told_one() -> None:
+    """A node catch-up's text: FireAll (40, 50 told at 57 s) and DropLate (50 told, next 60) skipped the ones before; Skip (20 told, next 60) the next ones; a persisted DropLate alike."""
+    fire_all = _node_interval(Build())
+    for tick in (40, 50):
+        node_row(fire_all, 57, "n1", "node_schedule.fired", tick, next_us=START + 60 * S)
+    node_row(fire_all, 57, "n1", "node_schedule.caught_up", 40, next_us=START + 60 * S, skipped=2)
+    (caught,) = [e for e in ledger(fire_all.trace) if e.status == "caught-up"]
+    assert (caught.due_us, caught.skipped, caught.why) == (START + 40 * S, 2, "late by 17.000s, skipped the 2 before it")
+    drop = _node_interval(Build())
+    node_row(drop, 57, "n1", "node_schedule.fired", 50, next_us=START + 60 * S)
+    node_row(drop, 57, "n1", "node_schedule.caught_up", 50, next_us=START + 60 * S, skipped=3)
+    (caught,) = [e for e in ledger(drop.trace) if e.status == "caught-up"]
+    assert (caught.due_us, caught.skipped, caught.why) == (START + 50 * S, 3, "late by 7.000s, skipped the 3 before it")
+    skip = _node_interval(Build())
+    node_row(skip, 57, "n1", "node_schedule.fired", 20, next_us=START + 60 * S)
+    node_row(skip, 57, "n1", "node_schedule.caught_up", 20, next_us=START + 60 * S, skipped=3)
+    (caught,) = [e for e in ledger(skip.trace) if e.status == "caught-up"]
+    assert (caught.due_us, caught.skipped, caught.why) == (START + 20 * S, 3, "late by 37.000s, skipped the next 3")
+    persisted = Build().started(0, "n1").armed(0, "n1", 10, 10).fired(10, "n1", 10, 20)
+    persisted.fired(57, "n1", 50, 60).caught_up(57, "n1", 50, 60, 3)
+    (caught,) = [e for e in ledger(persisted.trace) if e.status == "caught-up"]
+    assert (caught.due_us, caught.skipped, caught.why) == (START + 50 * S, 3, "late by 7.000s, skipped the 3 before it")
