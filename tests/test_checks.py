@@ -159,6 +159,29 @@ def test_a_firing_lost_when_its_run_ended_with_nothing_near_is_an_unexplained_mi
         run.check()
 
 
+def test_the_firing_node_doubting_its_view_explains_a_firing_lost_in_flight() -> None:
+    """The same loss with n1 doubting its view at 4.1 s (the step-down rule ends its runs): explained by that doubt (swarm seed 186)."""
+    run = ticking(4)
+    run.row(4.1, "n1", "member.doubted", reason="n3, heard fine until now, held it suspect")
+    _lost_at_end(run, 4.1)
+    run.check()
+    assert explain_occurrences(run.trace)[0].because == ("member.doubted on n1 at t=4.100s: n3, heard fine until now, held it suspect",)
+
+
+def test_a_handoff_of_the_key_explains_a_firing_lost_in_flight_and_a_lost_run_does_not() -> None:
+    """A run of the key on n1 ended 'handoff' at 4.1 s (a member came back, the key moved) explains the loss (swarm seed 119); 'lost' alone does not."""
+    run = ticking(4)
+    run.row(4.1, "n1", "activation.ended", actor=ACTOR, key="k", lease=1, reason="handoff")
+    run.row(4.1, "n1", "message.dropped", actor=ACTOR, key="k", message="Tick", reason="failed: Unavailable('the key moved to n2')")
+    run.check()
+    assert explain_occurrences(run.trace)[0].because == ("activation.ended (handoff) of ticker[k] on n1 at t=4.100s",)
+    other = ticking(4)
+    other.row(4.1, "n1", "activation.ended", actor=ACTOR, key="other", lease=2, reason="handoff")  # another key's handoff
+    _lost_at_end(other, 4.1)
+    with pytest.raises(CheckFailed):
+        other.check()
+
+
 def test_a_partition_of_the_firing_node_in_effect_explains_a_firing_lost_in_flight() -> None:
     """The same loss with n1 cut from n2 and n3 at 3.5 s: explained by the partition; one healed at 1.0 s (before the window) explains nothing."""
     run = ticking(4)

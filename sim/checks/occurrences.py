@@ -109,7 +109,9 @@ def explain_occurrences(trace: Trace) -> list[Occurrence]:
       firing. Besides the causes of a repeat, a cut of the firing node's links in effect in the
       window (``fault.partition`` not undone by a reconnect or heal before it starts) and a
       failure of the key's body on that node in it (``activation.failed``: the handler raised
-      on that message) explain it; and when the drop says a quorum was missing (an owner that
+      on that message) explain it, and so does the firing node doubting its view in it
+      (``member.doubted``: the step-down rule ends every run it holds) or the key's run there ending by a change of
+      owner (``activation.ended`` with ``handoff``; a run ended ``lost`` needs a cause of its own); and when the drop says a quorum was missing (an owner that
       lost its quorum ends its run, fenced; a write that got no quorum fails the handler), so
       do the partitions of any member in effect in the window and the members down or paused
       in it (a crash, stop or pause not undone before the window starts);
@@ -122,6 +124,8 @@ def explain_occurrences(trace: Trace) -> list[Occurrence]:
     causes = trace.of("epoch.acquired", "clock.step", "clock.drift", *EXPLAINING_FAULTS)
     cuts = trace.of("fault.partition", "fault.reconnect", "fault.heal")
     failures = trace.of("activation.failed")
+    doubts = trace.of("member.doubted")
+    handoffs = [r for r in trace.of("activation.ended") if r.get("reason") == "handoff"]
     outs = trace.of("fault.crash", "node.stopped", "fault.pause", "fault.restart", "node.started", "fault.resume")
     schedules = schedule_occurrences(trace)
     grid: dict[tuple[str, str, str, int], Occurrence] = {}
@@ -143,6 +147,7 @@ def explain_occurrences(trace: Trace) -> list[Occurrence]:
         if lost is not None and lost.lost_at is not None:
             fired, dropped = lost.row, lost.lost_at
             because = _explanations(actor, key, fired, dropped, causes) + _failures(actor, key, fired, dropped, failures)
+            because += _doubts(fired, dropped, doubts) + _moved(actor, key, fired, dropped, handoffs)
             quorum = "quorum" in str(dropped.get("reason"))
             because += _cuts(fired, dropped, cuts, None if quorum else {fired.node})
             if quorum:
@@ -186,6 +191,27 @@ def _failures(actor: str, key: str, fired: Row, dropped: Row, failures: list[Row
         for r in failures
         if r.node == fired.node and r.get("actor") == actor and r.get("key") == key and fired.seq < r.seq and r.t_ns == dropped.t_ns
     )  # the failure is recorded right after the drop of its message, at the same instant
+
+
+def _doubts(fired: Row, dropped: Row, doubts: list[Row]) -> tuple[str, ...]:
+    """The firing node doubting its own view between the firing and the drop: by the step-down rule it ends every run it
+    holds (``lost``), and the message being handled dies with the run."""
+    return tuple(
+        f"member.doubted on {r.node} at t={r.t:.3f}s: {r.get('reason')}"
+        for r in doubts
+        if r.node == fired.node and fired.seq < r.seq and r.t_ns <= dropped.t_ns
+    )
+
+
+def _moved(actor: str, key: str, fired: Row, dropped: Row, handoffs: list[Row]) -> tuple[str, ...]:
+    """The key's run on the firing node handed off (a member came back and the key moved to it: a change of owner) between
+    the firing and the drop: the message it was handling dies with it. A run ended ``lost`` is no explanation by itself
+    (what lost it must be found: a doubt, a cut, members out)."""
+    return tuple(
+        f"activation.ended ({r.get('reason')}) of {actor.split(':')[-1]}[{key}] on {r.node} at t={r.t:.3f}s"
+        for r in handoffs
+        if r.node == fired.node and r.get("actor") == actor and r.get("key") == key and fired.seq < r.seq and r.t_ns <= dropped.t_ns
+    )
 
 
 def _members_out(fired: Row, dropped: Row, outs: list[Row]) -> tuple[str, ...]:
