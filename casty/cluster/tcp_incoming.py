@@ -145,6 +145,9 @@ class Listener:
         graceful = True
         loop = asyncio.get_running_loop()
         secret = self._secret
+        # The challenge nonce is the one randomness outside the injected Random, on purpose: a nonce drawn from a seeded
+        # generator is predictable, and a predictable challenge lets a recorded proof be replayed. Only real TCP runs
+        # this (the simulator's network never dials or listens), so no simulated run depends on it.
         nonce = os.urandom(NONCE_SIZE) if secret is not None else b""
         core = Acceptor(
             self._node, self._cluster, secret=secret, nonce=nonce, max_frame=self._max_frame, budget=self._budget
