@@ -269,3 +269,69 @@ def test_a_paused_owners_write_is_still_owed_while_a_majority_kept_it() -> None:
     """The same run with n1 never crashing: n1 and n3 hold version 2 since the acquisition, so finding 0 fails."""
     with pytest.raises(CheckFailed, match=r"\[k\]: n3 acquired the key at t=10.000s from version 0, but version 2 confirmed on n3 at t=8.000s is owed"):
         owed_writes_found(_paused_owner(n1_crashes=False))
+
+
+def _fenced_at(run: Ticking, t: float, reason: str) -> None:
+    """n1's run of the key ends 'lost' at ``t`` and the Tick it was handling is dropped with ``reason``."""
+    run.row(t, "n1", "activation.ended", actor=ACTOR, key="k", lease=1, reason="lost")
+    run.row(t, "n1", "message.dropped", actor=ACTOR, key="k", message="Tick", reason=reason)
+
+
+NEWER = "failed: Unavailable(\"m:ticker['k']: owner epoch lost to (2, 'n2#7')\")"
+
+
+def test_the_newer_owner_a_drop_names_explains_it_even_when_its_acquisition_is_recorded_after_the_drop() -> None:
+    """Due 4's run fenced at 4.1 s by epoch (2, 'n2#7'), which n2 acquires for the key at 4.105 s (swarm seed 1074): explained by it."""
+    run = ticking(4)
+    _fenced_at(run, 4.1, NEWER)
+    run.row(4.105, "n2", "epoch.acquired", actor=ACTOR, key="k", epoch_round=2, epoch_node="n2#7", version=3, found=2)
+    run.check()
+    assert explain_occurrences(run.trace)[0].because == ("epoch.acquired (2, n2#7) of ticker[k] on n2 at t=4.105s: the newer owner the drop names",)
+
+
+@pytest.mark.parametrize(
+    ("key", "node", "round_", "epoch_node", "at"),
+    [
+        ("other", "n2", 2, "n2#7", 4.105),  # the named epoch, but of another key
+        ("k", "n3", 2, "n3#7", 4.105),  # the key, but another node's epoch
+        ("k", "n2", 3, "n2#7", 4.105),  # the key and node, another round
+        ("k", "n2", 2, "n2#7", 6.2),  # the named epoch, acquired more than NEAR_NS after the drop
+    ],
+)
+def test_an_acquisition_that_is_not_the_epoch_the_drop_names_explains_nothing(key: str, node: str, round_: int, epoch_node: str, at: float) -> None:
+    """The same fenced loss with an acquisition of another key, node or round, or too late: the miss stays unexplained."""
+    run = ticking(4)
+    _fenced_at(run, 4.1, NEWER)
+    run.row(at, node, "epoch.acquired", actor=ACTOR, key=key, epoch_round=round_, epoch_node=epoch_node, version=3, found=2)
+    with pytest.raises(CheckFailed, match=f"due {E + 4 * S} never delivered"):
+        run.check()
+
+
+NO_QUORUM = "failed: Unavailable(\"m:ticker['k']: the run may be superseded: n1 lost its quorum (1 of 3 members alive)\")"
+
+
+def test_frames_of_the_firing_node_lost_to_a_loss_fault_explain_a_quorum_loss() -> None:
+    """Due 4 dropped at 4.1 s as n1 lost its quorum, two heartbeats to n1 lost at 3.6 and 3.8 s (swarm seed 1685): explained by them."""
+    run = ticking(4)
+    run.row(3.6, "n2", "net.dropped", dst="n1", size=168, reason="loss", frame="Heartbeat")
+    run.row(3.8, "n3", "net.dropped", dst="n1", size=168, reason="loss", frame="Heartbeat")
+    _fenced_at(run, 4.1, NO_QUORUM)
+    run.check()
+    assert explain_occurrences(run.trace)[0].because == ("2 frames to or from n1 lost (net.dropped loss) from t=3.600s to t=3.800s",)
+
+
+@pytest.mark.parametrize(
+    ("src", "dst", "why", "reason"),
+    [
+        ("n2", "n3", "loss", NO_QUORUM),  # lost between two other nodes
+        ("n2", "n1", "partition", NO_QUORUM),  # dropped to n1 for another reason than a loss fault
+        ("n2", "n1", "loss", NEWER.replace("(2, 'n2#7')", "(9, 'n9#9')")),  # lost to n1, but the drop names no quorum
+    ],
+)
+def test_lost_frames_of_other_nodes_or_for_a_drop_that_names_no_quorum_explain_nothing(src: str, dst: str, why: str, reason: str) -> None:
+    """A frame lost between n2 and n3, one dropped for a partition, or a loss under a drop that names no quorum: unexplained."""
+    run = ticking(4)
+    run.row(3.6, src, "net.dropped", dst=dst, size=168, reason=why, frame="Heartbeat")
+    _fenced_at(run, 4.1, reason)
+    with pytest.raises(CheckFailed, match=f"due {E + 4 * S} never delivered"):
+        run.check()

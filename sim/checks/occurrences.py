@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -111,10 +112,12 @@ def explain_occurrences(trace: Trace) -> list[Occurrence]:
       failure of the key's body on that node in it (``activation.failed``: the handler raised
       on that message) explain it, and so does the firing node doubting its view in it
       (``member.doubted``: the step-down rule ends every run it holds) or the key's run there ending by a change of
-      owner (``activation.ended`` with ``handoff``; a run ended ``lost`` needs a cause of its own); and when the drop says a quorum was missing (an owner that
+      owner (``activation.ended`` with ``handoff``; a run ended ``lost`` needs a cause of its own), or the newer
+      owner epoch the drop names being acquired for the key by its node (its row may follow the drop); and when the drop says a quorum was missing (an owner that
       lost its quorum ends its run, fenced; a write that got no quorum fails the handler), so
-      do the partitions of any member in effect in the window and the members down or paused
-      in it (a crash, stop or pause not undone before the window starts);
+      do the partitions of any member in effect in the window, the members down or paused
+      in it (a crash, stop or pause not undone before the window starts) and frames to or from the
+      firing node lost to a loss fault in it;
     - any other **miss** (skipped by a catch-up, passed over by a re-arming, never fired): a
       grid due no firing delivered, its window ending at the first firing whose ``next_us``
       passed it (``at``) and starting at the schedule's row before that (``before``).
@@ -127,6 +130,7 @@ def explain_occurrences(trace: Trace) -> list[Occurrence]:
     doubts = trace.of("member.doubted")
     handoffs = [r for r in trace.of("activation.ended") if r.get("reason") == "handoff"]
     outs = trace.of("fault.crash", "node.stopped", "fault.pause", "fault.restart", "node.started", "fault.resume")
+    losses = [r for r in trace.of("net.dropped") if r.get("reason") == "loss"]
     schedules = schedule_occurrences(trace)
     grid: dict[tuple[str, str, str, int], Occurrence] = {}
     for (actor, key, name), rows in schedules.items():
@@ -148,10 +152,11 @@ def explain_occurrences(trace: Trace) -> list[Occurrence]:
             fired, dropped = lost.row, lost.lost_at
             because = _explanations(actor, key, fired, dropped, causes) + _failures(actor, key, fired, dropped, failures)
             because += _doubts(fired, dropped, doubts) + _moved(actor, key, fired, dropped, handoffs)
+            because += _superseded(actor, key, fired, dropped, causes)
             quorum = "quorum" in str(dropped.get("reason"))
             because += _cuts(fired, dropped, cuts, None if quorum else {fired.node})
             if quorum:
-                because += _members_out(fired, dropped, outs)
+                because += _members_out(fired, dropped, outs) + _frames_lost(fired, dropped, losses)
             out.append(Occurrence("miss", actor, key, name, due, dropped, fired, because, entry.why))
             continue
         known = grid.get((actor, key, name, due))
@@ -212,6 +217,43 @@ def _moved(actor: str, key: str, fired: Row, dropped: Row, handoffs: list[Row]) 
         for r in handoffs
         if r.node == fired.node and r.get("actor") == actor and r.get("key") == key and fired.seq < r.seq and r.t_ns <= dropped.t_ns
     )
+
+
+SUPERSEDED = re.compile(r"owner epoch lost to \((\d+), '([^']+)'\)")
+"""How a drop names the newer epoch that fenced the run (``Activation.lose_ownership``): its round and node."""
+
+
+def _superseded(actor: str, key: str, fired: Row, dropped: Row, causes: list[Row]) -> tuple[str, ...]:
+    """The newer owner epoch the drop names (``owner epoch lost to (round, node)``), acquired for the key by that node after
+    the firing: an ownership change. Its ``epoch.acquired`` row may come after the drop: the new owner's Prepare fenced
+    the run when the replicas promised it, and the row is recorded only once its write-back is confirmed, a round trip
+    later. It counts up to ``NEAR_NS`` after the drop; an epoch the drop names that no one acquired explains nothing."""
+    named = SUPERSEDED.search(str(dropped.get("reason")))
+    if named is None:
+        return ()
+    round_, epoch_node = int(named.group(1)), named.group(2)
+    return tuple(
+        f"epoch.acquired ({round_}, {epoch_node}) of {actor.split(':')[-1]}[{key}] on {r.node} at t={r.t:.3f}s: the newer owner the drop names"
+        for r in causes
+        if r.kind == "epoch.acquired"
+        and r.get("actor") == actor
+        and r.get("key") == key
+        and r.get("epoch_round") == round_
+        and r.get("epoch_node") == epoch_node
+        and r.seq > fired.seq
+        and r.t_ns <= dropped.t_ns + NEAR_NS
+    )
+
+
+def _frames_lost(fired: Row, dropped: Row, losses: list[Row]) -> tuple[str, ...]:
+    """For a run ended or a write failed for want of a quorum: frames to or from the firing node lost to a loss fault
+    (``net.dropped`` with reason ``loss``) between ``NEAR_NS`` before ``fired`` and ``dropped``. Lost heartbeats make it
+    suspect its peers (its view loses its majority: the step-down rule), lost writes or acks leave a write short."""
+    start = fired.t_ns - NEAR_NS
+    lost = [r for r in losses if (r.node == fired.node or r.get("dst") == fired.node) and start <= r.t_ns and r.seq <= dropped.seq]
+    if not lost:
+        return ()
+    return (f"{len(lost)} frames to or from {fired.node} lost (net.dropped loss) from t={lost[0].t:.3f}s to t={lost[-1].t:.3f}s",)
 
 
 def _members_out(fired: Row, dropped: Row, outs: list[Row]) -> tuple[str, ...]:
