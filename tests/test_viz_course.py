@@ -1,9 +1,13 @@
-"""The view fixes the course chapters 01-03 needed: what the catch-up chart and the activation timeline draw, counted."""
+"""The course: the view fixes chapters 01-03 needed (what the catch-up chart and the activation timeline draw, counted),
+and the claim tables (notebooks/CLAIMS.md, the README's) pointing at sections that exist and end in an assert."""
 
 from __future__ import annotations
 
 import asyncio
+import json
+import re
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -91,3 +95,70 @@ def test_the_timeline_legend_says_its_entries_are_keys() -> None:
     legend = activation_timeline(two).axes[0].get_legend()
     assert legend is not None and legend.get_title().get_text() == "actor/key"
     assert [t.get_text() for t in legend.get_texts()] == ["door/k", "lock/k"]
+
+
+# --- the claim tables point at real sections ------------------------------------------------------------------------
+
+ROOT = Path(__file__).resolve().parent.parent
+NOTEBOOKS = ROOT / "notebooks"
+
+
+def _sections(chapter: str) -> dict[str, list[dict[str, Any]]]:
+    """A built notebook's markdown headings (## and ###, as printed) -> the cells after it up to the next ## heading."""
+    cells = json.loads((NOTEBOOKS / f"{chapter}.ipynb").read_text(encoding="utf-8"))["cells"]
+    out: dict[str, list[dict[str, Any]]] = {}
+    for i, cell in enumerate(cells):
+        if cell["cell_type"] != "markdown":
+            continue
+        for line in "".join(cell["source"]).splitlines():
+            found = re.match(r"^#{2,3} (.+)$", line)
+            if found:
+                rest = []
+                for later in cells[i + 1:]:
+                    if later["cell_type"] == "markdown" and re.search(r"^## ", "".join(later["source"]), re.M):
+                        break
+                    rest.append(later)
+                out[found.group(1).strip()] = rest
+    return out
+
+
+def _claim_rows() -> list[tuple[str, str, str, str]]:
+    """The rows of notebooks/CLAIMS.md's table: (seed, claim, chapter, cell heading)."""
+    rows = []
+    for line in (NOTEBOOKS / "CLAIMS.md").read_text(encoding="utf-8").splitlines():
+        if line.startswith("| ") and not line.startswith("| seed file"):
+            seed, claim, chapter, heading = (c.strip() for c in line.strip().strip("|").split("|"))
+            rows.append((seed, claim, chapter, heading))
+    return rows
+
+
+def test_every_claims_md_row_names_a_section_of_its_notebook_that_checks_it_with_an_assert() -> None:
+    """Each CLAIMS.md row's heading is a heading of that built notebook, and a code cell of its section asserts."""
+    rows = _claim_rows()
+    assert len(rows) >= 61
+    assert {seed for seed, *_ in rows} == {"actor-model", "schedules", "grain-scheduling", "issue-14"}
+    for seed, claim, chapter, heading in rows:
+        sections = _sections(chapter)
+        assert heading in sections, (chapter, heading)
+        code = ["".join(c["source"]) for c in sections[heading] if c["cell_type"] == "code"]
+        assert any(re.search(r"^\s*assert ", src, re.M) for src in code), (chapter, heading)
+
+
+def test_the_readme_claim_table_points_at_numbered_sections_that_exist() -> None:
+    """Each 'NN §k' of the README's seed-claim table is a '## k.' section of notebook NN, and every chapter is listed."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    chapters = {p.name[:2]: p.stem for p in NOTEBOOKS.glob("[0-9][0-9]_*.ipynb")}
+    cited = []
+    for line in readme.splitlines():
+        row = re.match(r"^\| (actor-model|schedules|grain-scheduling|issue-14) \| .+ \| ([0-9 §,]+) \|$", line)
+        if not row:
+            continue
+        for part in re.findall(r"(\d\d) ((?:§\d+(?:, )?)+)", row.group(2)):
+            for number in re.findall(r"§(\d+)", part[1]):
+                cited.append((part[0], number))
+    assert len(cited) >= 40
+    for chapter, number in cited:
+        numbered = [h for h in _sections(chapters[chapter]) if h.startswith(f"{number}. ")]
+        assert numbered, (chapter, number)
+    for chapter in chapters:  # the course table lists every notebook
+        assert f"| `{chapters[chapter]}.ipynb` |" in readme, chapter

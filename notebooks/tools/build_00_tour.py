@@ -243,13 +243,14 @@ cell checks which claim of the seeds):
 |---|---|---|
 | 01 | `01_actors.ipynb` | actor types and keys, refs as values, `tell`/`ask`, one mailbox reader, `to_self`, `ctx.ask`, `merge` |
 | 02 | `02_lifecycle.ipynb` | the activation lifecycle: first activation, idle, failure and backoff, cancelled ask, leases, `become` |
-| 03 | `03_schedules.ipynb` | persisted schedules and catch-up: one-shot, interval, replace, cancel, pause, timers that vanish |
+| 03 | `03_schedules.ipynb` | persisted schedules and catch-up: one-shot, interval, replace, cancel, a key kept alive, the clock does not activate, pause, timers that vanish |
 | 04 | `04_ownership.ipynb` | ownership and epochs in a cluster: stepping down, fencing, repeats and misses, durable keys; the explorer |
 | 05 | `05_skew.ipynb` | clock skew: synchronized clocks, a skewed takeover, clock steps and drift |
-| 06 | `06_node_schedules.ipynb` | node schedules and cron: dead letters, lost ticks, an interval per node, the claim per tick |
+| 06 | `06_node_schedules.ipynb` | node schedules and cron: the API, dead letters, lost ticks, an interval per node, the claim per tick, the winner crashing |
 | 07 | `07_effects.ipynb` | external effects: the daily report's two checkpoints, idempotency keys |
 | 08 | `08_failure_tests.ipynb` | writing failure tests: the pytest plugin, fault plans and shrinking |
 | 09 | `09_swarm.ipynb` | swarm testing: fault mixes, invariants, a planted bug found |
+| 10 | `10_catch_up_policies.ipynb` | catch-up policies side by side (Skip, FireAll, DropLate, FixedDelay), cron across daylight saving time |
 """)
 
 for i, cell in enumerate(cells):
