@@ -405,6 +405,107 @@ print("the 0:25 tick: claimed by n1, lost by n2 and n3 to it, told by nobody; th
 """)
 
 md("""
+## 9. Cancel stops one node's trigger; a tick already told is not recalled
+
+The seed: *CancelSchedule stops future ticks. A tick that already handed its message to the grain is not
+recalled* and *CancelSchedule only stops the trigger on the node where it is called, for cron as for interval
+schedules.* Three nodes register the same interval (every 5 s, reference `every-5s`) for one key, whose handler takes
+1 s per tick; at 17.2 s, 0.2 s after the 17 s ticks were told, `n1` cancels `every-5s`.
+
+**Predict:** do `n2` and `n3` still tell ticks after 17.2 s? Is the tick `n1` told at 17 s handled, and when?
+""")
+
+code('''
+from matplotlib.figure import Figure
+
+
+@actor(initial=0)
+async def worker(ctx: Context[int, Tick]) -> None:
+    """Takes 1 s per tick, then records it as handled (an effect row naming the node whose trigger told it)."""
+    async for msg in ctx.inbox:
+        await asyncio.sleep(1)
+        await ctx.state.update(lambda n: n + 1)
+        ctx.effect("handled", told_by=msg.what)
+
+
+def cancel_on_one_node(cancel_at=17.2, until=32):
+    """Three nodes, the same interval on each from 2 s; n1 cancels it at cancel_at; each node lists its schedules after."""
+    world = sim.World(seed=0)
+    for name in ("n1", "n2", "n3"):
+        world.add_node(name, cluster=CLUSTER)
+
+    def register(node):
+        async def go(system):
+            await system.schedule(Tick(node), system.ref(worker, "w"), timedelta(seconds=5), reference="every-5s")
+        world.spawn(node, go)
+
+    def cancel_and_list(node, cancel):
+        async def go(system):
+            if cancel:
+                system.cancel_schedule("every-5s")
+            world.results[f"listed on {node}"] = [s.reference for s in system.list_schedules()]
+        world.spawn(node, go)
+
+    def script(world):
+        yield world.timeout(2.0)                       # membership converges
+        for name in ("n1", "n2", "n3"):
+            register(name)
+        yield world.timeout(cancel_at - world.now)
+        world.results["cancel_at"] = world.now
+        for name in ("n1", "n2", "n3"):
+            cancel_and_list(name, cancel=name == "n1")   # cancelled on n1 only
+
+    world.process(script(world))
+    world.run(until=until)
+    world.close()
+    return world
+
+
+def told_and_handled(trace, cancel_at, title):
+    """One lane per node: a dot when its trigger told a tick, a square when the key was done handling that tick."""
+    nodes = ["n1", "n2", "n3"]
+    fig = Figure(figsize=(10, 2.6), layout="constrained")
+    ax = fig.add_subplot()
+    for y, node in enumerate(nodes):
+        told = [r.t for r in trace.of("node_schedule.fired", node=node)]
+        handled = [r.t for r in trace.of("effect") if r.get("details")["told_by"] == node]
+        ax.scatter(told, [y] * len(told), s=42, color="#0072B2", zorder=3, label="told by the node's trigger" if y == 0 else None)
+        ax.scatter(handled, [y] * len(handled), marker="s", s=36, facecolors="white", edgecolors="#009E73", linewidths=1.5,
+                   zorder=3, label="handled by the key\\n(1 s each, one at a time)" if y == 0 else None)
+        for t0, t1 in zip(told, handled):
+            ax.annotate("", xy=(t1, y), xytext=(t0, y), arrowprops={"arrowstyle": "->", "color": "#999999"}, zorder=2)
+    ax.axvline(cancel_at, color="#D55E00", ls="--", lw=1.5)
+    ax.text(cancel_at, -0.6, " n1: cancel_schedule", color="#D55E00", fontsize=9, va="bottom")
+    ax.set_yticks(range(len(nodes)), [f"{n}  'every-5s'" for n in nodes])
+    ax.set_ylim(len(nodes) - 0.5, -0.8)
+    ax.set_xlim(0, max(r.t for r in trace.of("effect")) + 2)
+    ax.set_xlabel("true time since start (s)")
+    ax.set_title(title, loc="left")
+    ax.grid(axis="x", color="#DDDDDD")
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), frameon=False, fontsize=9)
+    return fig
+
+
+cancelled = cancel_on_one_node()
+cancel_at = cancelled.results["cancel_at"]
+print({node: cancelled.results[f"listed on {node}"] for node in ("n1", "n2", "n3")})
+told_and_handled(cancelled.trace, cancel_at,
+                 "cancelled on n1 at 17.2 s: n1 tells no more, n2 and n3 go on; n1's 17 s tick is still handled (at 20 s)")
+''')
+
+code('''
+trace = cancelled.trace
+told = {node: [round(r.t, 3) for r in trace.of("node_schedule.fired", node=node)] for node in ("n1", "n2", "n3")}
+assert told["n1"] == [7.0, 12.0, 17.0] and all(t < cancel_at for t in told["n1"])          # n1's trigger stopped
+assert told["n2"] == told["n3"] == [7.0, 12.0, 17.0, 22.0, 27.0]                         # the others' did not
+assert [cancelled.results[f"listed on {n}"] for n in ("n1", "n2", "n3")] == [[], ["every-5s"], ["every-5s"]]
+handled = {node: [r.t for r in trace.of("effect") if r.get("details")["told_by"] == node] for node in ("n1", "n2", "n3")}
+assert {node: len(ts) for node, ts in handled.items()} == {node: len(ts) for node, ts in told.items()}   # every tick told was handled once
+assert handled["n1"][-1] > cancel_at + 2                                                  # n1's 17 s tick: handled after the cancel
+print(f"n1's last tick, told at {told['n1'][-1]} s, handled at {handled['n1'][-1]:.2f} s: not recalled by the cancel at {cancel_at} s")
+''')
+
+md("""
 ## What to take away
 
 * A node schedule is the registering node's memory: a restart loses it (register it again at boot:
@@ -413,6 +514,8 @@ md("""
 * Interval and one-shot are node-local: registered on three nodes, told three times per tick. A cron is claimed per
   tick and told once, by the node whose clock reaches the tick first; if that node dies between claim and tell, the
   tick is lost for everyone.
+* `cancel_schedule` stops the trigger of the node it is called on, and only future ticks: the other nodes' triggers
+  go on, and a tick already told is still handled.
 
 **Try it:** in `api_tour`, register `schedule_cron` without `reference=`. On a single node it is accepted. Why would
 a cluster refuse it (`ScheduleReferenceRequired`)?
