@@ -96,6 +96,7 @@ REPLICA_STORE = "casty/protocol/replica_store.py"  # replication rules 1, 3, 6 a
 KEY_OWNER = "casty/protocol/key_owner.py"  # replication rules 2, 4, 5, 7: the owner side
 ACTIVATION = "casty/_core/activation.py"
 ACTIVATION_SCHEDULES = "casty/_core/activation_schedules.py"
+CATCHUP = "casty/_core/catchup.py"  # the catch-up policies' rules (decide, decide_on_grid)
 MEMBERSHIP = "casty/protocol/gossip.py"  # the membership state machine (its rules: casty/protocol/membership.py)
 
 MUTANTS: tuple[Mutant, ...] = (
@@ -342,6 +343,68 @@ MUTANTS: tuple[Mutant, ...] = (
             "                pass  # mutant: the remembered member is forgotten\n",
         ),
         ("seeds-restart-with-disks", "cluster-double-restart"),
+    ),
+    Mutant(
+        "fire-all-no-limit",
+        "catch-up FireAll(limit=n): at most n occurrences in one burst (here: every missed one)",
+        _one(CATCHUP, "        count = min(missed + 1, policy.limit)\n", "        count = missed + 1\n"),
+        ("catch-up-policies",),
+    ),
+    Mutant(
+        "fire-all-oldest",
+        "catch-up FireAll(limit=n): past the limit the n most recent are delivered (here: the n oldest)",
+        _one(
+            CATCHUP,
+            "        return Decision(due_us + every_us * (missed + 1 - count), count, every_us, after_now, missed + 1 - count)\n",
+            "        return Decision(due_us, count, every_us, after_now, missed + 1 - count)\n",
+        ),
+        ("catch-up-policies",),
+    ),
+    Mutant(
+        "fire-all-reversed",
+        "catch-up FireAll: a burst is delivered in due order (here: newest first)",
+        _one(
+            ACTIVATION_SCHEDULES,
+            "        for occurrence_us in dues:\n            envelope = ScheduledEnvelope(",
+            "        for occurrence_us in reversed(dues):\n            envelope = ScheduledEnvelope(",
+        ),
+        ("catch-up-policies",),
+    ),
+    Mutant(
+        "cron-fire-all-oldest",
+        "catch-up FireAll on a cron grid (node misfire=): the n most recent missed ticks (here: the n oldest)",
+        _one(CATCHUP, "        kept = occurrences[-policy.limit :]\n", "        kept = occurrences[: policy.limit]\n"),
+        ("catch-up-policies",),
+    ),
+    Mutant(
+        "drop-late-grace-ignored",
+        "catch-up DropLate(grace): a firing later than the grace delivers nothing (here: it is delivered anyway)",
+        _one(
+            CATCHUP,
+            "        latest = due_us + every_us * missed\n        if now_us - latest <= policy.grace_us:\n",
+            "        latest = due_us + every_us * missed\n        if True:\n",
+        ),
+        ("catch-up-policies",),
+    ),
+    Mutant(
+        "drop-late-grace-from-oldest",
+        "catch-up DropLate(grace): lateness is measured from the newest missed due (here: from the oldest)",
+        _one(
+            CATCHUP,
+            "        latest = due_us + every_us * missed\n        if now_us - latest <= policy.grace_us:\n",
+            "        latest = due_us + every_us * missed\n        if now_us - due_us <= policy.grace_us:\n",
+        ),
+        ("catch-up-policies",),
+    ),
+    Mutant(
+        "fixed-delay-on-grid",
+        "catch-up FixedDelay: the next due is the firing plus the interval (here: the grid's next time, as Skip)",
+        _one(
+            CATCHUP,
+            "        return Decision(due_us, 1, every_us, now_us + every_us, 0)\n",
+            "        return Decision(due_us, 1, every_us, after_now, 0)\n",
+        ),
+        ("catch-up-policies",),
     ),
 )
 """The catalogue. Names are stable (``--only`` and the tests use them)."""

@@ -145,3 +145,4 @@ def _load() -> None:
     from . import swarm_checks  # noqa: F401  (registers swarm, the setup in sim.scenarios.swarm)
     from . import double_restart  # noqa: F401
     from . import dst  # noqa: F401  (after the others: `list` keeps its first 43 lines)
+    from . import catch_up  # noqa: F401  (the policy mutants hunt with it)
