@@ -148,6 +148,50 @@ print("errors as the seed lists them; resume starts a new grid at 57 + 10 s:", t
 """)
 
 md("""
+The seed lists two more errors: *ErrSchedulerNotStarted: the actor system, and with it the scheduler, is not
+started* and *ErrInvalidGrainIdentity: the identity fails validation, for example an empty name*. **Predict:** what
+does `list_schedules()` raise on a system that was never started, and `system.ref(inbox, "")` on a running one?
+""")
+
+code("""
+not_started = casty.ActorSystem()          # built, never started (no `async with`)
+errors = {}
+for name, call in (("list on a system not started", not_started.list_schedules),
+                   ("cancel on a system not started", lambda: not_started.cancel_schedule("every-10s"))):
+    try:
+        call()
+        errors[name] = "accepted"
+    except casty.CastyError as exc:
+        errors[name] = type(exc).__name__
+
+empty = sim.World(seed=0)
+empty.add_node("n1")
+
+
+async def empty_key(system):
+    try:
+        system.ref(inbox, "")
+        empty.results["empty key"] = "accepted"
+    except casty.CastyError as exc:
+        empty.results["empty key"] = type(exc).__name__
+
+
+empty.spawn("n1", empty_key)
+empty.run(until=1)
+empty.close()
+errors["a ref to an empty key"] = empty.results["empty key"]
+for name, error in errors.items():
+    print(f"{name:<32} {error}")
+""")
+
+code("""
+assert errors == {"list on a system not started": "SchedulerNotStarted", "cancel on a system not started": "SchedulerNotStarted",
+                  "a ref to an empty key": "InvalidIdentity"}
+assert issubclass(casty.SchedulerNotStarted, casty.NotStarted) and issubclass(casty.InvalidIdentity, ValueError)
+print("the seed's error list, each one a typed casty error")
+""")
+
+md("""
 ## 2. A tick reactivates an idle key; a short interval keeps it alive
 
 Unlike an actor schedule (chapter 03: the clock alone does not start a key), a node schedule's tick is a plain
