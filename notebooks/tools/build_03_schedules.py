@@ -549,6 +549,58 @@ print("holds: a timer tick refreshes the idle clock only with keep_alive, and a 
 ''')
 
 md("""
+## 9. A timer's name belongs to its key: the same name replaces it
+
+> *References: Grain timers: Scoped to the grain; a duplicate replaces the timer. Grain schedules: Scoped to the
+> node; a duplicate is rejected.*
+
+A node schedule's reference is the node's (chapter 06 shows a second `schedule` under a live reference refused with
+`ScheduleReferenceInUse`). A timer's name is the key's own. Keys `"a"` and `"b"` each set a timer `"beat"` every 2 s
+at 0 s; at 5 s, `"a"` sets `"beat"` again, every 3 s.
+
+**Predict.** After 5 s, how many timers does `"a"` have? When does it tick? Does `"b"`'s timer of the same name change?
+""")
+
+code('''
+@dataclass(frozen=True)
+class SetBeat(Askable[int]):
+    every: float
+
+
+@actor(initial=0)
+async def retimed(ctx: Context[int, SetBeat | Beat]) -> None:
+    async for msg in ctx.inbox:
+        match msg:
+            case SetBeat(every, reply_to=reply_to):
+                step = timedelta(seconds=every)
+                ctx.timer("beat", step, step, Beat("timer"))
+                reply_to.tell(len(ctx.timers))        # how many timers the key has now
+            case Beat():
+                ctx.effect("beat", key=ctx.key)
+
+
+async def main(system, world):
+    a, b = system.ref(retimed, "a"), system.ref(retimed, "b")
+    world.results["timers"] = [await a.ask(SetBeat(2)), await b.ask(SetBeat(2))]
+    await asyncio.sleep(5 - world.now)
+    world.results["timers"].append(await a.ask(SetBeat(3)))   # the same name again, on key a
+
+
+w9 = run(main, until=15)
+print("timers after each SetBeat:", w9.results["timers"])
+ticks_chart(w9.trace, title="retimed: key a sets 'beat' again at 5 s (every 3 s), which replaces it; key b's 'beat' goes on")
+''')
+
+code('''
+ticks = {k: [round(r.t) for r in w9.trace.of("timer.fired", key=k)] for k in ("a", "b")}
+print(ticks)
+assert w9.results["timers"] == [1, 1, 1]                       # one timer per key, also after the duplicate
+assert ticks["a"] == [2, 4, 8, 11, 14]                         # every 2 s, then every 3 s from the replacement at 5 s
+assert ticks["b"] == [2, 4, 6, 8, 10, 12, 14]                  # the same name on another key: its own timer
+print("holds: a duplicate timer name replaces that key's timer; another key's timer of that name is untouched")
+''')
+
+md("""
 ## What to remember
 
 * A schedule is **data in the key's state**: create (`ctx.schedule`), replace (same name), cancel
@@ -556,7 +608,8 @@ md("""
 * While it has schedules, a key does not idle out; but a key that is not active is **not** started by the clock:
   a ref, a message, or recovery of its `@active` marker starts it, and then a missed time fires once.
 * Late is never a burst: one delivery, then `next = due + every * (max(0, now - due) // every + 1)`.
-* Timers (`ctx.timer`) and merged tickers (`ctx.merge`) belong to one activation or run: gone after it ends.
+* Timers (`ctx.timer`) and merged tickers (`ctx.merge`) belong to one activation or run: gone after it ends; a
+  timer's name is its key's, and setting it again replaces it.
 
 The scenarios behind this chapter also run from the command line: `python -m sim run pause-catch-up --check`,
 `clock-does-not-activate`, `timers-vs-schedules`. Next, chapter 04: what a schedule does when the key changes owner in
