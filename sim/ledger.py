@@ -259,7 +259,7 @@ def _persisted(trace: Trace, tolerance_us: int, losses: _Losses, causes: list[Ro
         for due, tries in attempts.items():
             count = skipped[due][0] if due in skipped and len(tries) == 1 else 0
             status, why, late = _classify(tries, count, tolerance_us, causes, actor, key)
-            every = _rows_every(rows)
+            every = _rows_every(rows, skipped[due][1].seq) if status == "caught-up" else 0
             if status == "caught-up" and every and _skipped_before(due, int(skipped[due][1].get("next_us")), due + every, attempts):
                 why = _before_why(late, count)
             entries[due] = Entry("schedule", actor, key, name, None, due, status, why, late, count, tuple(tries))
@@ -281,9 +281,10 @@ def _before_why(late_us: int, skipped: int) -> str:
     return f"late by {late_us / 1e6:.3f}s, skipped the {skipped} before it"
 
 
-def _rows_every(rows: list[Row]) -> int:
-    """The period of the schedule's last interval arming (0: none)."""
-    return next((int(r.get("every_us")) for r in reversed(rows) if r.kind == "schedule.armed" and r.get("every_us")), 0)
+def _rows_every(rows: list[Row], before: int) -> int:
+    """The period of the schedule's last interval arming before row ``before`` (its seq; 0: none): the period of a
+    catch-up is the one armed when it fired, not that of a later replacement under the same name."""
+    return next((int(r.get("every_us")) for r in reversed(rows) if r.kind == "schedule.armed" and r.get("every_us") and r.seq < before), 0)
 
 
 def _skipped_by(told: int, skipped: int, every: int, due: int, fired: set[int]) -> bool:

@@ -434,3 +434,15 @@ def test_caught_up_text_says_whether_the_skipped_ticks_came_before_or_after_the_
     persisted.fired(57, "n1", 50, 60).caught_up(57, "n1", 50, 60, 3)
     (caught,) = [e for e in ledger(persisted.trace) if e.status == "caught-up"]
     assert (caught.due_us, caught.skipped, caught.why) == (START + 50 * S, 3, "late by 7.000s, skipped the 3 before it")
+
+
+def test_a_catch_up_reads_the_period_armed_when_it_fired_not_a_later_replacements() -> None:
+    """A persisted DropLate every 10 s tells 50 at 57 s (3 skipped, next 60), then is replaced by one every 5 s: the caught-up text still says the 3 before it."""
+    b = Build().started(0, "n1").armed(0, "n1", 10, 10).fired(10, "n1", 10, 20)
+    b.fired(57, "n1", 50, 60).caught_up(57, "n1", 50, 60, 3)
+    b.add(65, "n1", "schedule.cancelled", actor=A, key="k", name="tick", reason="replaced")
+    b.armed(65, "n1", 70, 5).fired(70, "n1", 70, 75)
+    entries = ledger(b.trace)
+    assert statuses(entries) == [(10, "on-time"), (20, "missed"), (30, "missed"), (40, "missed"), (50, "caught-up"), (70, "on-time")]
+    assert {e.why for e in entries[1:4]} == {"skipped by the catch-up of due 2026-01-01T00:00:50+00:00 on n1 at t=57.000s"}
+    assert (entries[4].skipped, entries[4].why) == (3, "late by 7.000s, skipped the 3 before it")
