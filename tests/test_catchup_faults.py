@@ -265,3 +265,47 @@ def test_each_policy_under_each_fault_delivers_exactly_its_rule(mode: str, fault
         assert len({d for d, _, _ in handled}) == len(handled) and all(f >= d for d, f, _ in handled)
     finally:
         world.close()
+
+
+# --- ctx.occurrence across nodes -----------------------------------------------------------------
+
+SEEN: list[tuple[str, str, Occurrence | None]] = []  # (node, key, ctx.occurrence) of every NodeTick handled
+
+
+@dataclass(frozen=True)
+class NodeTick:
+    pass
+
+
+@actor
+async def node_ticked(ctx: Context[None, NodeTick]) -> None:
+    """Records the occurrence its body reads for every NodeTick."""
+    async for _ in ctx.inbox:
+        SEEN.append((ctx.system.node, ctx.key, ctx.occurrence))
+
+
+def test_a_node_schedule_tick_carries_its_occurrence_only_to_a_key_its_node_owns() -> None:
+    """The documented choice: n1's node schedule every 10 s ticks a key n1 owns (the body reads the occurrence) and one
+    n2 owns (the tick crosses the wire as a plain tell: None); a persisted schedule always fires where its key runs."""
+    SEEN.clear()
+    world = sim.World(0)
+    for name in NODES:
+        world.add_node(name, cluster=CLUSTER, ask_timeout=2.0, write_timeout=1.0)
+    world.run(until=T0)
+    placement = world.system("n1").placement
+    local = next(k for k in (f"k{i}" for i in range(500)) if placement(node_ticked, k).owner == "n1")
+    remote = next(k for k in (f"k{i}" for i in range(500)) if placement(node_ticked, k).owner == "n2")
+
+    async def register(system: ActorSystem) -> None:
+        for key in (local, remote):
+            await system.schedule(NodeTick(), system.ref(node_ticked, key), timedelta(seconds=EVERY), reference=key)
+
+    world.spawn("n1", register)
+    world.run(until=T0 + 35.0)
+    try:
+        by_key = {key: [(node, o is None) for node, k, o in SEEN if k == key] for key in (local, remote)}
+        assert by_key == {local: [("n1", False)] * 3, remote: [("n2", True)] * 3}
+        assert {o.schedule for _, k, o in SEEN if k == local and o is not None} == {local}
+        assert all(o.skipped == 0 and o.due == o.fired_at for _, k, o in SEEN if o is not None)
+    finally:
+        world.close()

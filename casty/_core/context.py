@@ -267,7 +267,11 @@ class Context(Generic[S, M]):
     @property
     def occurrence(self) -> Occurrence | None:
         """The schedule occurrence whose message the body is handling (name, due, fired_at, skipped), or None
-        while it handles anything else (a tell, an ask, a ``ctx.timer`` tick) or no message at all."""
+        while it handles anything else (a tell, an ask, a ``ctx.timer`` tick) or no message at all.
+
+        A persisted schedule (``ctx.schedule``) fires where its key runs, so its occurrence is always there.
+        A node schedule's tick carries it only to a key its own node owns: told to a key another node owns,
+        the tick crosses the wire as a plain tell and the body reads None (``casty._core.occurrence``)."""
         from .occurrence import ScheduledEnvelope  # here: occurrence -> mailbox -> context at import
 
         activation = self._activation
