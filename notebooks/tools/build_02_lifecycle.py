@@ -46,6 +46,8 @@ from datetime import timedelta
 
 import sim
 from casty import ActorFailed, Askable, Context, Fenced, actor
+from matplotlib.figure import Figure
+
 from sim.viz import activation_timeline
 
 
@@ -63,6 +65,34 @@ def effects(trace, key=None):
     """(time s, effect, details) of the ctx.effect rows of the trace (of one key)."""
     return [(round(r.t, 4), r.get("effect"), r.get("details")) for r in trace.of("effect")
             if key is None or r.get("key") == key]
+
+
+SEQUENCE_KINDS = {  # what sequence_chart draws: kind -> (marker colour, words)
+    "activation.started": ("#009E73", "run started"),
+    "effect": ("#0072B2", "the body's effect"),
+    "write.confirmed": ("#56B4E9", "write confirmed"),
+    "write.failed": ("#D55E00", "write refused"),
+    "activation.failed": ("#D55E00", "run failed"),
+    "activation.ended": ("#777777", "run ended"),
+}
+
+
+def sequence_chart(trace, key, title):
+    """What the trace says about one key, one row per event in order, for things that happen within an instant."""
+    rows = [r for r in trace if r.kind in SEQUENCE_KINDS and r.get("key") == key]
+    fig = Figure(figsize=(10, 0.8 + 0.32 * len(rows)), layout="constrained")
+    ax = fig.add_subplot()
+    for y, r in enumerate(rows):
+        colour, words = SEQUENCE_KINDS[r.kind]
+        what = r.get("effect") or r.get("reason") or r.get("behavior") or ", ".join(r.get("pages") or ()) or r.get("error") or ""
+        details = r.get("details") or ""
+        ax.scatter([0], [y], s=50, color=colour, zorder=3)
+        ax.text(0.03, y, f"{r.t * 1000:.3f} ms   {words}: {what} {details}", va="center", fontsize=9)
+    ax.set_ylim(len(rows) - 0.5, -0.7)
+    ax.set_xlim(-0.02, 1)
+    ax.axis("off")
+    ax.set_title(title, loc="left")
+    return fig
 
 
 @dataclass(frozen=True)
@@ -519,11 +549,14 @@ async def main(system, world):
 
 w6u = run(main, until=2)
 print(w6u.results, effects(w6u.trace))
+sequence_chart(w6u.trace, "back", "closed_u['back'], in order: become, the old run's update refused, no run failed")
 ''')
 
 code('''
 assert effects(w6u.trace)[-1][1:] == ("old write", {"result": "refused: Fenced"}), effects(w6u.trace)
 assert w6u.results["open"] == "opening", w6u.results
+order = [(r.kind, r.get("reason")) for r in w6u.trace.of("write.failed", "activation.failed", "activation.ended") if r.get("key") == "back"]
+assert order == [("write.failed", "fenced"), ("activation.ended", "become")], order   # refused, no failure; the run ends at become
 print("holds: update from the replaced context is refused as Fenced before its function runs")
 ''')
 
@@ -557,6 +590,7 @@ async def main(system, world):
 
 w7 = run(main, until=1)
 print(w7.results["failure"])
+sequence_chart(w7.trace, "w", "to_window['w'], in order: become(window) refused, the run failed, no @behavior written")
 ''')
 
 code('''
