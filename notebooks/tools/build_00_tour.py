@@ -44,6 +44,8 @@ md("""
 The schedules seed has a tiny program: an actor schedules a one-shot `Tick` 10 ms ahead and answers the
 original ask when the tick arrives. Here it runs on node `n1` of a simulated world. A scenario returns its
 **trace**: one row per event, with the true (simulated) time, the node, the node's wall clock, a kind and fields.
+
+**Predict first:** what does the ask answer, and at what time (in virtual time) does the tick fire?
 """)
 
 code("""
@@ -51,6 +53,13 @@ run = scenarios.run("ticker", seed=0)
 print("checks hold:", run.ok)
 for row in run.trace:
     print(f"{row.t * 1000:8.3f} ms  {row.node}  {row.kind:<20} {dict(row.fields)}")
+""")
+
+code("""
+fired = run.trace.of("schedule.fired")
+armed = run.trace.of("schedule.armed")[0]
+assert run.ok and run.world.results == {"answer": 1}                       # the seed's program prints 1
+assert len(fired) == 1 and round((fired[0].t - armed.t) * 1000, 3) == 10.0  # one delivery, 10 ms after it was armed
 """)
 
 md("""
@@ -64,6 +73,8 @@ next due to the first grid time after *now*:
 
 The chart has two lanes: deliveries by **true time** and by the **node's wall clock**. The skipped grid times
 are the hollow crosses.
+
+**Predict first:** at the resume (97 s), how many deliveries come at once, and how many due times are skipped?
 """)
 
 code("""
@@ -74,6 +85,15 @@ print("skipped occurrences:", caught.get("skipped"))
 catchup_chart(run.trace, schedule="beat")
 """)
 
+code("""
+fired = [round(r.t) for r in run.trace.of("schedule.fired")]
+assert fired == [10, 20, 30, 97, 100, 110, 120, 130, 140], fired     # one late delivery at 97 s, no burst
+assert caught.get("skipped") == 5                                       # 40 s was delivered late; 50..90 s skipped
+every_us = 10_000_000
+missed = (caught.get("now_us") - caught.get("due_us")) // every_us
+assert caught.get("next_us") == caught.get("due_us") + every_us * (missed + 1)   # the formula above: next = 100 s
+""")
+
 md("""
 ## 3. Wall clocks jump
 
@@ -81,12 +101,24 @@ Schedules are wall-clock times. Here the node's clock is **stepped back 90 s**, 
 (what NTP does to a badly drifted machine). After the backward step nothing fires early: the timer wakes,
 sees the wall clock is still before the due time and waits more. After the forward step the due times the
 jump hid are skipped, once. The dotted lines join the same delivery in both lanes.
+
+**Predict first:** after the step back at 150 s, when does the next minute (wall clock 3:00) fire in true time? After
+the step forward at 360 s, how many deliveries at once?
 """)
 
 code("""
 run = scenarios.run("clock-step", seed=0)
 print("checks hold:", run.ok)
 catchup_chart(run.trace, schedule="minute")
+""")
+
+code("""
+fired = run.trace.of("schedule.fired")
+assert all(r.wall_us >= r.get("due_us") for r in fired)                 # never early on the node's clock
+assert [round(r.t) for r in fired][:4] == [60, 120, 270, 330]           # wall 3:00 came at 270 s of true time
+(caught,) = run.trace.of("schedule.caught_up")
+assert round(caught.t) == 360 and caught.get("skipped") == 2           # the jump hid 3 dues: one delivered, 2 skipped
+assert sum(1 for r in fired if r.t_ns == caught.t_ns) == 1             # once, not a burst
 """)
 
 md("""
@@ -96,12 +128,22 @@ A key with a schedule (the key `"dormant"` of the type `beater`: the chart's leg
 **released** (deactivated as if idle). Nine due times pass and nobody runs the key:
 a stored schedule is data, not an independent activation service. When a message finally arrives, the key
 starts and the missed time fires **once**, immediately.
+
+**Predict first:** does the key start by itself at its first due time? When the message comes at 95 s, how many
+deliveries?
 """)
 
 code("""
 run = scenarios.run("clock-does-not-activate", seed=0)
 print("checks hold:", run.ok)
 activation_timeline(run.trace)
+""")
+
+code("""
+runs = [(r.kind, round(r.t)) for r in run.trace.of("activation.started", "activation.ended")]
+assert runs == [("activation.started", 0), ("activation.ended", 0), ("activation.started", 95)], runs   # nothing in between
+fired = [round(r.t) for r in run.trace.of("schedule.fired")]
+assert fired[:2] == [95, 100] and run.trace.of("schedule.caught_up")[0].get("skipped") == 8   # 9 dues passed: one delivery
 """)
 
 md("""
@@ -111,12 +153,22 @@ md("""
 disk). The node crashes at 125 s and restarts 5 minutes later. Nobody sends a message: the key's `@active`
 marker on disk brings it back, its `@schedules` page re-arms the timer, and the downtime's missed due
 times are skipped once.
+
+**Predict first:** does the key come back at the restart with no message? How many deliveries at the restart?
 """)
 
 code("""
 run = scenarios.run("durable-restart", seed=0)
 print("checks hold:", run.ok)
 catchup_chart(run.trace, schedule="minute")
+""")
+
+code("""
+restart = run.trace.of("fault.restart")[0]
+back = run.trace.of("activation.started")[-1]
+assert round(restart.t) == 425 and 0 <= back.t - restart.t < 0.01 and back.get("recovered")   # back at the restart (the disk read: ~1 ms)
+(caught,) = run.trace.of("schedule.caught_up")
+assert caught.t_ns == back.t_ns and caught.get("skipped") == 4        # 5 minutes missed: one late delivery, 4 skipped
 """)
 
 md("""
@@ -195,12 +247,15 @@ md("""
 Everything random in the world (latencies, losses, clock noise) comes from streams derived from the seed.
 Two runs with the same seed produce the same trace, byte for byte, on any machine: that is what makes a
 failure reproducible.
+
+**Predict first:** run the same scenario twice with seed 42: equal digests?
 """)
 
 code("""
 a = scenarios.run("durable-restart", seed=42).trace.digest()
 b = scenarios.run("durable-restart", seed=42).trace.digest()
 print(a == b, a[:16])
+assert a == b   # the same seed, the same trace
 """)
 
 md("""
