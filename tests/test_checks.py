@@ -335,3 +335,18 @@ def test_lost_frames_of_other_nodes_or_for_a_drop_that_names_no_quorum_explain_n
     _fenced_at(run, 4.1, reason)
     with pytest.raises(CheckFailed, match=f"due {E + 4 * S} never delivered"):
         run.check()
+
+
+@pytest.mark.parametrize(
+    ("seed", "key", "due", "because"),
+    [
+        (1074, "s0", 1_767_225_608_005_737, ("epoch.acquired (4, n5#1767225600000000) of sw_ticker[s0] on n5 at t=9.943s: the newer owner the drop names",)),
+        (1685, "s0", 1_767_225_619_006_025, ("72 frames to or from n3 lost (net.dropped loss) from t=17.025s to t=19.110s",)),
+    ],
+)
+def test_swarm_losses_are_explained_by_the_newer_owner_the_drop_names_or_by_lost_frames(seed: int, key: str, due: int, because: tuple[str, ...]) -> None:
+    """Swarm seeds 1074 (n3's run fenced by n5's round 4, acquired 4 ms after the drop) and 1685 (n3 lost its quorum under 56.8% loss): each loss names that cause alone."""
+    run = scenarios.run("swarm", seed)
+    assert run.ok, run.failures
+    (miss,) = [o for o in explain_occurrences(run.trace) if o.key == key and o.due_us == due]
+    assert (miss.kind, miss.at.kind, miss.at.node, miss.because) == ("miss", "message.dropped", "n3", because)
