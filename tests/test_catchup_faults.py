@@ -208,8 +208,8 @@ _AHEAD = {
     "skip": _on(10, 20) + [(30.0, 63.8, 3)] + _on(*_grid(70, 130)),
     "fire-all-2": _on(10, 20) + [(50.0, 63.8, 2), (60.0, 63.8, 2)] + _on(*_grid(70, 130)),
     "drop-late-5": _on(10, 20) + [(60.0, 63.8, 3)] + _on(*_grid(70, 130)),  # 3.8 s late <= 5 s
-    # off the grid from the firing; the due 123.8 fires 0.5 s late (n1's loop busy with n3's lost replica
-    # writes) and the next is 10 s after that firing again, as the rule says
+    # off the grid from the firing; the due 123.8 fires 0.5 s late (at true 88.8 s n3 leaves the ring: a ring
+    # handoff ends n1's run and n1 acquires the key again 0.5 s later) and the next is 10 s after that firing
     "fixed-delay": _on(10, 20) + [(30.0, 63.8, 0)] + _on(73.8, 83.8, 93.8, 103.8, 113.8) + [(123.8, 124.3, 0), (134.3, 134.3, 0)],
 }
 EXPECTED: dict[tuple[str, str], dict[str, list[tuple[float, float, int]]]] = {

@@ -167,3 +167,15 @@ def test_entries_alone_draw_no_fault_and_a_trace_draws_its_own(chart: object) ->
     assert not [p for p in ax.patches if str(p.get_gid()).startswith("fault|")]
     (ax,) = chart(_fault_trace()).axes  # type: ignore[operator]
     assert len([p for p in ax.patches if str(p.get_gid()).startswith("fault|")]) == 5
+
+
+def test_a_dst_gap_day_is_a_band_of_its_own_with_its_label(chart: object) -> None:
+    """A Fault('dst gap', label, start, end) a caller builds for a zone's gap day draws one band (gid fault|dst gap|label) labelled 'label: DST gap, no occurrence'."""
+    from sim.viz.data.ledger import Fault
+
+    gap = Fault("dst gap", "29 Mar", START + 30 * S, START + 50 * S)
+    assert gap.text == "29 Mar: DST gap, no occurrence"
+    (ax,) = chart(ENTRIES, faults=[gap]).axes  # type: ignore[operator]
+    bands = [p for p in ax.patches if str(p.get_gid()).startswith("fault|")]
+    assert [(p.get_gid(), round(p.get_x(), 3)) for p in bands] == [("fault|dst gap|29 Mar", 20.0)]
+    assert [t.get_text() for t in ax.texts if str(t.get_gid()).startswith("fault-label|")] == [" 29 Mar: DST gap, no occurrence"]

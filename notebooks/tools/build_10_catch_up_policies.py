@@ -25,8 +25,9 @@ Each run is classified by the occurrence ledger (`sim.ledger`): every due on the
 caught up (and how many it skipped), repeated or missed, with why. Before each claim, predict; the `assert` cell
 after it checks the claim on the run's trace.
 
-Not in this lab (yet): a crash and restart and a change of owner (they are in `tests/test_catch_up_policies.py`),
-and node schedules' `misfire=` (the same rules, on `schedule`/`schedule_cron`). Zoned crons across DST are in section 7.
+Sections 8 and 9 run the four policies under a **crash and restart** and a **change of owner** in a cluster,
+section 10 the same rules on a node schedule (`misfire=`), and section 7 zoned crons across DST. The full matrix
+(4 policies x 5 faults x one node and a cluster, exact values) is `tests/test_catchup_faults.py`.
 """)
 
 code("""
@@ -226,17 +227,209 @@ def utc(us):
 dst = {name: scenarios.run(name, 0) for name in ("cron-dst-spring", "cron-dst-fall")}
 dst_ledgers = {name: [e for e in ledger(r.trace) if e.due_us is not None] for name, r in dst.items()}
 fig = Figure(figsize=(11, 3.6), layout="constrained")
+from sim.viz.data.ledger import Fault
+
+# the spring gap day, 29 March (Berlin midnight to midnight), drawn as a band: the cron has no occurrence there
+gap_day = Fault("dst gap", "29 Mar", int(datetime(2026, 3, 28, 23, tzinfo=timezone.utc).timestamp() * 1e6), int(datetime(2026, 3, 29, 22, tzinfo=timezone.utc).timestamp() * 1e6))
 for ax, (name, entries) in zip(fig.subplots(2, 1), dst_ledgers.items()):
-    ledger_chart(entries, ax=ax, title=f"{name}: " + ", ".join(utc(e.due_us) + " UTC" for e in entries))
+    ledger_chart(entries, ax=ax, title=f"{name}: " + ", ".join(utc(e.due_us) + " UTC" for e in entries), faults=[gap_day] if "spring" in name else [])
 fig
 """)
 
 code("""
 spring, fall = dst_ledgers["cron-dst-spring"], dst_ledgers["cron-dst-fall"]
 assert [utc(e.due_us) for e in spring] == ["28 Mar 01:30", "30 Mar 00:30", "31 Mar 00:30"]  # no 29 March: the gap day
+assert not [e for e in spring if gap_day.start_us <= e.due_us < gap_day.end_us]  # the band (Berlin's 29 March) holds no mark
 assert all(e.status == "on-time" for e in spring + fall)
 assert [utc(e.due_us) for e in fall if utc(e.due_us).startswith("25 Oct")] == ["25 Oct 00:30"]  # once, the first pass
 assert [utc(e.due_us) for e in fall] == ["24 Oct 00:30", "25 Oct 00:30", "26 Oct 01:30", "27 Oct 01:30"]
+""")
+
+md("""
+## 8. A crash and a restart: the persisted policy decides at recovery
+
+The same four policies on a **durable** key (its `@schedules` page is on the node's disk). The node **crashes** at
+35 s and **restarts** at 95 s, the key asked at once: the recovered schedule finds the dues 40 ... 90 in the past
+and fires under the policy it was written with. **Predict:** which policy delivers three ticks at the restart, which
+none, and which one's later dues stop being multiples of 10?
+""")
+
+code("""
+@dataclass(frozen=True)
+class Arm(Askable[None]):
+    policy: str  # a name in POLICIES ("": only wake the key); a policy value does not cross the wire as a message field
+
+
+@actor(initial=0, durable="write")
+async def lab_durable(ctx: Context[int, Arm | Tick]) -> None:
+    \"\"\"Arms one schedule, every 10 s from 10 s, under the named policy; its pages go through to the disk.\"\"\"
+    async for msg in ctx.inbox:
+        match msg:
+            case Arm(policy=policy, reply_to=reply_to):
+                if policy:
+                    await ctx.schedule("tick", EVERY, EVERY, Tick(), catch_up=POLICIES[policy])
+                reply_to.tell(None)
+            case Tick():
+                await ctx.state.update(lambda n: n + 1)
+
+
+def run_crash(policy, seed=0):
+    \"\"\"One node, the durable key under `policy`; crashed at 35 s, restarted at 95 s and the key asked at once.\"\"\"
+    world = World(seed)
+    world.add_node("n1")
+
+    async def arm(system, name):
+        await system.ref(lab_durable, "k").ask(Arm(name))
+
+    world.spawn("n1", arm, policy)
+    world.run(until=35.0)
+    world.crash("n1")
+    world.run(until=95.0)
+    world.restart("n1")
+    world.spawn("n1", arm, "")
+    world.run(until=140.0)
+    return world
+
+
+def lanes(runs, source, title):
+    \"\"\"The four ledgers of `runs` (one lane each, the faults behind the marks) and the ledgers themselves.\"\"\"
+    found = {name: [e for e in ledger(w.trace) if e.source == source] for name, w in runs.items()}
+    fig = Figure(figsize=(11, 8.5), layout="constrained")
+    for ax, (name, entries) in zip(fig.subplots(len(runs), 1), found.items()):  # each lane its own axis (its span picks s or min)
+        c = counts(entries)
+        ledger_chart(entries, ax=ax, faults=runs[name].trace, title=f"{title} · {name}: {c['on-time']} on time, {c['late']} late, {c['caught-up']} caught up, {c['missed']} missed")
+    return fig, found
+
+
+def shape(world, entries):
+    \"\"\"Each ledger entry as (due s after the start, status, skipped).\"\"\"
+    return [(s(world, e.due_us), e.status, e.skipped) for e in entries]
+
+
+crashed = {name: run_crash(name) for name in POLICIES}
+fig, crash_ledgers = lanes(crashed, "schedule", "crash 35 s, restart 95 s")
+fig
+""")
+
+code("""
+on = lambda *dues: [(float(d), "on-time", 0) for d in dues]
+missed = lambda *dues: [(float(d), "missed", 0) for d in dues]
+expected_crash = {
+    "Skip()": on(10, 20, 30) + [(40.0, "caught-up", 5)] + missed(50, 60, 70, 80, 90) + on(100, 110, 120, 130),
+    "FireAll(limit=3)": on(10, 20, 30) + missed(40, 50, 60) + [(70.0, "caught-up", 3), (80.0, "late", 0), (90.0, "late", 0)] + on(100, 110, 120, 130),
+    "DropLate(grace=2 s)": on(10, 20, 30) + missed(40, 50, 60, 70, 80, 90) + on(100, 110, 120, 130),  # 90 is 5 s late
+    "FixedDelay()": on(10, 20, 30) + [(40.0, "late", 0)] + on(105, 115, 125, 135),  # off the grid from the restart
+}
+for name, world in crashed.items():
+    assert shape(world, crash_ledgers[name]) == expected_crash[name], name
+    assert {r.node for r in world.trace.of("schedule.fired")} == {"n1"}
+assert {e.why.split(" on ")[0] for e in crash_ledgers["DropLate(grace=2 s)"] if e.status == "missed"} == {"dropped late by its DropLate policy"}
+""")
+
+md("""
+## 9. A change of owner: the next owner catches up under the persisted policy
+
+Three nodes; the key's owner, n3, **crashes** at 27 s for good. n1 takes the key 1.8 s later, but n1's wall clock
+runs **37 s ahead** of n3's: at the takeover the dues 32 ... 62 (on n3's grid) are already past on n1's clock. The
+policy travels with the key's `@schedules` page. The red band is n3's down time read on n3's clock (it stays down to
+the end); the dues after 62 s are n1's, on n1's clock. **Predict:** under `DropLate(grace=2 s)`, is the newest due
+(62 s, 3.8 s late on n1's clock) delivered? Which lane leaves the grid?
+
+(`FixedDelay`'s lane has one more late mark near the end: at 88.8 s true n3 is removed from the ring, the ring
+handoff ends n1's run and n1 acquires the key again 0.5 s later; the next due is 10 s after that late firing.)
+""")
+
+code("""
+from casty import Cluster
+
+CLUSTER = Cluster(seeds=["n1"], heartbeat=0.2, suspect_after=1, dead_after=1)
+
+
+def run_owner(policy, seed=0):
+    \"\"\"Three nodes (n1, n2 37 s ahead of n3); a key owned by n3 armed at 2 s under `policy`; n3 crashes at 27 s.\"\"\"
+    world = World(seed)
+    for name in ("n1", "n2", "n3"):
+        world.add_node(name, cluster=CLUSTER, ask_timeout=2.0, write_timeout=1.0, offset=timedelta(seconds=0 if name == "n3" else 37))
+    world.run(until=2.0)
+    placement = world.system("n1").placement
+    key = next(k for k in (f"k{i}" for i in range(500)) if placement(lab_durable, k).owner == "n3")
+
+    async def arm(system):
+        await system.ref(lab_durable, key).ask(Arm(policy))
+
+    world.spawn("n1", arm)
+    world.run(until=27.0)
+    world.crash("n3")
+    world.run(until=102.0)
+    return world
+
+
+moved = {name: run_owner(name) for name in POLICIES}
+fig, owner_ledgers = lanes(moved, "schedule", "owner n3 crashes at 27 s, n1 (37 s ahead) takes over")
+fig
+""")
+
+code("""
+expected = {
+    "Skip()": on(12, 22) + [(32.0, "caught-up", 3)] + missed(42, 52, 62) + on(72, 82, 92, 102, 112, 122, 132),
+    "FireAll(limit=3)": on(12, 22) + missed(32) + [(42.0, "caught-up", 1), (52.0, "late", 0), (62.0, "late", 0)] + on(72, 82, 92, 102, 112, 122, 132),
+    "DropLate(grace=2 s)": on(12, 22) + missed(32, 42, 52, 62) + on(72, 82, 92, 102, 112, 122, 132),  # 62 is 3.8 s late
+}
+for name, want in expected.items():
+    assert shape(moved[name], owner_ledgers[name]) == want, name
+fixed = shape(moved["FixedDelay()"], owner_ledgers["FixedDelay()"])
+assert fixed[:4] == on(12, 22) + [(32.0, "late", 0), (75.8, "on-time", 0)]  # the takeover at 65.8 s on n1's clock, +10 s
+assert fixed[-2:] == [(125.8, "late", 0), (136.3, "on-time", 0)]  # re-acquired 0.5 s late after the ring handoff: +10 s from there
+assert counts(owner_ledgers["FixedDelay()"])["missed"] == 0
+for name, world in moved.items():
+    nodes = [r.node for r in world.trace.of("schedule.fired")]
+    assert nodes[:2] == ["n3", "n3"] and set(nodes[2:]) == {"n1"}, name
+""")
+
+md("""
+## 10. Node schedules: the same rules as `misfire=`
+
+A node schedule (`system.schedule(message, ref, interval, misfire=...)`) is held by its node, not persisted, and
+takes the same four policies. Here a 10 s node schedule ticks a key while its node is **paused** from 35 s to 95 s.
+**Predict:** do the four lanes look like section 8's?
+""")
+
+code("""
+@actor(initial=0)
+async def lab_target(ctx: Context[int, Tick]) -> None:
+    \"\"\"Counts the ticks a node schedule tells it.\"\"\"
+    async for _ in ctx.inbox:
+        await ctx.state.update(lambda n: n + 1)
+
+
+def run_node(policy, seed=0):
+    \"\"\"One node; a node schedule every 10 s under `misfire=policy`; the node paused from 35 s to 95 s.\"\"\"
+    world = World(seed)
+    world.add_node("n1")
+
+    async def main(system):
+        await system.schedule(Tick(), system.ref(lab_target, "k"), EVERY, reference="beat", misfire=policy)
+
+    world.spawn("n1", main)
+    world.run(until=35.0)
+    world.pause("n1")
+    world.run(until=95.0)
+    world.resume("n1")
+    world.run(until=140.0)
+    return world
+
+
+ticked = {name: run_node(policy) for name, policy in POLICIES.items()}
+fig, node_ledgers = lanes(ticked, "node-schedule", "node schedule, paused 35-95 s")
+fig
+""")
+
+code("""
+for name, world in ticked.items():
+    assert shape(world, node_ledgers[name]) == expected_crash[name], name  # the same shapes as the crash's
+assert {e.why.split(" on ")[0] for e in node_ledgers["DropLate(grace=2 s)"] if e.status == "missed"} == {"dropped late by its DropLate policy"}
+assert node_ledgers["Skip()"][3].why == "late by 55.000s, skipped the next 5"
+assert node_ledgers["FireAll(limit=3)"][6].why == "late by 25.000s, skipped the 3 before it"
 """)
 
 md("""

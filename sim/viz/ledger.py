@@ -39,7 +39,7 @@ from sim.trace import Trace
 from sim.viz.data.ledger import CLASS_COLOURS, CLASSES, Fault, Mark, ledger_faults, ledger_lanes, ledger_table
 from sim.viz.data.timebase import time_unit
 from sim.viz.draw import declutter, label, outside_legend
-from sim.viz.palette import FONT, GREY, INK, LIGHT_GREY, SKY, SMALL, VERMILLION, YELLOW
+from sim.viz.palette import FONT, GREY, INK, LIGHT_GREY, PURPLE, SKY, SMALL, VERMILLION, YELLOW
 
 __all__ = ["ledger_chart", "ledger_table", "MARKERS"]
 
@@ -57,6 +57,7 @@ FAULT_STYLES: dict[str, dict[str, Any]] = {
     "down": {"facecolor": VERMILLION, "alpha": 0.14, "edgecolor": VERMILLION, "linewidth": 0},
     "clock forward": {"facecolor": YELLOW, "alpha": 0.35, "edgecolor": INK, "linewidth": 0},
     "clock back": {"facecolor": SKY, "alpha": 0.25, "edgecolor": INK, "linewidth": 0},
+    "dst gap": {"facecolor": PURPLE, "alpha": 0.18, "edgecolor": INK, "linewidth": 0},  # a zone's missing hour's day (the caller builds it)
 }
 """Each fault kind's band (drawn behind the lanes and marks)."""
 

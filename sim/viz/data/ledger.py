@@ -127,6 +127,8 @@ class Fault:
             return f"{self.node} clock +{seconds:g} s"
         if self.kind == "clock back":
             return f"{self.node} clock -{seconds:g} s"
+        if self.kind == "dst gap":  # not a fault of a node: a day whose local time skips the job's wall time
+            return f"{self.node}: DST gap, no occurrence"
         return f"{self.node} {self.kind}" + (f" {seconds:g} s" if self.closed else "")
 
 
