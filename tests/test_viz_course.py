@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from dataclasses import dataclass
 import re
 from datetime import timedelta
 from pathlib import Path
@@ -19,10 +20,10 @@ from matplotlib.collections import LineCollection  # noqa: E402
 from matplotlib.text import Annotation, Text  # noqa: E402
 
 import sim  # noqa: E402
-from casty import ActorSystem  # noqa: E402
+from casty import ActorSystem, Context, actor  # noqa: E402
 from sim.scenarios.single import Every, beater  # noqa: E402
 from sim.trace import Trace  # noqa: E402
-from sim.viz import activation_timeline, catchup_chart  # noqa: E402
+from sim.viz import activation_timeline, catchup_chart, ticks_chart  # noqa: E402
 
 
 def _replaced_run() -> sim.World:
@@ -162,3 +163,47 @@ def test_the_readme_claim_table_points_at_numbered_sections_that_exist() -> None
         assert numbered, (chapter, number)
     for chapter in chapters:  # the course table lists every notebook
         assert f"| `{chapters[chapter]}.ipynb` |" in readme, chapter
+
+
+# --- course 06, section 3: a lost tick's label is on its own lane ------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Tick:
+    what: str
+
+
+@actor(initial=0)
+async def _fragile(ctx: Context[int, _Tick]) -> None:
+    """Fails on every tick (its row comes first)."""
+    async for msg in ctx.inbox:
+        raise RuntimeError(msg)
+
+
+@actor(initial=0, mailbox=1)
+async def _slow(ctx: Context[int, _Tick]) -> None:
+    """25 s per tick, one message may wait: the 30 s and 50 s ticks of a 10 s interval find the mailbox full."""
+    async for _ in ctx.inbox:
+        await asyncio.sleep(25)
+
+
+def test_a_lost_ticks_label_sits_beside_its_mark_in_its_own_lane() -> None:
+    """Two rows, ticks lost on the second: each 'tick lost' label is anchored at the second row's y, right of its X.
+
+    (Anchored at the lane's top edge, the label read as the first row's, under its dead letters.)
+    """
+    world = sim.World(seed=0)
+    world.add_node("n1")
+
+    async def register(system: ActorSystem) -> None:
+        await system.schedule(_Tick("t"), system.ref(_fragile, "f"), timedelta(seconds=10), reference="to-fragile")
+        await system.schedule(_Tick("t"), system.ref(_slow, "s"), timedelta(seconds=10), reference="to-slow")
+
+    world.spawn("n1", register)
+    world.run(until=65)
+    world.close()
+    ax = ticks_chart(world.trace).axes[0]
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["n1  node schedule 'to-fragile'", "n1  node schedule 'to-slow'"]
+    lost = [a for a in ax.texts if isinstance(a, Annotation) and a.get_text() == "tick lost"]
+    assert [(round(a.xy[0]), a.xy[1]) for a in lost] == [(30, 1), (50, 1)]
+    assert all(a.get_verticalalignment() == "center" and a.get_horizontalalignment() == "left" for a in lost)

@@ -115,8 +115,9 @@ def ticks_chart(trace: Trace, *, ax: Axes | None = None, title: str | None = Non
             elif r.kind in ("node_schedule.tick_lost", "node_schedule.claim_skipped"):
                 marks.setdefault("failed", []).append(x)
                 counts["failed"] += 1
-                labels.append(label(ax, x, y - 0.42, "tick lost" if r.kind.endswith("tick_lost") else "claim skipped",
-                                    colour=VERMILLION, weight="bold", down=False, va="bottom"))
+                # beside its X, inside its own lane: above the lane it read as the lane above's (course 06, section 3)
+                labels.append(label(ax, x, y, "tick lost" if r.kind.endswith("tick_lost") else "claim skipped",
+                                    colour=VERMILLION, weight="bold", va="center", dx=7))
             elif r.kind in ("schedule.caught_up", "node_schedule.caught_up") and int(r.get("skipped", 0) or 0):
                 labels.append(label(ax, x, y - 0.42, f"skipped {r.get('skipped')}", colour=VERMILLION, weight="bold", down=False, va="bottom"))
         for t in untold.get((node, source), []):
