@@ -372,7 +372,7 @@ md("""
 
 A cron is different: *ScheduleGrainWithCron delivers exactly once per tick across the cluster. Every node that
 registers the schedule runs its own cron trigger; before delivery each node races to claim the tick, and only the
-winner tells.* The claim is a put-if-absent of the key `schedule-fire::<reference>@<tick>` (itself a replicated
+winner tells.* The claim is a put-if-absent of the key `schedule-fire::<reference>@<tick in UTC>` (itself a replicated
 casty key), so a reference is required (`ScheduleReferenceRequired` without one). The three nodes' clocks are skewed
 by up to 2 s, so they reach each tick at different true times.
 
@@ -395,6 +395,10 @@ assert {row.node for row in won} == {"n3"} and {row.get("winner") for row in los
 offsets = {row.node: row.wall_us - cron.world.epoch_us - row.t_ns // 1000 for row in cron.trace.of("node.started")}  # wall - true
 assert max(offsets, key=offsets.get) == "n3"  # the node whose clock is furthest ahead reaches each tick first
 assert all(row.t_ns // 1000 < int(row.get("tick_us")) - cron.world.epoch_us for row in told)  # so each tick is told early in true time
+from datetime import datetime, timezone
+for row in won + lost_claims:  # each claim is keyed on the reference and the tick, named in UTC whatever the node's clock
+    utc = datetime.fromtimestamp(row.get("tick_us") / 1e6, tz=timezone.utc).isoformat()
+    assert row.get("claim") == f"schedule-fire::report-every-5s@{utc}", row.get("claim")
 print(f"{len(ticks)} ticks, each told once; every claim won by n3, the node whose clock runs furthest ahead")
 
 # and a cron in cluster mode without a reference is refused at once: the claim is keyed on the reference
