@@ -15,6 +15,11 @@ asked at 62 s; in a cluster, a survivor whose wall clock runs 37 s ahead of n3's
 docstring: Skip delivers the late due once and skips the grid times up to now; FireAll(2) the
 two most recent, in order, each with its own due; DropLate(5 s) the most recent if at most 5 s
 late, else nothing; FixedDelay the late due once, then one interval after the firing.
+
+The same matrix for a node schedule (``system.schedule(..., misfire=)``), read from its
+``node_schedule.*`` rows: pause, back and forward give the persisted shapes; a crash ends it
+under every policy (a node schedule is its node's, the seeds' rule); an owner change (a cluster
+only: the schedule's node is not the key's) changes nothing, the ticks reach the next owner on time.
 """
 
 from __future__ import annotations
@@ -307,5 +312,97 @@ def test_a_node_schedule_tick_carries_its_occurrence_only_to_a_key_its_node_owns
         assert by_key == {local: [("n1", False)] * 3, remote: [("n2", True)] * 3}
         assert {o.schedule for _, k, o in SEEN if k == local and o is not None} == {local}
         assert all(o.skipped == 0 and o.due == o.fired_at for _, k, o in SEEN if o is not None)
+    finally:
+        world.close()
+
+
+# --- node schedules (misfire=): the same rules, held by the node ----------------------------------------------
+
+
+@actor
+async def node_target(ctx: Context[None, NodeTick]) -> None:
+    """The key a node schedule ticks; it only receives."""
+    async for _ in ctx.inbox:
+        pass
+
+
+def run_node_schedule(mode: str, policy: str, fault: str) -> tuple[sim.World, int]:
+    """A node schedule every 10 s under ``misfire=`` ``policy``, registered at 2 s on the faulted node (one node: n1;
+    a cluster: n3) for a key that node owns, ``fault`` as the persisted cells' (crash: down 25-62 s, restarted).
+    ``owner`` (a cluster only): n1 registers it for a key n3 owns, and n3 crashes at 25 s for good.
+    Returns the world and the registration's wall time (µs)."""
+    world = sim.World(0)
+    if mode == "one":
+        world.add_node("n1")
+        world.run(until=T0)
+        key, node, holder = "k", "n1", "n1"
+    else:
+        for name in NODES:
+            world.add_node(name, cluster=CLUSTER, ask_timeout=2.0, write_timeout=1.0)
+        world.run(until=T0)
+        placement = world.system("n1").placement
+        key = next(k for k in (f"k{i}" for i in range(500)) if placement(node_target, k).owner == "n3")
+        node, holder = "n3", ("n1" if fault == "owner" else "n3")
+
+    async def register(system: ActorSystem) -> None:
+        await system.schedule(NodeTick(), system.ref(node_target, key), timedelta(seconds=EVERY), reference="beat", misfire=POLICIES[policy])
+
+    world.spawn(holder, register)
+    if fault == "owner":
+        world.run(until=T0 + 25.0)
+        world.crash(node)
+        world.run(until=T0 + 100.0)
+    elif fault == "crash":
+        world.run(until=T0 + 25.0)
+        world.crash(node)
+        world.run(until=T0 + 62.0)
+        world.restart(node)
+        world.run(until=T0 + 100.0)
+    else:
+        _apply(world, node, fault, key, None)
+    first = int(world.trace.of("node_schedule.registered")[0].get("due_us"))
+    return world, first - int(EVERY * 1_000_000)
+
+
+def node_rows(world: sim.World, made_us: int) -> list[tuple[float, float, int]]:
+    """Each node_schedule.fired row as (tick, fired, skipped of its catch-up), offsets in s from the registration."""
+    caught = {int(r.get("tick_us")): int(r.get("skipped")) for r in world.trace.of("node_schedule.caught_up")}
+    return [
+        (round((int(r.get("tick_us")) - made_us) / 1e6, 2), round((int(r.get("now_us")) - made_us) / 1e6, 2), caught.get(int(r.get("tick_us")), 0))
+        for r in world.trace.of("node_schedule.fired")
+    ]
+
+
+NODE_EXPECTED: dict[tuple[str, str], dict[str, list[tuple[float, float, int]]]] = {}
+for _mode in ("one", "cluster"):
+    NODE_EXPECTED[_mode, "pause"] = {
+        **_LATE_AT_62, "fire-all-2": _on(10, 20) + [(50.0, 62.0, 2), (60.0, 62.0, 0)] + _on(70, 80, 90)}
+    NODE_EXPECTED[_mode, "back"] = _BACK
+    NODE_EXPECTED[_mode, "forward"] = {
+        **_FORWARD, "fire-all-2": _on(10, 20, 30) + [(50.0, 67.0, 1), (60.0, 67.0, 0)] + _on(*_grid(70, 130))}
+    # a node schedule is its node's: the crash ends it under every policy (nothing after 20, none at the restart)
+    NODE_EXPECTED[_mode, "crash"] = {name: _on(10, 20) for name in POLICIES}
+# n1 holds the schedule; the key's owner n3 crashes: n1 keeps ticking on time, to the key's next owner
+NODE_EXPECTED["cluster", "owner"] = {name: _on(*_grid(10, 90)) for name in POLICIES}
+
+
+def _node_cells() -> list[Any]:
+    return [
+        pytest.param(mode, fault, policy, id=f"{mode}-{fault}-{policy}")
+        for (mode, fault) in NODE_EXPECTED
+        for policy in POLICIES
+    ]
+
+
+@pytest.mark.parametrize(("mode", "fault", "policy"), _node_cells())
+def test_each_misfire_policy_of_a_node_schedule_under_each_fault_is_its_rule(mode: str, fault: str, policy: str) -> None:
+    """A node schedule's misfire= cell: its firings (tick, fired, skipped), its drops and the node that fired them are the rule's."""
+    world, made = run_node_schedule(mode, policy, fault)
+    try:
+        assert node_rows(world, made) == NODE_EXPECTED[mode, fault][policy]
+        drops = [(round((int(r.get("tick_us")) - made) / 1e6, 2), round((int(r.get("now_us")) - made) / 1e6, 2), int(r.get("skipped"))) for r in world.trace.of("node_schedule.dropped")]
+        assert drops == ([(60.0, 67.0, 3)] if (fault, policy) == ("forward", "drop-late-5") else [])
+        holder = "n1" if mode == "one" or fault == "owner" else "n3"
+        assert {r.node for r in world.trace.of("node_schedule.fired")} == {holder}
     finally:
         world.close()
