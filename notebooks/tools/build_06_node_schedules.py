@@ -239,7 +239,8 @@ md("""
 The seed separates two failures. A handler that **raises** on a scheduled message: the failure is recorded as a
 **dead letter** naming the schedule, nothing is retried. A tick that cannot even be **handed over** (here: the
 key's mailbox holds one message and is full, because the handler takes 25 s and ticks come every 10 s): that tick
-is **lost**, nobody is told, and the schedule keeps firing.
+is **lost**, nobody is told, and the schedule keeps firing. (The tick that finds a place waits: ticks of a slow handler queue in
+its mailbox.)
 
 **Predict:** over 60 s, with ticks every 10 s, how many dead letters for the failing key? How many ticks lost for
 the slow key, and which? (The slow key handles the 10 s tick until 35 s; one message may wait meanwhile.)
@@ -286,6 +287,8 @@ assert len(failures.trace.of("node_schedule.fired", reference="to-fragile")) == 
 slow_told = failures.trace.of("node_schedule.fired", reference="to-slow")
 assert [round(x.t) for x in lost] == [30, 50] and all("MailboxFull" in x.get("reason") for x in lost), [(x.t, x.get("reason")) for x in lost]
 assert len(slow_told) + len(lost) == 6  # the interval kept firing after every loss
+handled = [round(r.t) for r in failures.trace.of("write.confirmed", key="s") if tuple(r.get("pages")) == ("state",)]
+assert handled == [35, 60]  # the 20 s tick queued in the mailbox behind the 10 s one: handled at 60 s, after 25 s more
 print(f"6 dead letters from 'to-fragile'; 'to-slow': {len(slow_told)} told, {len(lost)} lost (mailbox full), none retried")
 """)
 
