@@ -135,16 +135,14 @@ class SimSpec:
     @classmethod
     def of(cls, marker: pytest.Mark | None) -> SimSpec:
         """The spec of ``marker`` (None: an unmarked test using ``world``: the defaults). ``TypeError``/``ValueError`` name a bad argument."""
-        from .testing import node_names
-
         args, kwargs = (marker.args, marker.kwargs) if marker is not None else ((), {})
         if args:
-            raise TypeError(f"@pytest.mark.sim takes keyword arguments only ({', '.join(_KNOWN)}), got {args!r}")
+            raise TypeError(f"@pytest.mark.sim: takes keyword arguments only ({', '.join(_KNOWN)}), got positional {args!r}")
         unknown = sorted(set(kwargs) - set(_KNOWN))
         if unknown:
             raise TypeError(f"@pytest.mark.sim: unknown argument(s) {', '.join(unknown)}; known: {', '.join(_KNOWN)}")
         seeds = _seeds(kwargs.get("seeds", _DEFAULT_SEEDS))
-        names = node_names(kwargs.get("nodes", _DEFAULT_NODES))
+        names = _nodes(kwargs.get("nodes", _DEFAULT_NODES))
         start, until = kwargs.get("start", 0.0), kwargs.get("until", _DEFAULT_UNTIL)
         for what, value in (("start", start), ("until", until)):
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < float("inf"):
@@ -163,6 +161,12 @@ class SimSpec:
                 f"it takes {', '.join(sorted(_node_keywords() - {'cluster'}))}"
             )
         cluster = _cluster(kwargs.get("cluster", _UNSET), names)
+        if cluster is not None and not set(cluster.seeds) <= set(names):
+            outside = [s for s in cluster.seeds if s not in names]
+            raise ValueError(
+                f"@pytest.mark.sim: cluster seeds {', '.join(outside)} are not among the test's nodes {', '.join(names)}: "
+                "the nodes would wait to join a seed that never starts"
+            )
         seed_nodes = tuple(cluster.seeds) if cluster is not None else ()
         draw = _drawer(kwargs.get("faults", _UNSET), names, float(start), float(until), seed_nodes)
         return cls(seeds, names, draw, float(start), float(until), cluster, dict(options))
@@ -218,6 +222,18 @@ _WORLD_SETS = frozenset({"node", "clock", "rng", "observer", "transport"})
 """ActorSystem keywords the world gives each node itself (its name, virtual clock, seeded stream, trace, network)."""
 
 
+def _nodes(value: Any) -> tuple[str, ...]:
+    """``sim.testing.node_names`` of the marker's ``nodes``, its error naming the marker and the argument."""
+    from .testing import node_names
+
+    try:
+        return node_names(value)
+    except (TypeError, ValueError) as exc:
+        text = str(exc)
+        reason = text if text.startswith("nodes") else f"nodes: {text}"
+        raise type(exc)(f"@pytest.mark.sim: {reason}") from None
+
+
 def _seeds(value: Any) -> tuple[int, ...]:
     if isinstance(value, bool):
         raise TypeError(f"@pytest.mark.sim: seeds must be a count or a list of seeds, got {value!r}")
@@ -228,6 +244,9 @@ def _seeds(value: Any) -> tuple[int, ...]:
     if isinstance(value, Iterable) and not isinstance(value, (str, bytes)):
         seeds = tuple(value)
         if seeds and all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in seeds):
+            repeated = sorted({s for s in seeds if seeds.count(s) > 1})
+            if repeated:  # pytest would make the repeated ids unique as seed=10, seed=11: read as other seeds
+                raise ValueError(f"@pytest.mark.sim: seeds repeat {', '.join(map(str, repeated))}: each seed is one test item")
             return seeds
     raise TypeError(f"@pytest.mark.sim: seeds must be a count or integers >= 0, got {value!r}")
 
@@ -270,15 +289,23 @@ def _drawer(
         return lambda rng: generate(mix, rng, names, window, start=start, seed_nodes=seed_nodes)
     space = space_of(faults)
     if space is not None:
+        missing = [n for n in space.names if n not in names]
+        if missing:  # each seed's plan would fail when scheduled, with a traceback per seed
+            raise ValueError(
+                f"@pytest.mark.sim: faults= draws its plans on {', '.join(missing)}, which the test does not have "
+                f"(nodes {', '.join(names)})"
+            )
         return space.draw
     if type(faults).__module__.startswith("hypothesis"):
         raise TypeError(
             "@pytest.mark.sim: faults= takes a strategy made by sim.testing.fault_plans (drawn with each seed); "
             f"for another Hypothesis strategy use @given, got {faults!r}"
         )
+    if isinstance(faults, Sequence) and not faults:
+        raise ValueError(f"@pytest.mark.sim: faults={faults!r} names no fault kind; give faults=None for no faults")
     if isinstance(faults, Sequence) and all(isinstance(k, str) for k in faults):
         unknown = [k for k in faults if k not in GENERATED_KINDS]
-        if unknown or not faults:
+        if unknown:
             raise ValueError(f"@pytest.mark.sim: faults names unknown kind(s) {unknown}; known: {', '.join(GENERATED_KINDS)}, or 'swarm'")
         # generate skips what it cannot draw: a test of only such kinds would run with no faults and pass
         if "forged_ref" in faults:
