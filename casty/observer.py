@@ -30,6 +30,7 @@ __all__ = [
     "ScheduleDropped",
     "ScheduleCancelled",
     "MessageDropped",
+    "ScheduledMessageDropped",
     "DeadLetter",
     "TimerFired",
     "TimerCancelled",
@@ -278,6 +279,17 @@ class MessageDropped(Event):
     key: str
     message: str
     reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class ScheduledMessageDropped(MessageDropped):
+    """``MessageDropped`` of a schedule's firing (its ``ScheduledEnvelope``): the same kind, two more fields,
+    ``schedule`` (a persisted schedule's name, a node schedule's reference) and ``due_us`` (the occurrence's due
+    time, a node schedule's tick), so a trace tells which occurrence of a ``FireAll`` burst was lost or failed
+    (the mailbox order cannot). Every other message's drop emits the plain event: its row (and digest) is unchanged."""
+
+    schedule: str
+    due_us: int
 
 
 @dataclass(frozen=True, slots=True)

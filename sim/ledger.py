@@ -26,8 +26,8 @@ due time on the schedule's grid) gets one :class:`Entry` whose ``status`` is
 Cluster cron entries also say who ``claimed`` the tick and on which nodes the claim was
 ``lost`` (another node had it first).
 
-Attributing a ``message.dropped`` row to a firing (the trace does not link them): a drop
-counts when, at its instant, the key's activation on the firing node ends (activation
+Attributing a ``message.dropped`` row that does not name its firing (a trace of a runtime
+before the drop rows named it; see below for one that does): a drop counts when, at its instant, the key's activation on the firing node ends (activation
 ended, the node crashed, stopped or restarted) or its body fails (``activation.failed``).
 A mailbox is FIFO and survives a body's restart, not a new activation, so the drops at an
 end go to the newest firings the mailbox may still hold (the older ones were handled),
@@ -35,8 +35,11 @@ and the drop of a failure to the message in the body: the oldest of those the ma
 when the body last restarted, else the newest (a free body handles a firing as it comes;
 the ones before it were handled). A drop right before a firing at its instant (mailbox full) is that
 firing's. Without ``messages`` (schedule name -> message type name) any dropped message of
-the key can be taken for a firing's; with it, only that type. These are inferences: a drop
-that named the firing it belongs to (its envelope's origin) would make them exact.
+the key can be taken for a firing's; with it, only that type. These are inferences. Today's
+runtime names the firing: the drop of a schedule's message carries ``schedule`` and ``due_us``
+(its occurrence) and goes to that firing exactly (the newest of that due queued before it,
+else one right after it at its instant: its mailbox was full); in a trace with such rows an
+unnamed drop is another message's, never a firing's.
 
 Dues past the furthest next due any firing set are not counted: the run may simply have
 ended before them. A cron node schedule's grid is read in the zone its registration row
@@ -51,6 +54,7 @@ from bisect import bisect_left
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from itertools import takewhile
 from datetime import timedelta
 from typing import Any
 
@@ -138,7 +142,10 @@ class _Losses:
         self.dropped: dict[int, Row] = {}  # fired row seq -> the message.dropped row
         lives: dict[tuple[str, str, str], list[Row]] = defaultdict(list)  # (actor, key, node) -> starts, firings, drops, ends
         node_ends: dict[str, list[Row]] = defaultdict(list)
+        self.named = False  # whether the trace's drops name their occurrence (then an unnamed one is no firing's)
         for row in trace.rows:
+            if row.kind == "message.dropped" and row.get("due_us") is not None:
+                self.named = True
             if row.kind in _NODE_ENDS:
                 node_ends[row.node].append(row)
             elif row.kind in fired_kinds or row.kind in _ENDS_OF_LIFE or row.kind in ("activation.started", "message.dropped"):
@@ -159,34 +166,61 @@ class _Losses:
                     pending, queued = [], []  # a new activation, a new mailbox
                 else:
                     queued = list(pending)  # a restarted body takes these first, oldest first
-            elif row.kind == "message.dropped":
-                following = rows[index + 1] if index + 1 < len(rows) else None
-                if following is not None and following.t_ns == row.t_ns and self._fired(following):
-                    if self._matches(following, row, messages) and "mailbox full" in str(row.get("reason")):
-                        self.lost[following.seq] = f"lost before the mailbox: {row.get('reason')}"
-                        self.dropped[following.seq] = row
-                        continue
-                live = [c for c in pending if c.seq not in self.lost and self._matches(c, row, messages)]
-                if not live:
+            elif self._fired(row):
+                pending.append(row)
+            elif row.kind != "message.dropped" or (self.named and row.get("due_us") is None):
+                continue  # not a drop, or another message's (the trace names the drops of firings)
+            else:
+                failed = row.t_ns in failed_at and row.t_ns not in ends_at
+                if row.get("due_us") is not None:
+                    candidate = self._named(rows, index, pending)
+                else:
+                    candidate = self._inferred(rows, index, pending, queued, messages, row.t_ns in ends_at, failed)
+                if candidate is None:
                     continue
-                if row.t_ns in ends_at:  # everything still held dies with the activation: the newest firings
-                    candidate = live[-1]
+                self.dropped[candidate.seq] = row
+                if candidate.seq > row.seq:  # the firing's row follows its drop: its mailbox was full
+                    self.lost[candidate.seq] = f"lost before the mailbox: {row.get('reason')}"
+                elif failed:
+                    self.lost[candidate.seq] = f"its handler failed: fired on {_at(candidate)}, dropped at t={row.t:.3f}s: {row.get('reason')}"
+                    pending = pending[pending.index(candidate) + 1 :]  # FIFO: the older ones were handled before it
+                    queued = [c for c in queued if c in pending]
+                else:
                     end = next((e for e in node_ends if e.t_ns == row.t_ns), None)
                     how = f" ({end.kind} of {_at(end)})" if end is not None else ""
                     self.lost[candidate.seq] = f"lost in flight: fired on {_at(candidate)}, dropped{how}: {row.get('reason')}"
-                    self.dropped[candidate.seq] = row
-                elif row.t_ns in failed_at:
-                    # The message in the failed body: the oldest of those held at the last restart,
-                    # else the newest (a body that was free handles a firing as it comes).
-                    waiting = [c for c in queued if c in live]
-                    candidate = waiting[0] if waiting else live[-1]
-                    self.lost[candidate.seq] = f"its handler failed: fired on {_at(candidate)}, dropped at t={row.t:.3f}s: {row.get('reason')}"
-                    self.dropped[candidate.seq] = row
-                    after = pending.index(candidate) + 1
-                    pending = pending[after:]  # FIFO: the older ones were handled before it
-                    queued = [c for c in queued if c in pending]
-            elif self._fired(row):
-                pending.append(row)
+
+    def _named(self, rows: list[Row], index: int, pending: list[Row]) -> Row | None:
+        """The firing the drop ``rows[index]`` names: the newest of that occurrence still queued, else one right after it."""
+        drop = rows[index]
+        wanted = (drop.get("schedule"), drop.get("due_us"))
+
+        def names(fired: Row) -> bool:
+            schedule = (fired.get("name"), fired.get("due_us")) if fired.kind == "schedule.fired" else (fired.get("reference"), fired.get("tick_us"))
+            return fired.seq not in self.lost and schedule == wanted
+
+        earlier = [c for c in pending if names(c)]
+        if earlier:
+            return earlier[-1]
+        later = takewhile(lambda r: r.t_ns == drop.t_ns, rows[index + 1 :])  # a full mailbox: the firing's row follows its drop
+        return next((r for r in later if self._fired(r) and names(r)), None)
+
+    def _inferred(
+        self, rows: list[Row], index: int, pending: list[Row], queued: list[Row], messages: Mapping[str, str] | None, at_end: bool, failed: bool
+    ) -> Row | None:
+        """The firing an unnamed drop is taken for (the module docstring's inference), or None."""
+        drop = rows[index]
+        following = rows[index + 1] if index + 1 < len(rows) else None
+        if following is not None and following.t_ns == drop.t_ns and self._fired(following):
+            if self._matches(following, drop, messages) and "mailbox full" in str(drop.get("reason")):
+                return following
+        live = [c for c in pending if c.seq not in self.lost and self._matches(c, drop, messages)]
+        if not live or not (at_end or failed):
+            return None
+        # at an end everything still held dies: the newest; a failed body's message is the oldest of
+        # those held at its last restart, else the newest (a body that was free handles a firing as it comes)
+        waiting = [c for c in queued if c in live] if failed else []
+        return waiting[0] if waiting else live[-1]
 
     def attempt(self, fired: Row, due: int) -> Attempt:
         return Attempt(fired, fired.node, int(fired.get("now_us")) - due, self.lost.get(fired.seq), self.dropped.get(fired.seq))

@@ -466,13 +466,34 @@ def test_a_crash_in_a_burst_loses_the_firings_the_body_had_not_finished() -> Non
     assert entries == [(10, "on-time"), (20, "on-time"), (30, "missed"), (40, "caught-up"), (50, "missed"), (60, "missed")]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "finding: the ledger infers which firing a failed handler dropped by mailbox order, and with no restart before "
-    "it takes the newest (60), as if the body were free; in a FireAll burst 50 failed and 60 was handled after the "
-    "restart. The trace cannot tell them apart: message.dropped names the message type, not its occurrence (the "
-    "fix is a drop row that names the due of a ScheduledEnvelope, a runtime row change)"))
 def test_a_failed_handler_in_a_burst_is_the_occurrence_that_raised() -> None:
-    """The body raises on 50 (handled 40 first, 60 after its restart): the ledger should say 50 missed and 60 late."""
+    """The body raises on 50 (handled 40 first, 60 after its restart): its drop row names due 50, so 50 missed, 60 late."""
     handled, entries = _burst(50, None)
     assert handled == [10, 20, 40, 60]
     assert entries == [(10, "on-time"), (20, "on-time"), (30, "missed"), (40, "caught-up"), (50, "missed"), (60, "late")]
+
+
+def test_the_drop_row_of_a_firing_names_its_occurrence_and_a_plain_messages_row_is_unchanged() -> None:
+    """A plain Tick told at 5 s fails (no occurrence): its row has the four old fields; the firing due 10 s fails: its row adds schedule and due_us."""
+    world = sim.World(0)
+    BURST.update(handled=[], fail_on=10, epoch_us=world.epoch_us)
+    world.add_node("n1")
+
+    async def arm(system: ActorSystem) -> None:
+        await system.ref(slow_burst, "k").ask(Arm("skip"))
+
+    async def tell(system: ActorSystem) -> None:
+        system.ref(slow_burst, "k").tell(Tick())
+
+    try:
+        world.spawn("n1", arm)
+        world.run(until=5.0)
+        world.spawn("n1", tell)
+        world.run(until=12.0)
+        rows = [dict(r.fields) for r in world.trace.of("message.dropped")]
+        assert [sorted(r) for r in rows] == [["actor", "key", "message", "reason"], ["actor", "due_us", "key", "message", "reason", "schedule"]]
+        assert (rows[0]["message"], rows[0]["reason"].startswith("failed: AssertionError")) == ("Tick", True)
+        (fired,) = world.trace.of("schedule.fired")
+        assert (rows[1]["schedule"], rows[1]["due_us"], rows[1]["reason"]) == ("tick", fired.get("due_us"), "failed: RuntimeError('boom')")
+    finally:
+        world.close()

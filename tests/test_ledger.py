@@ -148,6 +148,59 @@ def test_mailbox_full_at_the_firing_is_lost_before_the_mailbox() -> None:
     assert (entry.status, entry.why) == ("missed", "lost before the mailbox: app:ticker['k']: mailbox full (4 messages)")
 
 
+def _burst_failing_on(named: bool) -> Build:
+    """FireAll(3) at 62 s tells 40, 50, 60 (30 skipped); the body fails at 63 s on 50 (its drop names it if ``named``), restarts, handles 60."""
+    b = Build().started(0, "n1").armed(0, "n1", 10, 10).fired(10, "n1", 10, 20).fired(20, "n1", 20, 30)
+    b.fired(62, "n1", 40, 70).fired(62, "n1", 50, 70).fired(62, "n1", 60, 70).caught_up(62, "n1", 40, 70, 1)
+    occurrence: dict[str, Any] = {"schedule": "tick", "due_us": START + 50 * S} if named else {}
+    b.add(63, "n1", "message.dropped", actor=A, key="k", message="Tick", reason="failed: RuntimeError('boom')", **occurrence)
+    b.add(63, "n1", "activation.failed", actor=A, key="k", lease=1, error="RuntimeError('boom')", message="Tick", retry_in=0.1)
+    b.add(63.1, "n1", "activation.started", actor=A, key="k", lease=2, behavior=A, recovered=True, restart=1)
+    return b.fired(70, "n1", 70, 80)
+
+
+def test_a_drop_that_names_its_occurrence_goes_to_that_firing() -> None:
+    """The FireAll burst 40, 50, 60 and a failure on 50: named (schedule, due_us), 50 is missed and 60 late; unnamed, the inference takes 60."""
+    entries = ledger(_burst_failing_on(named=True).trace)
+    assert statuses(entries) == [(10, "on-time"), (20, "on-time"), (30, "missed"), (40, "caught-up"), (50, "missed"), (60, "late"), (70, "on-time")]
+    assert entries[4].why == "its handler failed: fired on n1 at t=62.000s, dropped at t=63.000s: failed: RuntimeError('boom')"
+    lost_at = entries[4].attempts[0].lost_at
+    assert lost_at is not None and (lost_at.get("schedule"), lost_at.get("due_us")) == ("tick", START + 50 * S)
+    assert statuses(ledger(_burst_failing_on(named=False).trace))[4:6] == [(50, "late"), (60, "missed")]  # the old row: mailbox order only
+
+
+def test_named_drops_at_a_crash_and_a_full_mailbox_are_exact() -> None:
+    """A crash drops 60 (named) of 40, 50, 60: only 60 is lost, not the newest two; a full mailbox drops 40 and 50 of a burst before their rows."""
+    b = Build().started(0, "n1").armed(0, "n1", 40, 10)
+    b.fired(40, "n1", 40, 50).fired(50, "n1", 50, 60).fired(60, "n1", 60, 70).add(60.5, "n1", "fault.crash", incarnation=1, unsynced_lost=0)
+    b.add(60.5, "n1", "activation.ended", actor=A, key="k", lease=1, reason="crashed")
+    b.add(60.5, "n1", "message.dropped", actor=A, key="k", message="Tick", reason="failed: Unavailable('stopped')", schedule="tick", due_us=START + 60 * S)
+    b.add(60.5, "n1", "message.dropped", actor=A, key="k", message="Get", reason="failed: Unavailable('stopped')")  # no firing's: the trace names them
+    entries = ledger(b.trace)
+    assert statuses(entries) == [(40, "on-time"), (50, "on-time"), (60, "missed")]
+    assert entries[2].why == "lost in flight: fired on n1 at t=60.000s, dropped (fault.crash of n1 at t=60.500s): failed: Unavailable('stopped')"
+    full = Build().started(0, "n1").armed(0, "n1", 10, 10).fired(10, "n1", 10, 20)
+    for due in (40, 50):
+        full.add(62, "n1", "message.dropped", actor=A, key="k", message="Tick", reason="mailbox full (1 messages)", schedule="tick", due_us=START + due * S)
+    full.fired(62, "n1", 40, 70).fired(62, "n1", 50, 70).fired(62, "n1", 60, 70).caught_up(62, "n1", 40, 70, 2)
+    entries = ledger(full.trace)
+    assert statuses(entries)[3:] == [(40, "missed"), (50, "missed"), (60, "late")]
+    assert entries[3].why == entries[4].why == "lost before the mailbox: mailbox full (1 messages)"
+
+
+def test_a_named_drop_of_a_node_schedule_tick_names_its_reference_and_tick() -> None:
+    """A node schedule's misfire=FireAll burst 40, 50 and a failure on 40 named (reference, tick): 40 is missed, 50 late (not the newest)."""
+    b = _node_interval(Build().started(0, "n1"))
+    for tick in (40, 50):
+        node_row(b, 57, "n1", "node_schedule.fired", tick, next_us=START + 60 * S)
+    node_row(b, 57, "n1", "node_schedule.caught_up", 40, next_us=START + 60 * S, skipped=2)
+    b.add(57.5, "n1", "message.dropped", actor=A, key="k", message="Beat", reason="failed: RuntimeError('boom')", schedule="beats", due_us=START + 40 * S)
+    b.add(57.5, "n1", "activation.failed", actor=A, key="k", lease=1, error="RuntimeError('boom')", message="Beat", retry_in=0.1)
+    entries = ledger(b.trace)
+    assert statuses(entries) == [(10, "on-time"), (20, "missed"), (30, "missed"), (40, "missed"), (50, "late")]
+    assert entries[3].why == "its handler failed: fired on n1 at t=57.000s, dropped at t=57.500s: failed: RuntimeError('boom')"
+
+
 def test_due_passed_over_by_a_rearm_is_missed() -> None:
     """An owner resumes the key armed for 40 after the firing at 20 (whose next due was 30): due 30 is missed, passed over."""
     b = Build().started(0, "n1").armed(0, "n1", 10, 10).fired(10, "n1", 10, 20).fired(20, "n1", 20, 30)

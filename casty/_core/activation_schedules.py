@@ -204,7 +204,7 @@ class ScheduleWork(MailboxWork):
         try:
             self.deliver(envelope)
         except MailboxFull as exc:
-            system.emit(ev.MessageDropped, self.type.name, self.key, type(armed.message).__qualname__, str(exc))
+            self._emit_dropped(envelope, str(exc))
         loop_now = self._last_activity = self._loop.time()
         every = armed.every_us
         if every is None:
@@ -250,7 +250,7 @@ class ScheduleWork(MailboxWork):
             try:
                 self.deliver(envelope)
             except MailboxFull as exc:
-                system.emit(ev.MessageDropped, self.type.name, self.key, type(armed.message).__qualname__, str(exc))
+                self._emit_dropped(envelope, str(exc))
         loop_now = self._last_activity = self._loop.time()
         if next_us is None:
             if dues:

@@ -286,7 +286,21 @@ class MailboxWork:
         env = self._current
         self._current = None
         if env is not None:
-            self.system.emit(ev.MessageDropped, self.type.name, self.key, type(env.message).__qualname__, reason)
+            self._emit_dropped(env, reason)
+
+    def _emit_dropped(self, env: Envelope, reason: str) -> None:
+        """The ``message.dropped`` row of ``env``; a schedule's firing's names its occurrence (schedule, due).
+
+        A ``FireAll`` burst queues several firings of one message type: only the occurrence
+        tells a reader of the trace which of them died (the mailbox order is not in the trace).
+        """
+        from .occurrence import ScheduledEnvelope  # here: occurrence imports this module
+
+        message = type(env.message).__qualname__
+        if type(env) is ScheduledEnvelope:
+            self.system.emit(ev.ScheduledMessageDropped, self.type.name, self.key, message, reason, env.schedule, env.due_us)
+        else:
+            self.system.emit(ev.MessageDropped, self.type.name, self.key, message, reason)
 
     def _report_failed_delivery(self, env: Envelope, error: BaseException) -> None:
         """A scheduled delivery made the body fail: a dead letter naming the target (timers: a warning). Never retried."""
@@ -300,9 +314,7 @@ class MailboxWork:
 
     def _fail_ask(self, env: Envelope, error: BaseException) -> None:
         ask = env.ask
-        self.system.emit(
-            ev.MessageDropped, self.type.name, self.key, type(env.message).__qualname__, f"failed: {error!r}"
-        )
+        self._emit_dropped(env, f"failed: {error!r}")
         if ask is None:
             reply_to = getattr(env.message, "reply_to", None)
             if isinstance(reply_to, ReplyRef):
