@@ -321,6 +321,14 @@ def _drain(executor: futures.Executor, ref: ScenarioRef, seeds: Sequence[int], a
             future.cancel()  # an interrupted sweep leaves no queued seed behind
 
 
+def wall_time(seconds: float) -> str:
+    """``83.2 s`` from 1 s on, ``12.3 ms`` / ``500 ms`` / ``0.4 ms`` below: a quick sweep read as ``0.0 s`` told nothing."""
+    if seconds >= 1:
+        return f"{seconds:.1f} s"
+    ms = seconds * 1000
+    return f"{ms:.0f} ms" if ms >= 100 else f"{ms:.1f} ms" if ms >= 1 else f"{ms:.2g} ms"
+
+
 def report(name: str, results: Sequence[SeedResult], elapsed: float) -> list[str]:
     """The lines a sweep prints: each violation with its reproduce command, then ``violations=N`` last."""
     lines = []
@@ -333,8 +341,8 @@ def report(name: str, results: Sequence[SeedResult], elapsed: float) -> list[str
         lines.append(f"  reproduce: {result.reproduce}")
         if result.replay is not None:
             lines.append(f"  replay: {result.replay}")
-    rate = len(results) / elapsed if elapsed > 0 else 0.0
-    lines.append(f"scenario={name} seeds={len(results)} ok={len(results) - len(bad)} in {elapsed:.1f} s ({rate:.2f} seeds/s)")
+    rate = f"{len(results) / elapsed:.2f} seeds/s" if elapsed > 0 else "too fast to time"
+    lines.append(f"scenario={name} seeds={len(results)} ok={len(results) - len(bad)} in {wall_time(elapsed)} ({rate})")
     lines.append(f"violations={len(bad)}")
     return lines
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import gc
 import io
+import re
 import shlex
 import subprocess
 import sys
@@ -338,3 +339,31 @@ def test_an_in_process_sweep_keeps_no_memory_per_seed() -> None:
         assert run_seed("ownership-repeat", seed).ok
     gc.collect()
     assert (sys.getallocatedblocks() - before) / 20 < 500
+
+
+@pytest.mark.parametrize(
+    ("elapsed", "figure"),
+    [
+        (0.0123, "in 12.3 ms (325.20 seeds/s)"),
+        (0.0004, "in 0.4 ms (10000.00 seeds/s)"),
+        (0.5, "in 500 ms (8.00 seeds/s)"),
+        (0.99996, "in 1000 ms (4.00 seeds/s)"),
+        (1.0, "in 1.0 s (4.00 seeds/s)"),
+        (83.25, "in 83.2 s (0.05 seeds/s)"),
+        (0.0, "in 0 ms (too fast to time)"),
+    ],
+)
+def test_the_sweep_line_gives_a_short_sweep_its_time_in_ms(elapsed: float, figure: str) -> None:
+    """A sweep under 1 s prints its wall time in ms (not '0.0 s'); a rate is printed only when there was time to divide by."""
+    from sim.sweep import report
+
+    results = [SeedResult("single", seed, (), "d", 1) for seed in range(4)]
+    assert report("single", results, elapsed)[-2] == f"scenario=single seeds=4 ok=4 {figure}"
+
+
+def test_the_sweep_cli_prints_a_fast_sweeps_time_in_ms(capsys: pytest.CaptureFixture[str]) -> None:
+    """`python -m sim sweep` of two quick seeds prints 'in N ms' (it printed 'in 0.0 s')."""
+    assert cli(["sweep", "ticker", "--seeds", "0:2", "--workers", "1", "--no-progress"]) == 0
+    line = capsys.readouterr().out.splitlines()[-2]
+    assert re.fullmatch(r"scenario=\S+ seeds=2 ok=2 in \d+(\.\d+)? (ms|s) \(\d+\.\d\d seeds/s\)", line), line
+    assert " in 0.0 s " not in line
