@@ -26,20 +26,9 @@ due time on the schedule's grid) gets one :class:`Entry` whose ``status`` is
 Cluster cron entries also say who ``claimed`` the tick and on which nodes the claim was
 ``lost`` (another node had it first).
 
-Attributing a ``message.dropped`` row that does not name its firing (a trace of a runtime
-before the drop rows named it; see below for one that does): a drop counts when, at its instant, the key's activation on the firing node ends (activation
-ended, the node crashed, stopped or restarted) or its body fails (``activation.failed``).
-A mailbox is FIFO and survives a body's restart, not a new activation, so the drops at an
-end go to the newest firings the mailbox may still hold (the older ones were handled),
-and the drop of a failure to the message in the body: the oldest of those the mailbox held
-when the body last restarted, else the newest (a free body handles a firing as it comes;
-the ones before it were handled). A drop right before a firing at its instant (mailbox full) is that
-firing's. Without ``messages`` (schedule name -> message type name) any dropped message of
-the key can be taken for a firing's; with it, only that type. These are inferences. Today's
-runtime names the firing: the drop of a schedule's message carries ``schedule`` and ``due_us``
-(its occurrence) and goes to that firing exactly (the newest of that due queued before it,
-else one right after it at its instant: its mailbox was full); in a trace with such rows an
-unnamed drop is another message's, never a firing's.
+Which firing a ``message.dropped`` row was (lost in flight, its handler failed, lost before
+the mailbox) is ``sim.ledger_losses``'s: exact when the row names its occurrence, as today's
+runtime's do, else inferred from the key's life (its docstring says how).
 
 Dues past the furthest next due any firing set are not counted: the run may simply have
 ended before them. A cron node schedule's grid is read in the zone its registration row
@@ -54,21 +43,19 @@ from bisect import bisect_left
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from itertools import takewhile
 from datetime import timedelta
 from typing import Any
 
 from casty._core.cron import Cron, zone
 from casty.clock import to_datetime, to_us
 
+from .ledger_losses import NODE_ENDS as _NODE_ENDS, Losses, at as _at, internal as _internal
 from .trace import Row, Trace
 
 __all__ = ["Attempt", "Entry", "STATUSES", "ledger", "counts", "misses", "table"]
 
 STATUSES = ("on-time", "late", "caught-up", "repeated", "missed", "delivered")
 
-_ENDS_OF_LIFE = ("activation.ended", "activation.failed")
-_NODE_ENDS = ("fault.crash", "node.stopped", "fault.restart")
 _CAUSES = ("epoch.acquired", "fault.crash", "fault.restart", "node.stopped", "fault.pause", "fault.resume", "clock.step", "clock.drift")
 _NEAR_NS = 2_000_000_000
 """How far before an occurrence's first firing a cause still explains a repeat (2 s, as sim.checks)."""
@@ -122,120 +109,9 @@ class Entry:
         return text + (f" ({self.why})" if self.why else "")
 
 
-def _internal(actor: Any) -> bool:
-    """The runtime's own types (cron claim records and their expiry schedules): not the user's."""
-    return str(actor).startswith("casty.")
-
-
-def _at(row: Row) -> str:
-    return f"{row.node} at t={row.t:.3f}s"
-
-
-# --- lost in flight -------------------------------------------------------------------------------
-
-
-class _Losses:
-    """Which firings' messages died in their mailbox (see the module docstring)."""
-
-    def __init__(self, trace: Trace, fired_kinds: tuple[str, ...], messages: Mapping[str, str] | None) -> None:
-        self.lost: dict[int, str] = {}  # fired row seq -> why
-        self.dropped: dict[int, Row] = {}  # fired row seq -> the message.dropped row
-        lives: dict[tuple[str, str, str], list[Row]] = defaultdict(list)  # (actor, key, node) -> starts, firings, drops, ends
-        node_ends: dict[str, list[Row]] = defaultdict(list)
-        self.named = False  # whether the trace's drops name their occurrence (then an unnamed one is no firing's)
-        for row in trace.rows:
-            if row.kind == "message.dropped" and row.get("due_us") is not None:
-                self.named = True
-            if row.kind in _NODE_ENDS:
-                node_ends[row.node].append(row)
-            elif row.kind in fired_kinds or row.kind in _ENDS_OF_LIFE or row.kind in ("activation.started", "message.dropped"):
-                actor, key = row.get("actor"), row.get("key")
-                if actor is not None and not _internal(actor):
-                    lives[(str(actor), str(key), row.node)].append(row)
-        for (_, _, node), rows in lives.items():
-            self._attribute(rows, node_ends.get(node, []), messages)
-
-    def _attribute(self, rows: list[Row], node_ends: list[Row], messages: Mapping[str, str] | None) -> None:
-        failed_at = {r.t_ns for r in rows if r.kind == "activation.failed"}
-        ends_at = {r.t_ns for r in rows if r.kind == "activation.ended"} | {r.t_ns for r in node_ends}
-        pending: list[Row] = []  # the firings the key's mailbox may still hold, oldest first
-        queued: list[Row] = []  # those it held when its body restarted after a failure
-        for index, row in enumerate(rows):
-            if row.kind == "activation.started":
-                if not row.get("restart"):
-                    pending, queued = [], []  # a new activation, a new mailbox
-                else:
-                    queued = list(pending)  # a restarted body takes these first, oldest first
-            elif self._fired(row):
-                pending.append(row)
-            elif row.kind != "message.dropped" or (self.named and row.get("due_us") is None):
-                continue  # not a drop, or another message's (the trace names the drops of firings)
-            else:
-                failed = row.t_ns in failed_at and row.t_ns not in ends_at
-                if row.get("due_us") is not None:
-                    candidate = self._named(rows, index, pending)
-                else:
-                    candidate = self._inferred(rows, index, pending, queued, messages, row.t_ns in ends_at, failed)
-                if candidate is None:
-                    continue
-                self.dropped[candidate.seq] = row
-                if candidate.seq > row.seq:  # the firing's row follows its drop: its mailbox was full
-                    self.lost[candidate.seq] = f"lost before the mailbox: {row.get('reason')}"
-                elif failed:
-                    self.lost[candidate.seq] = f"its handler failed: fired on {_at(candidate)}, dropped at t={row.t:.3f}s: {row.get('reason')}"
-                    pending = pending[pending.index(candidate) + 1 :]  # FIFO: the older ones were handled before it
-                    queued = [c for c in queued if c in pending]
-                else:
-                    end = next((e for e in node_ends if e.t_ns == row.t_ns), None)
-                    how = f" ({end.kind} of {_at(end)})" if end is not None else ""
-                    self.lost[candidate.seq] = f"lost in flight: fired on {_at(candidate)}, dropped{how}: {row.get('reason')}"
-
-    def _named(self, rows: list[Row], index: int, pending: list[Row]) -> Row | None:
-        """The firing the drop ``rows[index]`` names: the newest of that occurrence still queued, else one right after it."""
-        drop = rows[index]
-        wanted = (drop.get("schedule"), drop.get("due_us"))
-
-        def names(fired: Row) -> bool:
-            schedule = (fired.get("name"), fired.get("due_us")) if fired.kind == "schedule.fired" else (fired.get("reference"), fired.get("tick_us"))
-            return fired.seq not in self.lost and schedule == wanted
-
-        earlier = [c for c in pending if names(c)]
-        if earlier:
-            return earlier[-1]
-        later = takewhile(lambda r: r.t_ns == drop.t_ns, rows[index + 1 :])  # a full mailbox: the firing's row follows its drop
-        return next((r for r in later if self._fired(r) and names(r)), None)
-
-    def _inferred(
-        self, rows: list[Row], index: int, pending: list[Row], queued: list[Row], messages: Mapping[str, str] | None, at_end: bool, failed: bool
-    ) -> Row | None:
-        """The firing an unnamed drop is taken for (the module docstring's inference), or None."""
-        drop = rows[index]
-        following = rows[index + 1] if index + 1 < len(rows) else None
-        if following is not None and following.t_ns == drop.t_ns and self._fired(following):
-            if self._matches(following, drop, messages) and "mailbox full" in str(drop.get("reason")):
-                return following
-        live = [c for c in pending if c.seq not in self.lost and self._matches(c, drop, messages)]
-        if not live or not (at_end or failed):
-            return None
-        # at an end everything still held dies: the newest; a failed body's message is the oldest of
-        # those held at its last restart, else the newest (a body that was free handles a firing as it comes)
-        waiting = [c for c in queued if c in live] if failed else []
-        return waiting[0] if waiting else live[-1]
-
-    def attempt(self, fired: Row, due: int) -> Attempt:
-        return Attempt(fired, fired.node, int(fired.get("now_us")) - due, self.lost.get(fired.seq), self.dropped.get(fired.seq))
-
-    @staticmethod
-    def _fired(row: Row) -> bool:
-        return row.kind in ("schedule.fired", "node_schedule.fired")
-
-    @staticmethod
-    def _matches(fired: Row, dropped: Row, messages: Mapping[str, str] | None) -> bool:
-        if messages is None:
-            return True
-        name = str(fired.get("name") if fired.kind == "schedule.fired" else fired.get("reference"))
-        wanted = messages.get(name)
-        return wanted is None or wanted == dropped.get("message")
+def _attempt(losses: Losses, fired: Row, due: int) -> Attempt:
+    """One firing of due ``due`` as an attempt: how late, and whether (and where) its message was lost."""
+    return Attempt(fired, fired.node, int(fired.get("now_us")) - due, losses.lost.get(fired.seq), losses.dropped.get(fired.seq))
 
 
 # --- shared --------------------------------------------------------------------------------------------
@@ -274,7 +150,7 @@ def _repeat_why(attempts: list[Attempt], causes: list[Row], actor: str, key: str
 # --- persisted actor schedules -----------------------------------------------------------------------------
 
 
-def _persisted(trace: Trace, tolerance_us: int, losses: _Losses, causes: list[Row]) -> list[Entry]:
+def _persisted(trace: Trace, tolerance_us: int, losses: Losses, causes: list[Row]) -> list[Entry]:
     groups: dict[tuple[str, str, str], list[Row]] = defaultdict(list)
     for row in trace.of("schedule.armed", "schedule.fired", "schedule.caught_up", "schedule.dropped", "schedule.cancelled"):
         if not _internal(row.get("actor")):
@@ -286,7 +162,7 @@ def _persisted(trace: Trace, tolerance_us: int, losses: _Losses, causes: list[Ro
         for row in rows:
             if row.kind == "schedule.fired":
                 due = int(row.get("due_us"))
-                attempts[due].append(losses.attempt(row, due))
+                attempts[due].append(_attempt(losses, row, due))
             elif row.kind == "schedule.caught_up":
                 skipped[int(row.get("due_us"))] = (int(row.get("skipped")), row)
         entries = {}
@@ -394,7 +270,7 @@ def _grid_misses(rows: list[Row], fired: set[int], skipped: Mapping[int, tuple[i
 # --- node schedules and cluster cron ----------------------------------------------------------------------------
 
 
-def _node_schedules(trace: Trace, tolerance_us: int, losses: _Losses, causes: list[Row]) -> list[Entry]:
+def _node_schedules(trace: Trace, tolerance_us: int, losses: Losses, causes: list[Row]) -> list[Entry]:
     rows = [r for r in trace.of("node_schedule.*") if not _internal(r.get("actor"))]
     claimed = {str(r.get("reference")) for r in rows if r.kind.startswith("node_schedule.claim_")}
     groups: dict[tuple[str, str | None], list[Row]] = defaultdict(list)
@@ -421,7 +297,7 @@ def _lives(rows: list[Row]) -> list[list[Row]]:
 
 
 def _node_group(
-    reference: str, node: str | None, rows: list[Row], tolerance_us: int, losses: _Losses, causes: list[Row], ends: list[Row]
+    reference: str, node: str | None, rows: list[Row], tolerance_us: int, losses: Losses, causes: list[Row], ends: list[Row]
 ) -> list[Entry]:
     source = "node-schedule" if node is not None else "cron"
     first = rows[0]
@@ -433,7 +309,7 @@ def _node_group(
     for row in rows:
         tick = row.get("tick_us")
         if row.kind == "node_schedule.fired":
-            attempts[int(tick)].append(losses.attempt(row, int(tick)))
+            attempts[int(tick)].append(_attempt(losses, row, int(tick)))
         elif row.kind == "node_schedule.caught_up":
             skipped[int(tick)] = int(row.get("skipped"))
             caught_next[int(tick)] = int(row.get("next_us"))
@@ -597,7 +473,7 @@ def ledger(trace: Trace, *, tolerance: timedelta = timedelta(milliseconds=100), 
     if not isinstance(tolerance, timedelta) or tolerance < timedelta(0):
         raise ValueError(f"tolerance must be a non-negative timedelta, got {tolerance!r}")
     tolerance_us = (tolerance.days * 86_400 + tolerance.seconds) * 1_000_000 + tolerance.microseconds
-    losses = _Losses(trace, ("schedule.fired", "node_schedule.fired"), messages)
+    losses = Losses(trace, messages)
     causes = trace.of(*_CAUSES)
     return [*_persisted(trace, tolerance_us, losses, causes), *_node_schedules(trace, tolerance_us, losses, causes), *_timers(trace)]
 

@@ -5,6 +5,14 @@ observer events (``activation.started``, ``schedule.fired``, ...) plus the world
 (``fault.crash``, ``net.delivered``, ``clock.step``, ...). Views and checks read traces and
 nothing else, so anything a figure shows can be traced back to a row.
 
+A row's fields are its event's (``casty.observer``). One kind has two shapes: a
+``message.dropped`` row has ``actor``, ``key``, ``message`` (its type name) and ``reason``, and
+the drop of a schedule's firing (its handler failed, or its mailbox died or was full) adds
+``schedule`` (a persisted schedule's name, a node schedule's reference) and ``due_us`` (the
+occurrence's due time, a node schedule's tick), so a reader can tell which firing of a
+``FireAll`` burst was lost (``sim.ledger`` does). Rows of traces recorded before the extra
+fields lack them; the other drops never carry them.
+
 Determinism is checked on the trace: ``digest()`` hashes a canonical encoding of every row,
 so two runs of a scenario with the same seed must give the same digest on any machine.
 """
