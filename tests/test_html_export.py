@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import importlib.util
+import json
+import os
 import re
 import sys
 from pathlib import Path
@@ -28,7 +30,7 @@ def _tool() -> ModuleType:
 export_html = _tool()
 
 
-def test_network_scripts_flags_remote_sources_and_cdns() -> None:
+def test_network_loads_flags_remote_sources_and_cdns() -> None:
     """A remote or protocol-relative script src and any CDN address are reported; a relative src is not."""
     page = (
         '<script src="static/require.js"></script>'
@@ -36,8 +38,53 @@ def test_network_scripts_flags_remote_sources_and_cdns() -> None:
         "<script src='//unpkg.com/b.js'></script>"
         "<script>var u = 'https://cdn.jsdelivr.net/npm/';</script>"
     )
-    assert export_html.network_scripts(page) == ["https://example.org/a.js", "//unpkg.com/b.js", "cdn.jsdelivr.net", "unpkg.com"]
-    assert export_html.network_scripts('<script src="static/require.js"></script><a href="https://x.org">x</a>') == []
+    assert export_html.network_loads(page) == ["<script src> https://example.org/a.js", "<script src> //unpkg.com/b.js",
+                                               "<script> https://cdn.jsdelivr.net/npm/", "cdn.jsdelivr.net", "unpkg.com"]
+    assert export_html.network_loads('<script src="static/require.js"></script><a href="https://x.org">x</a>') == []
+
+
+# one load of each kind the scan must see, on a host that is no known CDN (so only the structural check can find it)
+_EVERY_KIND = [
+    ('<link rel="stylesheet" href="https://h.example/a.css">', "<link href> https://h.example/a.css"),
+    ('<link rel="preload" as="font" href="//h.example/f.woff2">', "<link href> //h.example/f.woff2"),
+    ('<iframe src="http://h.example/frame"></iframe>', "<iframe src> http://h.example/frame"),
+    ('<img srcset="local.png 1x, https://h.example/i.png 2x">', "<img srcset> https://h.example/i.png"),
+    ('<script data-main="https://h.example/main.js" src="static/require.js"></script>', "<script data-main> https://h.example/main.js"),
+    ('<div data-jupyter-widgets-cdn="//h.example/npm/"></div>', "<div data-jupyter-widgets-cdn> //h.example/npm/"),
+    ('<style>@import url("https://h.example/b.css");</style>', "<style> https://h.example/b.css"),
+    ("<style>@import 'https://h.example/c.css';</style>", "<style> https://h.example/c.css"),
+    ("<style>@font-face { src: url(//h.example/f.ttf) format('truetype'); }</style>", "<style> //h.example/f.ttf"),
+    ('<p style="background: url(\'https://h.example/bg.png\')">x</p>', "<p style> https://h.example/bg.png"),
+    ('<script>require.config({"paths": {"d3": "https://h.example/d3"}});</script>', "<script> https://h.example/d3"),
+    ('<iframe srcdoc="&lt;script src=&quot;https://h.example/s.js&quot;&gt;&lt;/script&gt;"></iframe>',
+     "<iframe srcdoc> <script src> https://h.example/s.js"),
+    ('<svg><image href="https://h.example/i.svg"/></svg>', "<image href> https://h.example/i.svg"),
+]
+
+
+@pytest.mark.parametrize(("snippet", "expected"), _EVERY_KIND, ids=[e.split(">")[0].strip("<") + ">" for _, e in _EVERY_KIND])
+def test_network_loads_sees_every_kind_of_load(snippet: str, expected: str) -> None:
+    """Each way a page fetches (stylesheet, font, iframe, srcset, data-*, CSS @import/url, require.config, srcdoc, SVG) is one finding."""
+    assert export_html.network_loads(f"<html><body>{snippet}</body></html>") == [expected]
+
+
+def test_network_loads_leaves_links_inline_data_and_bundled_widgets_alone() -> None:
+    """Anchors, data: URIs, relative paths and widget state of the bundled modules load nothing; a third-party widget module does."""
+    state: dict[str, Any] = {"version_major": 2, "version_minor": 0, "state": {
+        "a": {"model_module": "@jupyter-widgets/controls", "model_module_version": "2.0.0", "model_name": "HTMLModel",
+              "state": {"_view_module": "@jupyter-widgets/controls", "value": "<b>hi</b> <a href='https://x.org'>x</a>"}}}}
+    page = ('<a href="//x.org/p">p</a><img src="data:image/png;base64,AAAA"><link rel="stylesheet" href="static/a.css">'
+            '<style>.x { background: url(data:image/svg+xml;utf8,<svg/>); }</style>'
+            f'<script type="{export_html.WIDGET_STATE}">{json.dumps(state)}</script>')
+    assert export_html.network_loads(page) == []
+    state["state"]["b"] = {"model_module": "bqplot", "model_module_version": "^0.5", "model_name": "FigureModel",
+                           "state": {"_view_module": "bqplot", "_view_module_version": "^0.5"}}
+    state["state"]["a"]["state"]["value"] = "<img src='https://h.example/x.png'>"
+    page = f'<script type="{export_html.WIDGET_STATE}">{json.dumps(state)}</script>'
+    assert export_html.network_loads(page) == [
+        "widget HTMLModel.value: <img src> https://h.example/x.png",
+        "widget module bqplot@^0.5 (not in the bundle: fetched from its CDN)",
+    ]
 
 
 def _notebook(path: Path) -> Path:
@@ -77,7 +124,7 @@ def executed(tmp_path_factory: pytest.TempPathFactory) -> object:
 def test_exported_page_loads_no_script_from_the_network(executed: object, tmp_path: Path) -> None:
     """The page's scripts are the local require.js and widget manager; nothing names a CDN."""
     page = export_html.render(executed)
-    assert export_html.network_scripts(page) == []
+    assert export_html.network_loads(page) == []
     assert re.findall(r'<script[^>]*\bsrc="([^"]+)"', page) == ["static/require.js"]
     assert "var widgetRendererSrc = 'static/html-manager/embed-amd.js';" in page
     assert "mathjax" not in page.lower()
@@ -92,7 +139,6 @@ def test_exported_page_points_the_widget_modules_at_the_local_fonts(executed: ob
     """
     page = export_html.render(executed)
     (config,) = re.findall(r"<script>\s*require\.config\((\{.*?\})\);\s*</script>", page, re.DOTALL)
-    import json
     assert json.loads(config) == {"paths": {"@jupyter-widgets/html-manager/dist": "static/html-manager",
                                             "@jupyter-widgets": "static/html-manager"}}
     assert page.index("require.config(") < page.index("var widgetRendererSrc")
@@ -114,9 +160,12 @@ def test_the_stock_template_would_fail_the_check(executed: Any) -> None:
     from nbconvert import HTMLExporter
 
     page, _ = HTMLExporter(template_name="lab").from_notebook_node(executed)  # type: ignore[no-untyped-call]
-    remote = export_html.network_scripts(page)
-    assert any(src.startswith("https://cdnjs.cloudflare.com/ajax/libs/require.js") for src in remote)
-    assert "cdnjs.cloudflare.com" in remote
+    remote = export_html.network_loads(page)
+    assert remote[0] == "<script src> https://cdnjs.cloudflare.com/ajax/libs/require.js/2.1.10/require.min.js"
+    assert "<script> https://unpkg.com/@jupyter-widgets/html-manager@*/dist/embed-amd.js" in remote
+    assert "<script src> https://cdnjs.cloudflare.com/ajax/libs/mathjax/2.7.7/latest.js?config=TeX-AMS_CHTML-full,Safe" in remote
+    assert any(found.startswith("<script> https://cdnjs.cloudflare.com/ajax/libs/mermaid/") for found in remote)
+    assert remote[-2:] == ["cdnjs.cloudflare.com", "unpkg.com"]
 
 
 def test_export_writes_the_page_and_refuses_a_network_script(executed: object, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -127,7 +176,7 @@ def test_export_writes_the_page_and_refuses_a_network_script(executed: object, t
     assert target == tmp_path / "html" / "done.html"
     assert target.read_text(encoding="utf-8").count('<figure class="casty-still"') == 3
     monkeypatch.setattr(export_html, "REQUIRE_JS", "https://cdn.example.com/require.js")
-    with pytest.raises(RuntimeError, match=r"done.ipynb: the page would load from the network: https://cdn.example.com/require.js"):
+    with pytest.raises(RuntimeError, match=r"done.ipynb: the page would load from the network: <script src> https://cdn.example.com/require.js"):
         export_html.export(source, tmp_path / "html", run=False)
 
 
@@ -152,3 +201,36 @@ def test_install_assets_copies_the_fonts_the_bundle_loads_and_refuses_a_missing_
     assert sorted(p.name for p in (tmp_path / "html" / "static" / "html-manager").iterdir()) == [*fonts, "embed-amd.js"]
     with pytest.raises(RuntimeError, match=r"not beside it in .*html-manager: be9ee23c0c6390141475.ttf$"):
         export_html.install_assets(_npm(tmp_path / "npm2", fonts[:1]), tmp_path / "html2")
+
+
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+
+
+def test_the_course_has_eleven_notebooks_to_export() -> None:
+    """The page checks below cover chapters 00 to 10, one notebook each."""
+    assert [p.name[:2] for p in NOTEBOOKS] == [f"{n:02d}" for n in range(11)]
+
+
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+def test_every_notebook_page_loads_nothing_from_the_network(notebook: Path) -> None:
+    """Each course notebook's page (template, markdown and code, rendered unexecuted: CI has no time to run all 11 twice) fetches nothing."""
+    page = export_html.render(nbformat.read(notebook, as_version=4))
+    assert export_html.network_loads(page) == []
+    assert re.findall(r'<script[^>]*\bsrc="([^"]+)"', page) == ["static/require.js"]
+
+
+EXPORTED = os.environ.get("CASTY_HTML_OUT")
+
+
+@pytest.mark.skipif(not EXPORTED, reason="set CASTY_HTML_OUT to a `make html` output folder (the full export runs 11 notebooks, ~90 s)")
+def test_every_exported_page_loads_nothing_from_the_network() -> None:
+    """Every page of a real export (executed, widgets and the explorer's frames in it) fetches nothing remote, and every local script it loads is there."""
+    out = Path(str(EXPORTED))
+    pages = {p.stem: p.read_text(encoding="utf-8") for p in sorted(out.glob("*.html"))}
+    assert sorted(pages) == [p.stem for p in NOTEBOOKS]
+    found = {name: export_html.network_loads(page) for name, page in pages.items()}
+    assert {name: loads for name, loads in found.items() if loads} == {}
+    local = {src for page in pages.values() for src in re.findall(r"""<script[^>]*\bsrc=["']([^"']+)""", page)}
+    local |= {src for page in pages.values() for src in re.findall(r"var widgetRendererSrc = '([^']+)';", page)}
+    assert sorted(src for src in local if not (out / src).is_file()) == []
+    assert (out / export_html.WIDGET_RENDERER).is_file() and (out / export_html.REQUIRE_JS).is_file()

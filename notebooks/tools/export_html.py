@@ -26,11 +26,13 @@ from __future__ import annotations
 
 import argparse
 import copy
+import json
 import re
 import shutil
 import subprocess
 import sys
 import tarfile
+from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
@@ -44,16 +46,124 @@ WIDGET_RENDERER = "static/html-manager/embed-amd.js"
 PACKAGES = {"requirejs": "requirejs@^2.3", "html-manager": "@jupyter-widgets/html-manager@^1.0"}
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 
-_SCRIPT_SRC = re.compile(r"""<script\b[^>]*\bsrc\s*=\s*["']?([^"'\s>]+)""", re.IGNORECASE)
-_CDN = re.compile(r"cdn\.jsdelivr\.net|unpkg\.com|cdnjs\.cloudflare\.com|cdn\.plot\.ly|code\.jquery\.com", re.IGNORECASE)
-_REMOTE = re.compile(r"^(?:[a-z][a-z0-9+.-]*:)?//", re.IGNORECASE)
+_REMOTE = re.compile(r"^\s*(?:[a-z][a-z0-9+.-]*:)?//", re.IGNORECASE)
+_NOT_A_LOAD = re.compile(r"^\s*(?:data|blob|about|javascript|mailto):", re.IGNORECASE)
+_CDN = re.compile(r"cdn\.jsdelivr\.net|unpkg\.com|cdnjs\.cloudflare\.com|cdn\.plot\.ly|code\.jquery\.com"
+                  r"|fonts\.googleapis\.com|fonts\.gstatic\.com|polyfill\.io", re.IGNORECASE)
+_NAMESPACE = re.compile(r"https?://www\.w3\.org/", re.IGNORECASE)  # XML namespaces and DTD names in scripts: names, never fetched
+_CSS_URL = re.compile(r"""url\(\s*["']?([^"')\s]+)""", re.IGNORECASE)
+_CSS_IMPORT = re.compile(r"""@import\s+["']([^"']+)["']""", re.IGNORECASE)
+_JS_STRING = re.compile(r"""(["'`])((?:[a-z][a-z0-9+.-]*:)?//[^"'`\s]+)\1""", re.IGNORECASE)
+# the attributes whose value the browser fetches (an <a href> is a link, not a load)
+_LOADING = {
+    "script": ("src",), "link": ("href", "imagesrcset"), "iframe": ("src",), "frame": ("src",), "img": ("src", "srcset"),
+    "source": ("src", "srcset"), "video": ("src", "poster"), "audio": ("src",), "track": ("src",), "embed": ("src",),
+    "object": ("data",), "input": ("src",), "image": ("href", "xlink:href"), "use": ("href", "xlink:href"),
+    "feimage": ("href", "xlink:href"),
+}
+_JS_TYPES = ("", "text/javascript", "application/javascript", "module")
+WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
+# what the widget manager's bundle defines itself; any other model or view module it fetches from a CDN (jsdelivr)
+BUNDLED_WIDGET_MODULES = ("@jupyter-widgets/base", "@jupyter-widgets/controls", "@jupyter-widgets/output")
+
+
+def _remote(value: str) -> bool:
+    return bool(_REMOTE.match(value)) and not _NOT_A_LOAD.match(value)
+
+
+def _css_loads(css: str) -> list[str]:
+    return [u for u in _CSS_URL.findall(css) + _CSS_IMPORT.findall(css) if _remote(u)]
+
+
+def _srcset(value: str) -> list[str]:
+    return [part.strip().split()[0] for part in value.split(",") if part.strip()]
+
+
+class _Scan(HTMLParser):
+    """Collects what a page would fetch: see ``network_loads``."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.found: list[str] = []
+        self._in: tuple[str, str] | None = None  # (tag, script type) while inside a <script> or <style>
+        self._text: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        for name, value in attrs:
+            if value is None:
+                continue
+            if name in _LOADING.get(tag, ()):
+                urls = _srcset(value) if name.endswith("srcset") else [value]
+                self.found += [f"<{tag} {name}> {u}" for u in urls if _remote(u)]
+            elif name.startswith("data-") and _remote(value):
+                self.found.append(f"<{tag} {name}> {value.strip()}")
+            elif name == "style":
+                self.found += [f"<{tag} style> {u}" for u in _css_loads(value)]
+            elif name == "srcdoc":
+                self.found += [f"<{tag} srcdoc> {u}" for u in network_loads(value)]
+        if tag in ("script", "style"):
+            kind = dict(attrs).get("type") or ""
+            self._in, self._text = (tag, kind.strip().lower()), []
+
+    def handle_data(self, data: str) -> None:
+        if self._in is not None:
+            self._text.append(data)
+
+    def handle_endtag(self, tag: str) -> None:
+        if self._in is None or tag != self._in[0]:
+            return
+        (kind, script_type), text = self._in, "".join(self._text)
+        self._in = None
+        if kind == "style":
+            self.found += [f"<style> {u}" for u in _css_loads(text)]
+        elif script_type in _JS_TYPES:
+            self.found += [f"<script> {m.group(2)}" for m in _JS_STRING.finditer(text) if not _NAMESPACE.match(m.group(2))]
+        elif script_type == WIDGET_STATE:
+            self.found += _widget_state_loads(text)
+
+
+def _widget_state_loads(text: str) -> list[str]:
+    """The widget modules the manager would fetch from its CDN, and what the HTML held in widget values loads."""
+    try:
+        state = json.loads(text).get("state", {})
+    except (ValueError, AttributeError):
+        return ["<script widget-state> unreadable JSON (the manager would fail on it)"]
+    found: list[str] = []
+    for model in state.values():
+        values = model.get("state", {})
+        for module, version in ((model.get("model_module"), model.get("model_module_version")),
+                                (values.get("_view_module"), values.get("_view_module_version"))):
+            if module is not None and module not in BUNDLED_WIDGET_MODULES:
+                found.append(f"widget module {module}@{version} (not in the bundle: fetched from its CDN)")
+        for name, value in values.items():
+            if isinstance(value, str) and "<" in value:
+                found += [f"widget {model.get('model_name')}.{name}: {u}" for u in network_loads(value)]
+    return sorted(set(found))
+
+
+def network_loads(page: str) -> list[str]:
+    """What ``page`` would fetch from the network, each named by where it is; ``[]`` for a page that works offline.
+
+    Looked at: every attribute the browser fetches (``<script src>``, ``<link href>``, ``<iframe src>``,
+    ``<img src/srcset>``, media, ``<object data>``, SVG ``href``), ``data-*`` attributes holding an
+    address (``data-main`` of require.js, lazy loaders), CSS ``url(...)`` and ``@import`` in ``<style>``
+    and ``style=``, every address written as a string in an inline script (``require.config`` paths,
+    a renderer's URL), the HTML inside ``srcdoc`` and inside widget values, widget modules the
+    manager's bundle lacks (it fetches those from jsdelivr), and any known CDN's name anywhere.
+    An address is remote when it has a scheme other than data/blob/about/javascript/mailto, or
+    starts with ``//`` (protocol-relative); ``<a href>`` is a link, not a load, and is left alone.
+    """
+    scan = _Scan()
+    scan.feed(page)
+    scan.close()
+    found = list(dict.fromkeys(scan.found))
+    found += sorted({m.group(0).lower() for m in _CDN.finditer(page)})
+    return found
 
 
 def network_scripts(page: str) -> list[str]:
-    """What ``page`` would load from the network: remote ``<script src>`` values and any CDN address in it."""
-    found = [src for src in _SCRIPT_SRC.findall(page) if _REMOTE.match(src)]
-    found += sorted({m.group(0) for m in _CDN.finditer(page)})
-    return found
+    """The older name of ``network_loads`` (kept for callers)."""
+    return network_loads(page)
 
 
 def prefer_static(nb: Any) -> int:
@@ -149,7 +259,7 @@ def export(notebook: Path, out: Path, *, run: bool = True) -> Path:
     if run:
         execute(nb, notebook.parent)
     page = render(nb)
-    remote = network_scripts(page)
+    remote = network_loads(page)
     if remote:
         raise RuntimeError(f"{notebook.name}: the page would load from the network: {', '.join(remote[:5])}")
     out.mkdir(parents=True, exist_ok=True)
