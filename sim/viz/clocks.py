@@ -22,15 +22,17 @@ The offsets come from ``sim.viz.data.clocks``; this module only draws them.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
 
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
-from matplotlib.transforms import blended_transform_factory, offset_copy
+from matplotlib.text import Text
+from matplotlib.transforms import Bbox, blended_transform_factory, offset_copy
 
 from sim.trace import Trace
-from sim.viz.data.clocks import agreement, clock_drifts, clock_offsets, clock_steps, coincident_groups, offset_at
-from sim.viz.data.timebase import time_unit
+from sim.viz.data.clocks import agreement, clock_drifts, clock_offsets, clock_steps, offset_at
+from sim.viz.data.timebase import TimeUnit, fmt_signed, time_unit
 from sim.viz.palette import BLUE, GREEN, INK, ORANGE, PURPLE, SKY, VERMILLION
 from sim.world import DEFAULT_START
 
@@ -49,10 +51,16 @@ def clock_chart(
 ) -> Figure:
     """The clock-offsets chart (see the module docstring); returns the figure it drew on.
 
-    Nodes whose lines would lie on each other (the same offset, to within a fraction of a pixel)
-    are drawn as one line named for all of them (``n2, n3``): drawn apart, the last one hides the
-    others. A line that agrees with an earlier one for part of the run only is dashed, so the one
-    under it shows through. The end labels (and ``true time``) are spread apart so none overlaps.
+    Nodes whose lines would lie on each other over the same span (the same offset, to within a
+    fraction of a pixel, from about the same first row to about the same last row) are drawn as one
+    line named for all of them (``n2, n3``): drawn apart, the last one hides the others. Every
+    member's own steps and drift changes are marked on that line and named for that member (one
+    label for members that stepped alike at one instant), so a small step of the second node of a
+    shared line is not lost. A line that agrees with an earlier one for part of the run only (one
+    node stepped away, or outlived the other) is dashed, so the one under it shows through; longer
+    lines are drawn first. The end labels (and ``true time``) are spread apart in one column, and
+    the step and drift labels are then placed, on the settled layout, where they overlap no other
+    label and no marker (a thin leader when one had to move away from its mark).
     """
     offsets = clock_offsets(trace, start=start)
     names = nodes if nodes is not None else [n for n in offsets if n != "network"]
@@ -68,35 +76,34 @@ def clock_chart(
     in_ms = biggest < 2_000_000
     scale, y_name = (1000.0, "ms") if in_ms else (1e6, "s")
     tolerance = max(1, (max(values) - min(values)) // 500)  # under half a pixel of a chart a few hundred pixels high
-    groups = coincident_groups([offsets[n] for n in drawn], tolerance)
+    groups = _line_groups(drawn, offsets, tolerance, trace.end_ns)
     ax.axhline(0, color="#999999", lw=1, zorder=1)
     ends: list[tuple[float, float, str, str]] = []  # (x, y) of each line's end, its label, its colour
+    marks: list[_Mark] = []
     for g, members in enumerate(groups):
-        node = drawn[members[0]]
-        label = ", ".join(drawn[m] for m in members)
+        node = members[0]
+        label = ", ".join(sorted(members, key=drawn.index))
         points = offsets[node]
-        colour = _COLOURS[names.index(node) % len(_COLOURS)]
+        colour = _COLOURS[names.index(min(members, key=drawn.index)) % len(_COLOURS)]  # a node keeps its colour whatever is drawn first
         xs = [unit.x(t) for t, _ in points]
         ys = [o / scale for _, o in points]
-        partly = any(agreement(offsets[drawn[groups[h][0]]], points, tolerance) > 0 for h in range(g))
+        partly = any(agreement(offsets[groups[h][0]], points, tolerance) > 0 for h in range(g))
         ax.plot(xs, ys, color=colour, lw=2, label=label, linestyle="--" if partly else "-", zorder=3 + g * 0.01)
-        ends.append((xs[-1], ys[-1], label, colour))
-        for step in clock_steps(trace, node):
-            delta_s = step.delta_s
-            after = offset_at(points, step.t_ns) / scale
-            ax.plot([unit.x(step.t_ns)], [after], marker="v" if delta_s < 0 else "^", color=colour, ms=9, zorder=4)
-            ax.annotate(f"{label} stepped {delta_s:+g} s", (unit.x(step.t_ns), after), xytext=(7, -15 if delta_s < 0 else 6),
-                        textcoords="offset points", fontsize=8.5, color=colour)
-        for drift in clock_drifts(trace, node):
-            ppm = drift.ppm
-            here = offset_at(points, drift.t_ns) / scale
-            ax.plot([unit.x(drift.t_ns)], [here], marker="o", mfc="white", color=colour, ms=7, zorder=4)
-            ax.annotate(f"{label} drifts {ppm:+g} ppm", (unit.x(drift.t_ns), here), xytext=(6, 6), textcoords="offset points",
-                        fontsize=8.5, color=colour)
+        ends.append((xs[-1], ys[-1], f"{label} (exact)" if abs(points[-1][1]) <= tolerance else label, colour))
+        marks.extend(_marks(trace, members, offsets, scale, unit, colour, tolerance))
+    last_x = max((x for x, _, _, _ in ends), default=0.0)
+    early = [end for end in ends if end[0] < last_x * 0.97]  # a node whose rows stop early (stopped, or crashed for good)
+    ends = [end for end in ends if end not in early]
+    marks.extend(_Mark(x, y, "", label, colour, below_first=False, bold=True) for x, y, label, colour in early)
+    for mark in marks:
+        if not mark.marker:
+            continue  # the name at the end of a line that stops early: no marker
+        ax.plot([mark.x], [mark.y], marker=mark.marker, color=mark.colour, mfc="white" if mark.marker == "o" else mark.colour,
+                ms=_MARKER_PT, zorder=4, linestyle="none")
     ax.margins(y=0.2)  # room for the step labels under a step back and over a step forward
     ax.set_xlim(0, unit.x(trace.end_ns) * 1.06 if trace.end_ns else 1)
     ax.autoscale_view()
-    _end_labels(fig, ax, ends)
+    _end_labels(fig, ax, ends, name_zero=not any(label.endswith(" (exact)") for _, _, label, _ in ends))
     ax.set_xlabel(f"true time since start ({unit.name})")
     ax.set_ylabel(f"wall clock \u2212 true time ({y_name})")
     ax.grid(True, color="#E3E3E3", lw=0.8)
@@ -104,14 +111,189 @@ def clock_chart(
     if title is None:
         title = "Each node's wall clock against true time (0: exact; a jump is a step, a slope is drift)"
     ax.set_title(title, loc="left", fontsize=11)
+    if marks:
+        _place_marks(fig, ax, marks)
     return fig  # no legend: each line is named at its right end
+
+
+def _line_groups(drawn: list[str], offsets: dict[str, list[tuple[int, int]]], tolerance: int, end_ns: int) -> list[list[str]]:
+    """The nodes drawn as one line, longest lines first: a node joins a line that it agrees with everywhere *and* that spans what it spans.
+
+    Agreeing only where both exist is not enough: a node that outlives the other (or starts later)
+    would be drawn with the other's points, so its own rows (and a step in them) would vanish. The
+    span is the same when both ends are within 2 % of the run of each other.
+    """
+    slack = max(1, end_ns // 50)
+    order = sorted(drawn, key=lambda n: (-(offsets[n][-1][0] - offsets[n][0][0]), drawn.index(n)))
+    groups: list[list[str]] = []
+    for node in order:
+        points = offsets[node]
+        for group in groups:
+            lead = offsets[group[0]]
+            if (abs(lead[0][0] - points[0][0]) <= slack and abs(lead[-1][0] - points[-1][0]) <= slack
+                    and agreement(lead, points, tolerance) == 1.0):
+                group.append(node)
+                break
+        else:
+            groups.append([node])
+    return groups
+
+
+@dataclass
+class _Mark:
+    """A step or drift change to mark: where (data coordinates), its marker, its words, and which side of it to try first."""
+
+    x: float
+    y: float
+    marker: str
+    text: str
+    colour: str
+    below_first: bool
+    bold: bool = False
+
+
+def _marks(trace: Trace, members: list[str], offsets: dict[str, list[tuple[int, int]]], scale: float, unit: TimeUnit,
+           colour: str, tolerance: int) -> list[_Mark]:
+    """Every member's own steps and drift changes, named for it; members that changed alike at one instant share one mark."""
+    alike: dict[tuple[str, int, float], list[str]] = {}
+    for node in members:
+        for step in clock_steps(trace, node):
+            alike.setdefault(("step", step.t_ns, step.delta_s), []).append(node)
+        for drift in clock_drifts(trace, node):
+            alike.setdefault(("drift", drift.t_ns, drift.ppm), []).append(node)
+        for t_ns, ppm in _measured_drifts(trace, node, offsets[node], tolerance):
+            alike.setdefault(("drift", t_ns, ppm), []).append(node)
+    out: list[_Mark] = []
+    for (kind, t_ns, amount), who in sorted(alike.items(), key=lambda item: (item[0][1], item[0][0], item[1])):
+        names = ", ".join(who)
+        y = offset_at(offsets[who[0]], t_ns) / scale
+        at = f"{unit.x(t_ns):.3g} {unit.name}"
+        if kind == "step":
+            out.append(_Mark(unit.x(t_ns), y, "v" if amount < 0 else "^", f"{names} stepped {_fmt_step(amount)} at {at}", colour,
+                             below_first=amount < 0))
+        elif amount == 0:
+            out.append(_Mark(unit.x(t_ns), y, "o", f"{names} stops drifting at {at}", colour, below_first=False))
+        else:
+            rate = fmt_signed(amount * 1e-6)
+            out.append(_Mark(unit.x(t_ns), y, "o", f"{names} drifts {amount:+,g} ppm ({rate}/s) from {at}".replace(",", "\u2009"),
+                             colour, below_first=amount < 0))
+    return out
+
+
+def _measured_drifts(trace: Trace, node: str, points: list[tuple[int, int]], tolerance: int) -> list[tuple[int, float]]:
+    """``(t_ns, ppm)`` where a node's line slopes before any ``clock.drift`` row says so, measured from the line (3 digits).
+
+    A clock made drifting by ``add_node(drift_ppm=)`` writes no row: without this its slope
+    would go unnamed. The line is cut at its steps; a piece counts when it is straight (every point
+    within ``tolerance`` of the chord) and its ends differ by more than ``tolerance``; a piece with
+    the rate of the piece before it (a step on a drifting clock) is not marked again.
+    """
+    drifts = clock_drifts(trace, node)
+    until = drifts[0].t_ns if drifts else points[-1][0]
+    steps = {step.t_ns for step in clock_steps(trace, node)}
+    bounds = [points[0][0], *sorted(t for t in steps if points[0][0] < t < until), until]
+    out: list[tuple[int, float]] = []
+    previous: float | None = None
+    for a, b in zip(bounds, bounds[1:]):
+        piece = [p for p in points if a < p[0] < b]
+        at_a = [p for p in points if p[0] == a]
+        at_b = [p for p in points if p[0] == b]
+        piece = at_a[-1:] + piece + at_b[:1]  # after a step at a, before a step at b
+        if len(piece) < 2 or piece[-1][0] == piece[0][0]:
+            continue
+        (t0, o0), (t1, o1) = piece[0], piece[-1]
+        chord = [o0 + (o1 - o0) * (t - t0) / (t1 - t0) for t, _ in piece]
+        if abs(o1 - o0) <= tolerance or any(abs(o - c) > tolerance + 2 for (_, o), c in zip(piece, chord)):
+            previous = None
+            continue
+        ppm = float(f"{(o1 - o0) / ((t1 - t0) / 1000) * 1e6:.3g}")
+        if previous is None or abs(ppm - previous) > 0.01 * abs(previous):
+            out.append((t0, ppm))
+        previous = ppm
+    return out
+
+
+def _fmt_step(delta_s: float) -> str:
+    """A step's amount as a student reads it: '-90 s', '-2.64 s', '-699 ms' (seconds under 1000 s, 3 digits)."""
+    if 1 <= abs(delta_s) < 1000:
+        return f"{delta_s:+.3g} s"
+    return fmt_signed(delta_s)
+
+
+_MARKER_PT = 8.0
+_HALO = {"boxstyle": "square,pad=0.1", "facecolor": "white", "edgecolor": "none", "alpha": 0.85}  # a line under a label stays faint
+
+
+def _candidates() -> list[tuple[float, float, str, str]]:
+    """Offsets (points) and alignments to try for a mark's label, nearest first: beside the mark, then stacked further up or down."""
+    out: list[tuple[float, float, str, str]] = []
+    for row in range(7):
+        dy = 5.0 + 11.0 * row
+        for dx, ha in ((7.0, "left"), (-7.0, "right")):
+            out.append((dx, dy, ha, "bottom"))
+            out.append((dx, -dy, ha, "top"))
+    return out
+
+
+def _place_marks(fig: Figure, ax: Axes, marks: list[_Mark]) -> None:
+    """Write each mark's label where it overlaps no label placed before it (the end labels first) and no marker, inside the axes.
+
+    Placed on the settled layout (``draw_without_rendering``), with real text extents; the labels
+    take no part in the layout, so placing them moves nothing. Of the candidates (see
+    ``_candidates``, the side the step went to first), the first clear one wins; a clear one that
+    crosses no line beats one nearer that does, and with none clear, the least crowded. A label
+    more than one row from its mark gets a thin leader.
+    """
+    fig.draw_without_rendering()
+    box = ax.get_window_extent()
+    taken = [Text.get_window_extent(t) for t in ax.texts]
+    pad = _MARKER_PT / 72 * fig.dpi * 0.6
+    for mark in marks:
+        if not mark.marker:
+            continue
+        px, py = ax.transData.transform((mark.x, mark.y))
+        taken.append(Bbox.from_extents(px - pad, py - pad, px + pad, py + pad))
+    paths = [ln.get_transform().transform_path(ln.get_path()) for ln in ax.get_lines()
+             if len(ln.get_path()) > 1 and not str(ln.get_label()).startswith("_")]
+    candidates = _candidates()
+    for mark in marks:
+        order = sorted(range(len(candidates)), key=lambda i: (i // 4, (candidates[i][1] < 0) != mark.below_first, i))
+        best: tuple[tuple[int, int, int], tuple[float, float, str, str], Bbox] | None = None
+        for rank, i in enumerate(order):
+            dx, dy, ha, va = candidates[i]
+            trial = ax.annotate(mark.text, (mark.x, mark.y), xytext=(dx, dy), textcoords="offset points", ha=ha, va=va,
+                                fontsize=_LABEL_PT if mark.bold else 8.5, fontweight="bold" if mark.bold else "normal")
+            trial.get_window_extent()  # lays the text out where it would be drawn
+            extent = Text.get_window_extent(trial)
+            trial.remove()
+            inside = box.x0 <= extent.x0 and extent.x1 <= box.x1 and box.y0 <= extent.y0 and extent.y1 <= box.y1
+            crowded = sum(1 for other in taken if extent.overlaps(other)) + (0 if inside else 10)
+            crossing = sum(1 for path in paths if path.intersects_bbox(extent, filled=False))
+            score = (crowded, 2 * crossing + i // 4, rank)  # one row further beats crossing a line, two rows do not
+            if best is None or score < best[0]:
+                best = (score, candidates[i], extent)
+            if crowded == 0 and crossing == 0:
+                break  # nothing further can score better
+        assert best is not None
+        _, (dx, dy, ha, va), extent = best
+        far = abs(dy) > 10
+        ann = ax.annotate(mark.text, (mark.x, mark.y), xytext=(dx, dy), textcoords="offset points", ha=ha, va=va,
+                          fontsize=_LABEL_PT if mark.bold else 8.5, fontweight="bold" if mark.bold else "normal",
+                          color=mark.colour, annotation_clip=False, bbox=_HALO,
+                          arrowprops={"arrowstyle": "-", "color": mark.colour, "lw": 0.6, "shrinkA": 1, "shrinkB": _MARKER_PT * 0.6 if mark.marker else 1,
+                                      "relpos": (0.0 if ha == "left" else 1.0, 0.0 if va == "bottom" else 1.0)} if far else None)
+        ann.set_in_layout(False)
+        taken.append(extent)
 
 
 _LABEL_PT = 9.0
 
 
-def _end_labels(fig: Figure, ax: Axes, ends: list[tuple[float, float, str, str]]) -> None:
+def _end_labels(fig: Figure, ax: Axes, ends: list[tuple[float, float, str, str]], *, name_zero: bool = True) -> None:
     """Name each line at its right end, and the zero line 'true time', in one column with no two labels overlapping.
+
+    With ``name_zero`` False (a line ends on 0 and is named ``(exact)``) the zero line is not named:
+    it lies under that line there, and its label beside the line's would need a leader across it.
 
     Each label wants the height of its line's end; sorted by that height, a label too close to the
     one under it is pushed up (then the column is pulled back under the top if it overflows), and a
@@ -126,7 +308,7 @@ def _end_labels(fig: Figure, ax: Axes, ends: list[tuple[float, float, str, str]]
     gap = 1.2 * _LABEL_PT / 72 / max(height_in, 0.5)
     column_x = max((x for x, _, _, _ in ends), default=ax.get_xlim()[1] / 1.06)
     wanted = [((y - lo) / (hi - lo), x, y, label, colour) for x, y, label, colour in ends]
-    if lo <= 0 <= hi:
+    if name_zero and lo <= 0 <= hi:
         wanted.append(((0 - lo) / (hi - lo), column_x, 0.0, "true time", "#777777"))
     wanted.sort(key=lambda w: w[0])
     placed = [w[0] for w in wanted]
