@@ -20,6 +20,9 @@ over the skipped wall time in the wall lane) of the nodes that ran the schedule 
 their rows; ``report.built`` rows of the key (and ``effect`` rows with a ``day`` detail) are black stars
 with their day, and a day missing between two of them a hollow red star, "omitted".
 
+``lanes="all"`` draws instead every periodic thing of the run, one lane each (a persisted
+schedule, an activation timer, a node schedule, a cron tick): ``sim.viz.catchup_lanes``.
+
 The schedule's rows and grid come from ``sim.viz.data.catchup``; this module only draws them.
 """
 
@@ -27,7 +30,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal
 
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
@@ -83,12 +86,26 @@ def catchup_chart(
     schedule: str | None = None,
     ax: Axes | Sequence[Axes] | None = None,
     title: str | None = None,
+    lanes: Literal["one", "all"] = "one",
+    internal: bool = False,
 ) -> Figure:
-    """The catch-up chart of one schedule (default: the first one that fired).
+    """The catch-up chart of one schedule (default: the first one that fired), or of every periodic thing.
 
+    ``lanes="all"``: one lane per persisted schedule, activation timer, node schedule and cron
+    tick along true time, each occurrence marked by the ledger's class (``sim.viz.catchup_lanes``);
+    ``actor``/``key``/``schedule`` then keep only the lanes they name, and ``internal=True`` adds
+    the runtime's own keys (cron claim keys, hidden by default).
     ``ax`` may be one Axes (split into the two lanes) or a pair (true-time lane, wall-clock lane).
     Raises ``ValueError`` when the trace has no ``schedule.*`` row for the requested schedule.
     """
+    if lanes == "all":
+        from sim.viz.catchup_lanes import catchup_lanes
+
+        if ax is not None and not isinstance(ax, Axes):
+            raise ValueError("catchup_chart(lanes='all') draws on one Axes, not a pair")
+        return catchup_lanes(trace, internal=internal, actor=actor, key=key, schedule=schedule, ax=ax, title=title)
+    if lanes != "one":
+        raise ValueError(f"lanes must be 'one' or 'all', got {lanes!r}")
     found = schedule_rows(trace, actor, key, schedule)
     actor, key, name = found.ident
     rows, fired, caught, armed, cancelled = found.rows, found.fired, found.caught, found.armed, found.cancelled
