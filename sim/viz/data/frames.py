@@ -97,13 +97,15 @@ def keys_of(trace: Trace, *, internal: bool = False) -> list[tuple[str, str]]:
 
 
 def _resolve(trace: Trace, actor: str | None, key: str | None) -> tuple[str, str] | None:
+    """The key a frame follows. One read of the epochs serves the default, the search and the error: the keys without
+    the internal ones are the full list filtered (filtering keeps the order: most changed first, then first acquired)."""
+    every = keys_of(trace, internal=True)
     if actor is None and key is None:
-        known = keys_of(trace)
-        return known[0] if known else None
-    for entity in keys_of(trace, internal=True):
+        return next((entity for entity in every if not is_internal(entity[0])), None)
+    for entity in every:
         if (key is None or entity[1] == key) and (actor is None or actor in (entity[0], short_actor(entity[0]))):
             return entity
-    names = ", ".join(f"{short_actor(a)}[{k}]" for a, k in keys_of(trace, internal=True)) or "none"
+    names = ", ".join(f"{short_actor(a)}[{k}]" for a, k in every) or "none"
     raise ValueError(f"no owner epoch for actor={actor!r} key={key!r} in this trace; keys with one: {names}")
 
 
@@ -261,13 +263,8 @@ def describe(row: Row) -> str | None:
 
 
 def _fold(sentences: Iterable[str]) -> list[str]:
-    counts: Counter[str] = Counter()
-    order: list[str] = []
-    for sentence in sentences:
-        if sentence not in counts:
-            order.append(sentence)
-        counts[sentence] += 1
-    return [s if counts[s] == 1 else f"{s} (x{counts[s]})" for s in order]
+    """Repeats folded into one sentence with a count, in first-seen order (a Counter keeps insertion order)."""
+    return [s if n == 1 else f"{s} (x{n})" for s, n in Counter(sentences).items()]
 
 
 def _events(rows: Sequence[Row], entity: tuple[str, str] | None) -> tuple[str, ...]:
@@ -315,8 +312,13 @@ def frame_at(
         raise ValueError(f"window must be > 0 seconds, got {window!r}")
     t_ns = round(t * 1e9)
     since_ns = t_ns - round(window * 1e9)
-    upto = [r for r in trace.rows if r.t_ns <= t_ns]
-    recent = [r for r in upto if r.t_ns > since_ns or (t_ns == 0 and r.t_ns == 0)]
+    upto: list[Row] = []  # the rows up to t (the state) and those of the window (the events), in one pass
+    recent: list[Row] = []
+    for r in trace.rows:
+        if r.t_ns <= t_ns:
+            upto.append(r)
+            if r.t_ns > since_ns or (t_ns == 0 and r.t_ns == 0):
+                recent.append(r)
     nodes = _nodes(trace)
     entity = _resolve(trace, actor, key)
     owner: str | None = None
