@@ -200,3 +200,72 @@ def test_a_setup_that_raises_leaves_no_node_running() -> None:
     finally:
         del scenarios.SCENARIOS[name]
     assert [node.status for node in built[0].nodes.values()] == ["down"]
+
+
+# ============================================================ daily-report: the effects ledger ======
+
+
+def test_daily_report_records_each_built_report_as_an_effect() -> None:
+    """daily-report seed 0: every built report is one `effect` row keyed report:<key>:<date>; save-first omits Jan 03, build-first builds it twice."""
+    result = scenarios.run("daily-report", seed=0)
+    assert result.failures == []
+    built = [(row.node, row.get("effect"), row.get("details")) for row in result.trace.of("effect")]
+    assert "report.built" not in result.trace.counts
+    assert sorted(built, key=lambda b: (b[0], b[1])) == [
+        ("build", "report:build-first:2026-01-01", {"day": 20454}),
+        ("build", "report:build-first:2026-01-02", {"day": 20455}),
+        ("build", "report:build-first:2026-01-03", {"day": 20456}),
+        ("build", "report:build-first:2026-01-03", {"day": 20456}),
+        ("build", "report:build-first:2026-01-04", {"day": 20457}),
+        ("build", "report:build-first:2026-01-05", {"day": 20458}),
+        ("save", "report:save-first:2026-01-01", {"day": 20454}),
+        ("save", "report:save-first:2026-01-02", {"day": 20455}),
+        ("save", "report:save-first:2026-01-04", {"day": 20457}),
+        ("save", "report:save-first:2026-01-05", {"day": 20458}),
+    ]
+
+
+def _plant_wiped_restart(monkeypatch: pytest.MonkeyPatch) -> None:
+    restart = World.restart
+    monkeypatch.setattr(World, "restart", lambda self, name, **_: restart(self, name, wipe_disk=True))
+
+
+def _plant_retried_build(monkeypatch: pytest.MonkeyPatch) -> None:
+    from sim.scenarios import single
+
+    build = single._build_report
+
+    async def built_twice(ctx: Any, day: int) -> None:
+        await build(ctx, day)
+        ctx.effect(single.report_effect(ctx.key, day), day=day)  # a client retry with no idempotency key
+
+    monkeypatch.setattr(single, "_build_report", built_twice)
+
+
+def _plant_swapped(which: str) -> Any:
+    def plant(monkeypatch: pytest.MonkeyPatch) -> None:
+        from sim.scenarios import single
+
+        other = {"report_save_first": "report_build_first", "report_build_first": "report_save_first"}[which]
+        monkeypatch.setattr(single, which, getattr(single, other))
+
+    return plant
+
+
+@pytest.mark.parametrize(
+    ("plant", "failure"),
+    [
+        (_plant_wiped_restart, "exactly_once: report:save-first:2026-01-04 happened 0 times (want exactly 1); "
+                               "report:save-first:2026-01-05 happened 0 times (want exactly 1)"),
+        (_plant_retried_build, "exactly_once: report:save-first:2026-01-01 happened 2 times (want exactly 1): save at 86430.0005 s"),
+        (_plant_swapped("report_save_first"), "reports_explained: report:save-first:2026-01-03 was built although save-first crashed between its save and the build"),
+        (_plant_swapped("report_build_first"), "at_least_once: report:build-first:2026-01-03 happened 0 times (want at least 1)"),
+    ],
+    ids=["restart-loses-the-disk", "build-retried", "save-first-builds-first", "build-first-saves-first"],
+)
+def test_daily_report_checks_fail_when_a_bug_is_planted(monkeypatch: pytest.MonkeyPatch, plant: Any, failure: str) -> None:
+    """Each planted bug (a restart that loses the durable key, a retried build, either checkpoint order swapped) fails the effects checks of daily-report seed 0."""
+    plant(monkeypatch)
+    result = scenarios.run("daily-report", seed=0)
+    assert len(result.failures) == 1
+    assert str(result.failures[0]).startswith(failure)

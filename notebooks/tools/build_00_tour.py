@@ -227,13 +227,13 @@ with a black star, a day missing between two reports with a hollow red star (*om
 code("""
 run = scenarios.run("daily-report", seed=0)
 print("checks hold:", run.ok)
-for row in run.trace.of("report.built"):
-    print(f"night {row.t / 86400:3.1f}  {row.node:<6} built the report of {day_label(row.get('day'))}")
+for row in run.trace.of("effect"):  # each built report is one row of the effects ledger (ctx.effect, chapter 07)
+    print(f"night {row.t / 86400:3.1f}  {row.node:<6} built {row.get('effect')} ({day_label(row.get('details')['day'])})")
 activation_timeline(run.trace)
 """)
 
 code("""
-built = {node: [day_label(r.get("day")) for r in run.trace.of("report.built", node=node)] for node in ("save", "build")}
+built = {node: [day_label(r.get("details")["day"]) for r in run.trace.of("effect", node=node)] for node in ("save", "build")}
 crashed = day_label(run.world.results["crash_day"])
 assert crashed == "Jan 03"
 assert crashed not in built["save"] and built["save"] == ["Jan 01", "Jan 02", "Jan 04", "Jan 05"]   # omitted

@@ -18,6 +18,7 @@ from casty import ActorSystem, Askable, Context, Ref, actor
 from casty._core.timer_heap import WALL_RECHECK
 
 from ..checks import CheckFailed, never_early, no_burst, occurrences_accounted_for
+from ..effects import at_least_once, effects, exactly_once
 from ..world import World
 from . import scenario
 
@@ -135,24 +136,19 @@ def _day_of(now_us: int) -> int:
     return now_us // (86_400 * SECOND_US)
 
 
-async def _build_report(system: ActorSystem, key: str, day: int) -> None:
-    """The external effect: 30 s of work at a service outside the actor system, then it exists."""
+def report_effect(key: str, day: int) -> str:
+    """The effect key of the report of ``day`` for the actor key ``key``: ``report:save-first:2026-01-03``.
+
+    The key names the action (this key's report of that date), not the attempt: a second
+    row with it is the same report built again (``sim.checks.at_most_once`` counts it)."""
+    date = datetime.fromtimestamp(day * 86_400, tz=timezone.utc).date().isoformat()
+    return f"report:{key}:{date}"
+
+
+async def _build_report(ctx: Context[int, ReportMessage], day: int) -> None:
+    """The external effect: 30 s of work at a service outside the actor system, then it exists (``ctx.effect``)."""
     await asyncio.sleep(REPORT_BUILD_SECONDS)
-    REPORT_SINK.built(system.node, key, day)
-
-
-class ReportSink:
-    """Stands for the outside world: records each built report as a ``report.built`` trace row."""
-
-    def __init__(self) -> None:
-        self.world: World | None = None
-
-    def built(self, node: str, key: str, day: int) -> None:
-        if self.world is not None:
-            self.world.record(node, "report.built", {"key": key, "day": day})
-
-
-REPORT_SINK = ReportSink()
+    ctx.effect(report_effect(ctx.key, day), day=day)
 
 
 def _first_due(last_done: int, today: int) -> int:
@@ -178,7 +174,7 @@ async def report_save_first(ctx: Context[int, ReportMessage]) -> None:
                 today = _day_of(ctx.system.clock.now_us()) - 1  # the report covers the day that just ended
                 for day in range(_first_due(ctx.state.value, today), today + 1):
                     await ctx.state.set(day)
-                    await _build_report(ctx.system, ctx.key, day)
+                    await _build_report(ctx, day)
 
 
 @actor(initial=-1, durable="write")
@@ -191,7 +187,7 @@ async def report_build_first(ctx: Context[int, ReportMessage]) -> None:
             case ReportTick():
                 today = _day_of(ctx.system.clock.now_us()) - 1
                 for day in range(_first_due(ctx.state.value, today), today + 1):
-                    await _build_report(ctx.system, ctx.key, day)
+                    await _build_report(ctx, day)
                     await ctx.state.set(day)
 
 
@@ -528,20 +524,22 @@ def timer_vs_schedule(world: World) -> None:
 
 
 def _reports_explained(world: World) -> None:
-    """Save-first omits the day it crashed on; build-first repeats it; every other day is built exactly once."""
-    built = world.trace.of("report.built")
-    by_key: dict[str, list[int]] = {}
-    for row in built:
-        by_key.setdefault(str(row.get("key")), []).append(int(row.get("day")))
-    days = world.results["days"]
-    crash_day = world.results["crash_day"]
-    save_first = by_key.get("save-first", [])
-    build_first = by_key.get("build-first", [])
-    _expect("reports_explained", crash_day not in save_first, f"save-first built day {crash_day} although it crashed between save and build")
-    _expect("reports_explained", sorted(set(save_first)) == [d for d in days if d != crash_day], f"save-first built {save_first}")
-    _expect("reports_explained", build_first.count(crash_day) == 2, f"build-first built day {crash_day} {build_first.count(crash_day)} times, expected 2 (a repeat)")
-    others = [d for d in build_first if d != crash_day]
-    _expect("reports_explained", sorted(others) == [d for d in days if d != crash_day], f"build-first built {build_first}")
+    """Save-first omits the day it crashed on and never repeats one; build-first repeats it and never omits one; every other day is built exactly once.
+
+    Counted on the effects ledger (each built report is a ``ctx.effect`` row keyed by
+    ``report_effect``): the checks' messages name the report, its count and each build."""
+    __tracebackhide__ = True
+    days, crash_day = world.results["days"], world.results["crash_day"]
+    others = [day for day in days if day != crash_day]
+    exactly_once(world, "report:save-first", expected=[report_effect("save-first", day) for day in others])  # no repeat
+    omitted = report_effect("save-first", crash_day)
+    _expect("reports_explained", omitted not in effects(world, omitted), f"{omitted} was built although save-first crashed between its save and the build")
+    at_least_once(world, "report:build-first", expected=[report_effect("build-first", day) for day in days])  # no omission
+    for day in others:
+        exactly_once(world, report_effect("build-first", day))
+    repeated = report_effect("build-first", crash_day)
+    count = len(effects(world, repeated).get(repeated, []))
+    _expect("reports_explained", count == 2, f"{repeated} was built {'once' if count == 1 else f'{count} times'}, expected twice (build-first crashed between the build and its save)")
 
 
 @scenario(
@@ -551,7 +549,6 @@ def _reports_explained(world: World) -> None:
     checks=(_reports_explained, never_early, no_burst),
 )
 def daily_report(world: World) -> None:
-    REPORT_SINK.world = world
     world.add_node("save", store="sqlite")
     world.add_node("build", store="sqlite")
     start = datetime.fromtimestamp(world.epoch_us / SECOND_US, tz=timezone.utc)
