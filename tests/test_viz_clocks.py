@@ -156,6 +156,8 @@ def test_a_step_or_drift_of_any_node_on_a_shared_line_is_marked_with_its_own_nam
     assert [label for label, _, _ in _lines(fig)] == ["n1, n2, n3", "n4"]
     marks = sorted(t for t in _texts(fig) if " stepped " in t or " drift" in t)
     assert marks == ["n2 stepped +10 ms at 8 s", "n3 drifts +50 ppm (+50 µs/s) from 4 s", "n4 stepped -40 s at 12 s"]
+    ends = sorted(t for t in _texts(fig) if t not in marks)
+    assert ends == ["n1, n2, n3", "n4", "true time"]  # not '(exact)': n2 ends 10 ms off, n3 800 µs
 
 
 def test_a_node_that_outlives_the_node_it_agreed_with_draws_its_own_line_and_step() -> None:
@@ -169,7 +171,7 @@ def test_a_node_that_outlives_the_node_it_agreed_with_draws_its_own_line_and_ste
     lines = {label: ys for label, ys, _ in _lines(fig)}
     assert sorted(lines) == ["n1", "n2", "n3"]
     assert lines["n1"][-1] == 0.0 and lines["n2"][-1] == -2.0
-    assert "n2 stepped -2 s at 15 s" in _texts(fig)
+    assert sorted(_texts(fig)) == ["n1 (exact)", "n2", "n2 stepped -2 s at 15 s", "n3", "true time"]  # n1 named where its line ends
 
 
 def _marker_boxes(fig: Any) -> tuple[list[Any], Any]:

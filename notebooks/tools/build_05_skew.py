@@ -25,7 +25,10 @@ Two views are used throughout:
 
 * `clock_chart(trace)`: each node's wall clock **minus** true time. A flat line at 0 is a good clock, a flat
   line elsewhere a skewed one, a vertical jump a step, a slope drift. Nodes whose clocks agree share one line,
-  named for all of them (`n2, n3`); a line that agrees with another for part of the run only is dashed.
+  named for all of them (`n2, n3`, with `(exact)` when they read true time at the end); a line that agrees
+  with another for part of the run only is dashed. Every step (a triangle) and every start of drift (a ring)
+  is labelled with its node, its amount and its true time (`n1 stepped -90 s at 2.5 min`, `n1 drifts
+  +20 000 ppm (+20 ms/s) from 0 min`), also when the node shares its line with others.
 * `catchup_chart(trace, schedule=...)`: the schedule's deliveries by true time (top) and by the node's wall
   clock (bottom), over the nominal grid. A dotted line joins the two positions of one delivery when the
   clocks disagree.

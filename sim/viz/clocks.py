@@ -89,7 +89,8 @@ def clock_chart(
         ys = [o / scale for _, o in points]
         partly = any(agreement(offsets[groups[h][0]], points, tolerance) > 0 for h in range(g))
         ax.plot(xs, ys, color=colour, lw=2, label=label, linestyle="--" if partly else "-", zorder=3 + g * 0.01)
-        ends.append((xs[-1], ys[-1], f"{label} (exact)" if abs(points[-1][1]) <= tolerance else label, colour))
+        exact = all(offsets[m][-1][1] == 0 for m in members)  # every member's clock reads true time at its last row
+        ends.append((xs[-1], ys[-1], f"{label} (exact)" if exact else label, colour))
         marks.extend(_marks(trace, members, offsets, scale, unit, colour, tolerance))
     last_x = max((x for x, _, _, _ in ends), default=0.0)
     early = [end for end in ends if end[0] < last_x * 0.97]  # a node whose rows stop early (stopped, or crashed for good)
@@ -99,7 +100,7 @@ def clock_chart(
         if not mark.marker:
             continue  # the name at the end of a line that stops early: no marker
         ax.plot([mark.x], [mark.y], marker=mark.marker, color=mark.colour, mfc="white" if mark.marker == "o" else mark.colour,
-                ms=_MARKER_PT, zorder=4, linestyle="none")
+                ms=_MARKER_PT, zorder=4 if mark.marker == "o" else 4.1, linestyle="none")  # a step's triangle over a ring at its instant
     ax.margins(y=0.2)  # room for the step labels under a step back and over a step forward
     ax.set_xlim(0, unit.x(trace.end_ns) * 1.06 if trace.end_ns else 1)
     ax.autoscale_view()
@@ -117,14 +118,19 @@ def clock_chart(
 
 
 def _line_groups(drawn: list[str], offsets: dict[str, list[tuple[int, int]]], tolerance: int, end_ns: int) -> list[list[str]]:
-    """The nodes drawn as one line, longest lines first: a node joins a line that it agrees with everywhere *and* that spans what it spans.
+    """The nodes drawn as one line, the lines that last the whole run first (in node order), then the shorter ones, longest first.
+
+    A node joins a line that it agrees with everywhere *and* that spans what it spans.
 
     Agreeing only where both exist is not enough: a node that outlives the other (or starts later)
     would be drawn with the other's points, so its own rows (and a step in them) would vanish. The
     span is the same when both ends are within 2 % of the run of each other.
     """
     slack = max(1, end_ns // 50)
-    order = sorted(drawn, key=lambda n: (-(offsets[n][-1][0] - offsets[n][0][0]), drawn.index(n)))
+    span = {n: offsets[n][-1][0] - offsets[n][0][0] for n in drawn}
+    longest = max(span.values(), default=0)
+    full = [n for n in drawn if span[n] >= longest - slack]  # in node order: the first of these is drawn solid
+    order = full + sorted((n for n in drawn if n not in full), key=lambda n: (-span[n], drawn.index(n)))
     groups: list[list[str]] = []
     for node in order:
         points = offsets[node]
@@ -322,6 +328,6 @@ def _end_labels(fig: Figure, ax: Axes, ends: list[tuple[float, float, str, str]]
     column = offset_copy(blended_transform_factory(ax.transData, ax.transAxes), fig=fig, x=4, units="points")
     for (want, x, y, label, colour), at in zip(wanted, placed):
         moved = abs(at - want) > gap / 4
-        ax.annotate(label, (x, y), xytext=(column_x, at), textcoords=column, va="center", fontsize=_LABEL_PT, color=colour,
+        ax.annotate(label, (x, y), xytext=(column_x, at), textcoords=column, va="center", fontsize=_LABEL_PT, color=colour, bbox=_HALO,
                     fontweight="normal" if label == "true time" else "bold",
                     arrowprops={"arrowstyle": "-", "color": colour, "lw": 0.6, "shrinkA": 0, "shrinkB": 0} if moved else None)
