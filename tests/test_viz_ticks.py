@@ -131,3 +131,84 @@ def test_a_timer_or_schedule_name_on_two_keys_gives_each_key_its_row() -> None:
     assert [_points(ax, "told", y) for y in range(4)] == [10, 10, 4, 4]
     assert sorted(tick_rows(world.trace)) == [("n1", "_beating[a] · actor schedule 'beat'"), ("n1", "_beating[a] · timer 'beat'"),
                                               ("n1", "_beating[b] · actor schedule 'beat'"), ("n1", "_beating[b] · timer 'beat'")]
+
+
+# --- the catch-up chart's lanes: every periodic thing of a run, one lane each ------------------------------------
+
+from sim.trace import Trace  # noqa: E402
+from sim.viz import catchup_chart  # noqa: E402
+
+
+@dataclass(frozen=True)
+class _Arm:
+    """Arms a persisted schedule 'daily' and a timer 'tick' on the key that receives it."""
+
+
+@actor(initial=0)
+async def _reporter(ctx: Context[int, _Arm | _Tick]) -> None:
+    """A key with a persisted schedule (every 10 s) and an activation timer (every 4 s)."""
+    async for msg in ctx.inbox:
+        if isinstance(msg, _Arm):
+            await ctx.schedule("daily", timedelta(seconds=10), timedelta(seconds=10), _Tick("schedule"))
+            ctx.timer("tick", timedelta(seconds=4), timedelta(seconds=4), _Tick("timer"))
+
+
+def three_kinds() -> Trace:
+    """Key ana: schedule 'daily' (10 s) and timer 'tick' (4 s); n1's node schedule 'report' (10 s, from 5 s); n1 paused 32-61 s, run to 80 s."""
+    world = World(seed=0)
+    world.add_node("n1")
+
+    async def client(system: ActorSystem) -> None:
+        system.ref(_reporter, "ana").tell(_Arm())
+        await asyncio.sleep(5)
+        await system.schedule(_Tick("node"), system.ref(_reporter, "ana"), timedelta(seconds=10), reference="report")
+
+    def faults(world: World):  # type: ignore[no-untyped-def]
+        yield world.timeout(32)
+        world.pause("n1")
+        yield world.timeout(29)
+        world.resume("n1")
+
+    world.spawn("n1", client)
+    world.process(faults(world))
+    world.run(until=80)
+    world.close()
+    return world.trace
+
+
+def _marks(ax: Axes, cls: str, lane: str) -> int:
+    return _points(ax, f"{cls}|{lane}")
+
+
+def test_the_catchup_chart_draws_a_lane_per_schedule_timer_and_node_schedule() -> None:
+    """three_kinds: lanes 'schedule _reporter["ana"] / daily', 'timer ... / tick', 'node schedule n1 / report', marked by the ledger, the pause hatched on all three."""
+    trace = three_kinds()
+    ax = catchup_chart(trace, lanes="all").axes[0]
+    schedule, timer, node = 'schedule  _reporter["ana"] / daily', 'timer  _reporter["ana"] / tick', "node schedule  n1 / report"
+    assert _rows(ax) == [schedule, timer, node]
+    from sim.viz.data.periodic import periodic_lanes  # here, not at the top: before the lanes existed only these tests failed
+
+    lanes = {lane.label: lane for lane in periodic_lanes(trace)}
+    for name in (schedule, node):  # every occurrence the ledger classified is one mark of its class on its lane
+        drawn = {cls: _marks(ax, cls, name) for cls in ("on time", "late", "caught up", "repeated", "missed")}
+        assert drawn == {cls: sum(o.cls == cls for o in lanes[name].occurrences) for cls in drawn}
+    assert _marks(ax, "timer", timer) == len(trace.of("timer.fired"))
+    assert _marks(ax, "caught up", schedule) == 1 and _marks(ax, "caught up", node) == 1  # each catches up once at the resume
+    assert _marks(ax, "missed", schedule) >= 1 and _marks(ax, "missed", node) >= 1
+    assert sum(p.get_gid() == "paused" for p in ax.patches) == 3
+    assert ax.get_title(loc="left").startswith("Every periodic thing: 1 schedule, 1 timer, 1 node schedule\n")
+
+
+def test_the_catchup_lanes_hide_claim_keys_unless_asked_for() -> None:
+    """cron-single-fire: one cron lane with 9 on-time ticks and 16 lost claims; internal=True adds the 9 claim keys' expiry schedules, greyed, after it."""
+    trace = scenarios.run("cron-single-fire", seed=0).trace
+    ax = catchup_chart(trace, lanes="all").axes[0]
+    cron = "cron  report-every-5s  (cluster: one node tells each tick)"
+    assert _rows(ax) == [cron]
+    assert (_marks(ax, "on time", cron), _marks(ax, "lost claim", cron)) == (9, 16)
+    loud = catchup_chart(trace, lanes="all", internal=True).axes[0]
+    rows = _rows(loud)
+    assert rows[0] == cron and len(rows) == 10
+    assert all(r.startswith('schedule  schedule_fire["') and r.endswith("/ expire  (internal)") for r in rows[1:])
+    assert len(set(rows[1:])) == 9  # each claim key its own label (the tick at the end of the key is kept)
+    assert "9 of the runtime's own keys" in loud.get_title(loc="left")

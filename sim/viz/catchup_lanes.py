@@ -17,7 +17,9 @@ fired. A cron tick's lost claims (another node won it) are small hollow rings un
 
 Behind the marks, on the lanes of the nodes that ran them: down spans (grey), pauses (hatched),
 crashes (red line), restarts (green triangle), clock steps (purple dashes), as every node-lane view
-draws them. The runtime's own keys (cron claim keys) are hidden unless ``internal=True``.
+draws them; a cron lane is the cluster's (another node tells the tick when one is down), so it
+gets only a node's crash, labelled with the node, and a tick won by a node that never told it
+says so. The runtime's own keys (cron claim keys) are hidden unless ``internal=True``.
 """
 
 from __future__ import annotations
@@ -46,6 +48,23 @@ __all__ = ["catchup_lanes"]
 TIMER_COLOUR = "#5A7D9A"
 TIMER_MARKER: dict[str, Any] = {"marker": "o", "s": 40, "edgecolors": "white", "linewidths": 0.6}
 _HALF = 0.36  # half a lane's height
+_TOUCH = 0.011  # marks closer than this share of the x span would hide each other: they are stacked
+
+
+def _stacked(xs: list[float], touch: float) -> list[float]:
+    """A vertical offset per mark: marks that would cover each other (a catch-up firing the oldest dues at once) stand one above the other."""
+    out = [0.0] * len(xs)
+    order = sorted(range(len(xs)), key=lambda i: xs[i])
+    group: list[int] = []
+    for i in [*order, -1]:
+        if i >= 0 and group and xs[i] - xs[group[0]] <= touch:
+            group.append(i)
+            continue
+        step = min(0.17, 0.56 / max(len(group) - 1, 1))
+        for k, j in enumerate(group):
+            out[j] = (k - (len(group) - 1) / 2) * step
+        group = [i]
+    return out
 
 
 def _keep(lane: PeriodicLane, actor: str | None, key: str | None, schedule: str | None) -> bool:
@@ -92,47 +111,53 @@ def catchup_lanes(
             ev = events.get(node)
             if ev is None:
                 continue
-            for s in ev.down:
+            first = y == min(i for i, other in enumerate(lanes) if node in other.nodes)  # its labels once, on its first lane
+            cluster = lane.kind == "cron"  # the cluster tells a cron tick: one node down is no gap in the lane, only an instant
+            for s in [] if cluster else ev.down:
                 ax.add_patch(Rectangle((x_of(s.start_ns), y - _HALF), x_of(s.end_ns - s.start_ns), 2 * _HALF, facecolor=LIGHT_GREY,
                                        edgecolor="none", zorder=0.5, gid="down"))
-            for s in ev.paused:
+            for s in [] if cluster else ev.paused:
                 ax.add_patch(Rectangle((x_of(s.start_ns), y - _HALF), x_of(s.end_ns - s.start_ns), 2 * _HALF, facecolor="none",
                                        edgecolor=GREY, hatch="///", lw=0, zorder=0.5, gid="paused"))
-                if y == min(i for i, other in enumerate(lanes) if node in other.nodes):
+                if first:
                     labels.append(label(ax, x_of(s.start_ns), y - _HALF, f"{node} paused", colour="#555555", down=False, dy=1))
             for t in ev.crashes:
                 ax.vlines(x_of(t), y - _HALF, y + _HALF, color=VERMILLION, lw=2, zorder=2.5, gid="crash")
+                if first and (cluster or len(lane.nodes) > 1):
+                    labels.append(label(ax, x_of(t), y - _HALF, f"{node} crash", colour=VERMILLION, weight="bold", down=False, dy=1))
             if ev.restarts:
                 ax.scatter([x_of(t) for t, _ in ev.restarts], [y + _HALF] * len(ev.restarts), marker="^", s=50, color=GREEN,
                            edgecolors="white", linewidths=0.6, zorder=5, gid="restart")
             for t, _, delta in ev.steps:
                 ax.vlines(x_of(t), y - _HALF, y + _HALF, color=PURPLE, lw=1.6, ls="--", zorder=4, gid="clock.step")
-                if y == min(i for i, other in enumerate(lanes) if node in other.nodes):
+                if first:
                     labels.append(label(ax, x_of(t), y - _HALF, f"{node} clock {fmt_signed(delta / 1e6)}", colour="#9E4A7E", down=False, dy=1))
-        by_class: dict[str, list[float]] = {}
-        whiskers: list[tuple[float, float]] = []
+        by_class: dict[str, list[tuple[float, float]]] = {}
+        whiskers: list[tuple[float, float, float]] = []
         again: list[float] = []
         rings: list[float] = []
         lost_run = False
-        for o in lane.occurrences:
+        for o, dy in zip(lane.occurrences, _stacked([x_of(o.at_ns) for o in lane.occurrences], span * _TOUCH)):
             x = x_of(o.at_ns)
-            by_class.setdefault(o.cls, []).append(x)
+            by_class.setdefault(o.cls, []).append((x, y + dy))
             counts[o.cls] += 1
             if o.due_ns is not None and o.firings_ns and abs(x - x_of(o.due_ns)) > visible:
-                whiskers.append((x_of(o.due_ns), x))
+                whiskers.append((x_of(o.due_ns), x, y + dy))
             if o.cls == "caught up":
                 labels.append(label(ax, x, y - 0.2, f"skipped {o.skipped}", colour=CLASS_COLOURS["caught up"], weight="bold", down=False, va="bottom"))
             elif o.cls == "repeated":
                 again += [x_of(t) for t in o.firings_ns[1:]]
                 labels.append(label(ax, x, y - 0.2, f"×{len(o.firings_ns)}", colour="#A0527E", weight="bold", down=False, va="bottom"))
+            if o.cls == "missed" and o.entry.claimed and not o.firings_ns:  # a cron tick whose winner never told it
+                labels.append(label(ax, x, y + 0.2, f"won by {o.entry.claimed}, never told", colour=VERMILLION, weight="bold", dx=-3))
             if o.lost and not lost_run:  # once per run of neighbouring lost occurrences
                 labels.append(label(ax, x, y + 0.2, "lost in flight", colour=VERMILLION, weight="bold", dx=-3))
             lost_run = o.lost
-            if o.lost_claims:
-                rings += [x] * len(o.lost_claims)
-                lost_claims += len(o.lost_claims)
+            n = len(o.lost_claims)
+            rings += [x + (j - (n - 1) / 2) * span * 0.006 for j in range(n)]  # one ring per node that lost the claim, side by side
+            lost_claims += n
         if whiskers:
-            ax.hlines([y] * len(whiskers), [a for a, _ in whiskers], [b for _, b in whiskers], color="#777777", lw=1.3, zorder=2, gid="lateness")
+            ax.hlines([h for _, _, h in whiskers], [a for a, _, _ in whiskers], [b for _, b, _ in whiskers], color="#777777", lw=1.3, zorder=2, gid="lateness")
         if again:
             ax.scatter(again, [y] * len(again), marker="|", s=120, color=CLASS_COLOURS["repeated"], linewidths=2, zorder=3, gid=f"repeated.again|{lane.label}")
         if rings:
@@ -142,7 +167,7 @@ def catchup_lanes(
             if cls in by_class:
                 style = TIMER_MARKER if cls == "timer" else MARKERS[cls]
                 colour = TIMER_COLOUR if cls == "timer" else CLASS_COLOURS[cls]
-                ax.scatter(by_class[cls], [y] * len(by_class[cls]), color=colour, zorder=3.2, gid=f"{cls}|{lane.label}", **style)
+                ax.scatter([p for p, _ in by_class[cls]], [q for _, q in by_class[cls]], color=colour, zorder=3.2, gid=f"{cls}|{lane.label}", **style)
     ax.set_xlim(-0.01 * span, span * 1.02)
     ax.set_ylim(len(lanes) - 0.5, -0.85)
     ax.set_yticks(range(len(lanes)), [lane.label for lane in lanes], fontsize=SMALL + 0.5)
@@ -153,9 +178,11 @@ def catchup_lanes(
     if not lanes:
         ax.text(0.5, 0.5, "no schedule, timer, node schedule or cron tick in this trace", transform=ax.transAxes,
                 ha="center", va="center", fontsize=FONT, color=GREY)
-    kinds = Counter(lane.kind for lane in lanes)
+    kinds = Counter(lane.kind for lane in lanes if not lane.internal)
+    hidden = sum(lane.internal for lane in lanes)
     if title is None:
         what = ", ".join(f"{kinds[k]} {k}{'s' if kinds[k] != 1 else ''}" for k in KINDS if kinds[k])
+        what += f" + {hidden} of the runtime's own keys (grey)" if hidden else ""
         parts = ", ".join(f"{counts[c]} {c}" for c in CLASSES if counts[c])
         title = f"Every periodic thing: {what or 'none'}" + (f"\n{parts}" if parts else "") + (
             f", {counts['timer']} timer firing{'s' if counts['timer'] != 1 else ''}" if counts["timer"] else "")
@@ -172,7 +199,9 @@ def catchup_lanes(
         handles.append(Line2D([], [], color="#777777", lw=1.3, label="lateness (due to firing)"))
     if lost_claims:
         handles.append(Line2D([], [], ls="", marker="o", ms=5, mfc="white", mec=GREY, label=f"lost claim ({lost_claims})\nanother node told it"))
-    handles += fault_handles(events[n] for n in dict.fromkeys(n for lane in lanes for n in lane.nodes) if n in events)
+    drawn = {p.get_gid() for p in ax.patches}  # a cron lane draws no down or paused band: no legend entry for one
+    handles += [h for h in fault_handles(events[n] for n in dict.fromkeys(n for lane in lanes for n in lane.nodes) if n in events)
+                if h.get_label() not in ("down (crash to restart)", "paused") or {"down (crash to restart)": "down", "paused": "paused"}[h.get_label()] in drawn]
     ax.legend(handles=handles, fontsize=SMALL, borderaxespad=0, title="occurrence (count)", title_fontsize=SMALL, **outside_legend(fig, own))
     declutter(fig, labels)
     return fig
