@@ -263,28 +263,48 @@ def test_spacetime_pairs_each_frame_with_its_delivery(repeat: Run) -> None:
     assert len([a for a in found if a.arrived_ns is None]) == sum(1 for r in trace.of("net.dropped") if r.get("reason") == "partition")
 
 
-def test_spacetime_names_each_fan_out_once_where_it_hides_no_label() -> None:
-    """The handoff after all-replicas-lost (16 frames crossing in 6 ms): a sender's frames of one kind at one instant are
-    named once, and no frame name overlaps another name or a node's label (they overlapped at the arrows' midpoints)."""
+def _on_segment(point: tuple[float, float], start: tuple[float, float], end: tuple[float, float]) -> bool:
+    """Whether ``point`` (data coordinates) lies on the segment start-end."""
+    (px, py), (x0, y0), (x1, y1) = point, start, end
+    cross = (x1 - x0) * (py - y0) - (y1 - y0) * (px - x0)
+    inside = min(x0, x1) - 1e-9 <= px <= max(x0, x1) + 1e-9 and min(y0, y1) - 1e-9 <= py <= max(y0, y1) + 1e-9
+    return abs(cross) < 1e-9 and inside
+
+
+def test_spacetime_names_every_arrow_and_no_text_overlaps() -> None:
+    """The handoff after all-replicas-lost (12 protocol frames crossing in 6 ms): every arrow that arrived carries its own
+    name, anchored on it; no two texts' boxes overlap; no name sits on a node's line or on another protocol arrow.
+    On the base it named a fan-out once (9 names for 12 arrows) and left a SyncRequest on n2's line."""
     trace = scenarios.run("all-replicas-lost", 0).trace
-    start = next(r.t for r in trace.of("handoff.started") if r.t > 11.0) - 0.0005
+    restart = max(r.t_ns for r in trace.of("fault.restart"))
+    start = next(r.t for r in trace.of("handoff.started") if r.t_ns > restart) - 0.0005   # notebook 04's window
     fig = spacetime_diagram(trace, start, 0.006)
     ax = only_axes(fig)
     fig.draw_without_rendering()
     renderer = fig._get_renderer()  # type: ignore[attr-defined]
-    tags = {"SyncRequest", "SyncDump", "Prepare", "Promise", "Write", "Ack"}
-    names = [a for a in ax.texts if a.get_text() in tags]
-    others = [a for a in ax.texts if a.get_text() not in tags]
-    frames = [a for a in frame_arrows(trace, round(start * 1e9), round((start + 0.006) * 1e9)) if a.tag in tags and a.arrived_ns is not None]
-    fans = {(a.src, a.tag, a.sent_ns) for a in frames}
-    requests = [a for a in frames if a.tag == "SyncRequest"]
-    assert len(requests) == 6 and len({(a.src, a.sent_ns) for a in requests}) == 3   # each node asks both others at once
-    assert 0 < len(names) <= len(fans) < len(frames)                                  # so there are fewer names than frames
-    assert sum(1 for a in names if a.get_text() == "SyncRequest") <= 3
-    boxes = [a.get_window_extent(renderer) for a in names]
-    assert not any(b.overlaps(c) for i, b in enumerate(boxes) for c in boxes[i + 1:])
-    assert not any(b.overlaps(o.get_window_extent(renderer)) for b in boxes for o in others)
-    assert "handoff done (1 key)" in texts(ax)
+    frames = [a for a in frame_arrows(trace, round(start * 1e9), round((start + 0.006) * 1e9)) if a.tag != "Heartbeat"]
+    assert sorted({a.tag or "" for a in frames}) == ["SyncDump", "SyncRequest"] and all(a.arrived_ns is not None for a in frames)
+    assert sum(1 for a in frames if a.tag == "SyncRequest") == 6   # each node asks both others at once
+    drawn = [p for p in ax.patches if isinstance(p, FancyArrowPatch) and p.get_gid() in ("frame:SyncRequest", "frame:SyncDump")]
+    names = [t for t in ax.texts if t.get_text() in ("SyncRequest", "SyncDump")]
+    assert len(drawn) == len(names) == len(frames) == 12
+    owners = []
+    for name in names:   # each name's anchor lies on exactly one arrow of its tag: a one-to-one naming
+        on = [i for i, p in enumerate(drawn) if p.get_gid() == "frame:" + name.get_text() and _on_segment(name.xy, *p._posA_posB)]  # type: ignore[attr-defined]
+        assert len(on) == 1, name.get_text()
+        owners.append(on[0])
+    assert sorted(owners) == list(range(12))
+    boxes = [t.get_window_extent(renderer) for t in ax.texts]
+    assert len(boxes) == 18   # 12 names + 3 "handoff round" + 3 "handoff done"
+    assert [(i, j) for i, b in enumerate(boxes) for j, c in enumerate(boxes) if i < j and b.overlaps(c)] == []
+    to_px = ax.transData.transform
+    lines = [(to_px(p._posA_posB[0]), to_px(p._posA_posB[1])) for p in drawn]  # type: ignore[attr-defined]
+    lines += [(to_px((x, 0.0)), to_px((x, 6.0))) for x in range(3)]   # the node lines
+    for name, own in zip(names, owners):
+        box = name.get_window_extent(renderer)
+        crossed = [k for k, (p, q) in enumerate(lines) if k != own and any(box.contains(*(p + (q - p) * f / 400)) for f in range(401))]
+        assert crossed == [], (name.get_text(), crossed)
+    assert texts(ax).count("handoff done (1 key)") == 3
 
 
 def test_spacetime_bad_window(repeat: Run) -> None:

@@ -11,6 +11,10 @@ answers dashed. A frame that never arrived ends in a red X: cut at the sender (p
 loss), or at the receiver (the partition came while it flew, or nobody was there: the node
 was down).
 
+Every protocol frame that arrived carries its name on its own arrow (``place_along``): slid along
+the arrow to a place that overlaps no other text and crosses no other arrow or node line where
+one exists, else beside the arrow with a leader line; a dropped frame is named by its drop label.
+
 The node's own rows in the window are marked on its line, so the messages can be read as
 the cause of what the node did: ``epoch.acquired`` (star), ``write.confirmed`` /
 ``write.failed``, ``schedule.fired``, ``activation.*``, ``member.changed`` (what the node
@@ -26,13 +30,14 @@ The window and the node events' labels come from ``sim.viz.data.spacetime``, the
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, cast
 
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import FancyArrowPatch
 from matplotlib.text import Annotation
+from matplotlib.transforms import Bbox
 
 from sim.messages import frame_arrows
 from sim.trace import Trace
@@ -130,10 +135,8 @@ def spacetime_diagram(
     stub_ms = (delays[len(delays) // 2] / 1e6 if delays else span_ms * 0.05) * 0.35  # a dropped frame flies a third of a usual hop
     groups: dict[str, tuple[str, bool]] = {}
     drops: dict[tuple[float, float, str, bool], int] = {}  # one label per dropped frame kind and place, with a count
-    tag_labels = 0
-    segments: list[tuple[tuple[float, float], tuple[float, float]]] = []  # every arrow, for the tags to avoid
-    tag_paths: list[tuple[tuple[float, float], tuple[float, float]]] = []  # the arrow each tag names
-    named: set[tuple[str, str | None, int]] = set()
+    segments: list[tuple[tuple[float, float], tuple[float, float], bool]] = []  # every arrow (faint?), for the names to avoid
+    tag_paths: list[tuple[tuple[float, float], tuple[float, float]]] = []  # the arrow each name names
     for a in arrows:
         group, colour, answer = FRAME_KINDS.get(a.tag or "", _OTHER)
         heartbeat = group == "membership: heartbeat"
@@ -155,13 +158,14 @@ def spacetime_diagram(
                 text = f"{a.tag} to {a.dst} dropped ({a.dropped})" if a.arrived_ns is None else f"{a.tag} dropped ({a.dropped})"
                 place = (xb, yb, text, xb < x0)
                 drops[place] = drops.get(place, 0) + 1
-        segments.append(((x0, ya), (xb, yb)))
-        fan = (a.src, a.tag, a.sent_ns)  # one sender's frames of one kind at one instant: named once
-        if not heartbeat and a.arrived_ns is not None and tag_labels < 80 and fan not in named:
-            named.add(fan)
-            tag_labels += 1
-            tags.append(label(ax, (x0 + xb) / 2, (ya + yb) / 2, a.tag or "?", colour=colour if colour != SKY else INK,
-                              ha="center", va="center", dx=0, size=SMALL - 0.5))
+        segments.append(((x0, ya), (xb, yb), heartbeat))
+        # every protocol frame that arrived is named on its arrow (a dropped one by its drop label); a very long window
+        # stops naming after _MAX_NAMES, where names could no longer be read anyway
+        if not heartbeat and a.arrived_ns is not None and len(tags) < _MAX_NAMES:
+            name = label(ax, (x0 + xb) / 2, (ya + yb) / 2, a.tag or "?", colour=colour if colour != SKY else INK,
+                         ha="center", va="center", dx=0, size=SMALL - 0.5)
+            name.set_gid(f"name:{a.tag}")
+            tags.append(name)
             tag_paths.append(((x0, ya), (xb, yb)))
 
     for (xb, yb, text, left), n in drops.items():
@@ -220,58 +224,118 @@ def spacetime_diagram(
     if not arrows and not shown_events:
         ax.text(0.5, 0.5, "no frames or node events in this window", transform=ax.transAxes, ha="center", va="center", fontsize=FONT, color=GREY)
     declutter(fig, labels, max_levels=3)
-    place_along(fig, labels, tags, tag_paths, segments + [((x, 0.0), (x, span_ms)) for x in col.values()])  # nor on a node's line
+    place_along(fig, labels, tags, tag_paths, segments + [((x, 0.0), (x, span_ms), False) for x in col.values()])  # nor on a node's line
     return fig
 
 
-_ALONG = (0.5, 0.35, 0.65, 0.22, 0.78)  # where on its arrow a frame's name may sit, best first
+_MAX_NAMES = 80
+# where on its arrow a frame's name may sit, best first: the middle, then outwards (never on the arrowhead or the sender)
+_ALONG = tuple(sorted((round(0.12 + 0.04 * i, 2) for i in range(20)), key=lambda f: (abs(f - 0.5), f)))
+# where a name that finds no free place on its arrow goes instead, in points from the arrow's middle, with a leader line
+_ASIDE = tuple((dx * r, dy * r) for r in (1.0, 1.8, 2.6) for dx, dy in ((0, 12), (0, -12), (34, 0), (-34, 0), (28, 14), (-28, 14), (28, -14), (-28, -14)))
+_GAP = 4.0  # pixels kept free around every name, so two names never touch
+_CLEAR = 5.0  # pixels a name keeps off the other lines, so it does not read as naming a line it only grazes
 
 
 def place_along(fig: Figure, placed: list[Annotation], tags: list[Annotation],
                 paths: list[tuple[tuple[float, float], tuple[float, float]]],
-                segments: list[tuple[tuple[float, float], tuple[float, float]]]) -> None:
-    """Slide each frame name along its arrow to where it covers no label, no other name and the fewest other arrows.
+                segments: list[tuple[tuple[float, float], tuple[float, float], bool]]) -> None:
+    """Slide each frame name along its arrow to a place that covers no other text and, if it can, no other line.
 
-    In a dense window (a handoff round: every node asks every other at once) the arrows cross in the middle, so a
-    name at the midpoint sits on other arrows and on the next name; a name that finds no free place is left out.
+    In a dense window (a handoff round: every node asks every other at once) the arrows cross in the middle, so a name
+    at the midpoint sits on other arrows and on the next name. Each name tries points along its own arrow, middle
+    first; a place overlapping a label or an earlier name is never taken; among the others the one crossing the fewest
+    protocol arrows and node lines wins (a faint heartbeat counts less). A name with no free place on its arrow sits
+    beside it with a thin leader line to the arrow, so every arrow keeps its name.
     """
     if not tags:
         return
+    fig.draw_without_rendering()
     renderer = fig._get_renderer()  # type: ignore[attr-defined]
     taken = [a.get_window_extent(renderer) for a in placed]
     ax = tags[0].axes
     assert ax is not None
+    frame = ax.get_window_extent(renderer)
     to_px = ax.transData.transform
-    lines = [(to_px(p), to_px(q)) for p, q in segments]
+    lines = [(to_px(p), to_px(q), faint) for p, q, faint in segments]
 
-    def crossings(box: Any, own: tuple[Any, Any]) -> int:
-        hits = 0
-        for p, q in lines:
-            if abs(p - own[0]).max() < 0.5 and abs(q - own[1]).max() < 0.5:  # the tag's own arrow
+    def cost(box: Bbox, own: tuple[Any, Any]) -> float:
+        if box.x0 < frame.x0 or box.x1 > frame.x1 or box.y0 < frame.y0 or box.y1 > frame.y1:
+            return float("inf")
+        padded = box.expanded(1.0, 1.0).padded(_GAP)
+        if any(padded.overlaps(other) for other in taken):
+            return float("inf")
+        hits = 0.0
+        clear = box.padded(_CLEAR)
+        for p, q, faint in lines:
+            if abs(p - own[0]).max() < 0.5 and abs(q - own[1]).max() < 0.5:  # the name's own arrow
                 continue
-            if any(box.contains(*(p + (q - p) * f)) for f in (i / 24 for i in range(25))):
-                hits += 1
+            if _crosses(clear, p, q):
+                hits += 0.2 if faint else 1.0
         return hits
 
     for ann, (start, end) in zip(tags, paths):
         own = (to_px(start), to_px(end))
-        best: tuple[int, float] | None = None
+        best: tuple[float, tuple[float, float]] | None = None
         for f in _ALONG:
             ann.xy = (start[0] + (end[0] - start[0]) * f, start[1] + (end[1] - start[1]) * f)
-            box = ann.get_window_extent(renderer)
-            if any(box.overlaps(other) for other in taken):
-                continue
-            score = crossings(box, own)
-            if best is None or score < best[0]:
-                best = (score, f)
+            score = cost(ann.get_window_extent(renderer), own)
+            if score < (best[0] if best is not None else float("inf")):
+                best = (score, ann.xy)
             if score == 0:
                 break
-        if best is None:
-            ann.remove()
+        if best is not None and best[0] < 1.0:  # on its arrow, at worst over a faint heartbeat or two
+            ann.xy = best[1]
+        else:
+            ann = _aside(ann, start, end, renderer, cost, own, best)
+        taken.append(ann.get_window_extent(renderer).padded(_GAP))
+
+
+def _aside(ann: Annotation, start: tuple[float, float], end: tuple[float, float], renderer: Any, cost: Any,
+           own: tuple[Any, Any], on_arrow: tuple[float, tuple[float, float]] | None) -> Annotation:
+    """The name beside its arrow with a leader line, where that covers less than the best place on the arrow."""
+    mid = ((start[0] + end[0]) / 2, (start[1] + end[1]) / 2)
+    ann.xy = mid
+    best: tuple[float, tuple[float, float]] | None = None
+    for offset in _ASIDE:
+        ann.xyann = offset
+        score = cost(ann.get_window_extent(renderer), own)
+        if score < (best[0] if best is not None else float("inf")):
+            best = (score, offset)
+        if score == 0:
+            break
+    if best is None or (on_arrow is not None and on_arrow[0] <= best[0]):
+        ann.xyann = (0, 0)
+        if on_arrow is not None:  # the least covering place on the arrow: it covers lines, never text
+            ann.xy = on_arrow[1]
+        return ann  # no place covers no text: left at the middle (not seen in the course's windows)
+    ax = cast(Axes, ann.axes)
+    ann.remove()
+    moved: Annotation = ax.annotate(ann.get_text(), xy=mid, xytext=best[1], textcoords="offset points", ha="center", va="center",
+                        fontsize=ann.get_fontsize(), color=ann.get_color(), zorder=6, annotation_clip=False,
+                        bbox={"boxstyle": "square,pad=0.08", "facecolor": "white", "edgecolor": "none", "alpha": 0.8},
+                        arrowprops={"arrowstyle": "-", "color": ann.get_color(), "lw": 0.6, "shrinkA": 0, "shrinkB": 0})
+    moved.set_in_layout(False)
+    moved.set_gid(ann.get_gid())
+    return moved
+
+
+def _crosses(box: Bbox, p: Any, q: Any) -> bool:
+    """Whether the segment p-q (pixels) passes through ``box``: Liang-Barsky clipping, exact (no sampling)."""
+    lo, hi = 0.0, 1.0
+    dx, dy = q[0] - p[0], q[1] - p[1]
+    for d, near, far in ((dx, box.x0 - p[0], box.x1 - p[0]), (dy, box.y0 - p[1], box.y1 - p[1])):
+        if abs(d) < 1e-12:
+            if near > 0 or far < 0:
+                return False
             continue
-        f = best[1]
-        ann.xy = (start[0] + (end[0] - start[0]) * f, start[1] + (end[1] - start[1]) * f)
-        taken.append(ann.get_window_extent(renderer))
+        a, b = near / d, far / d
+        if a > b:
+            a, b = b, a
+        lo, hi = max(lo, a), min(hi, b)
+        if lo > hi:
+            return False
+    return True
 
 
 def with_gid_down(ax: Axes) -> bool:
