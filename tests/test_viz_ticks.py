@@ -181,10 +181,10 @@ def _marks(ax: Axes, cls: str, lane: str) -> int:
 
 
 def test_the_catchup_chart_draws_a_lane_per_schedule_timer_and_node_schedule() -> None:
-    """three_kinds: lanes 'schedule _reporter["ana"] / daily', 'timer ... / tick', 'node schedule n1 / report', marked by the ledger, the pause hatched on all three."""
+    """three_kinds: lanes 'schedule _reporter["ana"] / daily', 'timer ... / tick', 'node schedule n1 / report → ...', marked by the ledger, the pause hatched on all three."""
     trace = three_kinds()
     ax = catchup_chart(trace, lanes="all").axes[0]
-    schedule, timer, node = 'schedule  _reporter["ana"] / daily', 'timer  _reporter["ana"] / tick', "node schedule  n1 / report"
+    schedule, timer, node = 'schedule  _reporter["ana"] / daily', 'timer  _reporter["ana"] / tick', "node schedule  n1 / report → _reporter[\"ana\"]"
     assert _rows(ax) == [schedule, timer, node]
     from sim.viz.data.periodic import periodic_lanes  # here, not at the top: before the lanes existed only these tests failed
 
@@ -203,7 +203,7 @@ def test_the_catchup_lanes_hide_claim_keys_unless_asked_for() -> None:
     """cron-single-fire: one cron lane with 9 on-time ticks and 16 lost claims; internal=True adds the 9 claim keys' expiry schedules, greyed, after it."""
     trace = scenarios.run("cron-single-fire", seed=0).trace
     ax = catchup_chart(trace, lanes="all").axes[0]
-    cron = "cron  report-every-5s  (cluster: one node tells each tick)"
+    cron = 'cron  report-every-5s → pinged["report"]  (one node of the cluster tells each tick)'
     assert _rows(ax) == [cron]
     assert (_marks(ax, "on time", cron), _marks(ax, "lost claim", cron)) == (9, 16)
     loud = catchup_chart(trace, lanes="all", internal=True).axes[0]

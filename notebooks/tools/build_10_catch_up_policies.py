@@ -437,6 +437,43 @@ md("""
 and where? Then change the fault plan in `run` (a longer pause, a bigger step) and predict each lane first.
 """)
 
+md("""
+## 11. Every kind in one run, one lane each
+
+The scenario `catch-up-policies` runs five persisted schedules (Skip, FireAll(3), DropLate(1 s), DropLate(5 s),
+FixedDelay) and two node schedules (`misfire=FireAll(limit=2)`, an interval and a cron) in **one** run, on one node
+**paused** from 25 s to 62 s. `catchup_chart(trace, lanes="all")` draws every periodic thing of a run as a lane
+(schedules and timers by key, then node schedules, then cron ticks), each occurrence marked by the ledger's class,
+along true time. A lane's label says its kind, then the key as `type["key"]`: `schedule  policy_key["skip"] / tick`
+is the schedule `tick` of the key `skip`. **Predict:** at the resume (62 s), which lanes fire more than once, and which not at all?
+""")
+
+code("""
+from sim import scenarios
+from sim.viz import catchup_chart
+from sim.viz.data.periodic import periodic_lanes
+
+together = scenarios.run("catch-up-policies", 0)
+assert together.ok, together.failures
+catchup_chart(together.trace, lanes="all", title="catch-up-policies: five schedules and two node schedules, n1 paused 25-62 s")
+""")
+
+code("""
+by_label = {lane.label: [o.cls for o in lane.occurrences if o.firings_ns and 60e9 <= o.at_ns <= 63e9] for lane in periodic_lanes(together.trace)}
+at_resume = {label.split("  ")[1]: classes for label, classes in by_label.items()}
+assert at_resume['policy_key["skip"] / tick'] == ["caught up"]  # one late delivery, three skipped
+assert at_resume['policy_key["fire-all-3"] / tick'] == ["caught up", "late", "late"]  # the 3 newest, the oldest skipped
+assert at_resume['policy_key["drop-late-1"] / tick'] == []  # nothing within 1 s of its due: nothing delivered
+assert at_resume['policy_key["fixed-delay"] / tick'] == ["late"]  # one late, then a new grid from the firing
+assert sorted(len(c) for label, c in at_resume.items() if label.startswith("n1 /")) == [2, 2]  # FireAll(limit=2) on both node schedules
+""")
+
+md("""
+**Try it:** add `internal=True`; in a cluster run with a cron (`scenarios.run("cron-single-fire", 0)`) the runtime's
+own claim keys appear as grey lanes after the program's. They are hidden by default: they are bookkeeping, not
+schedules you wrote.
+""")
+
 for i, cell in enumerate(cells):
     cell["id"] = f"policy-lab-{i:02d}"  # stable ids: rebuilding gives the same file
 nb = nbf.v4.new_notebook()

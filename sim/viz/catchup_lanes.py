@@ -144,10 +144,10 @@ def catchup_lanes(
             if o.due_ns is not None and o.firings_ns and abs(x - x_of(o.due_ns)) > visible:
                 whiskers.append((x_of(o.due_ns), x, y + dy))
             if o.cls == "caught up":
-                labels.append(label(ax, x, y - 0.2, f"skipped {o.skipped}", colour=CLASS_COLOURS["caught up"], weight="bold", down=False, va="bottom"))
+                labels.append(label(ax, x, min(y - 0.2, y + dy - 0.15), f"skipped {o.skipped}", colour=CLASS_COLOURS["caught up"], weight="bold", down=False, va="bottom"))
             elif o.cls == "repeated":
                 again += [x_of(t) for t in o.firings_ns[1:]]
-                labels.append(label(ax, x, y - 0.2, f"×{len(o.firings_ns)}", colour="#A0527E", weight="bold", down=False, va="bottom"))
+                labels.append(label(ax, x, min(y - 0.2, y + dy - 0.15), f"×{len(o.firings_ns)}", colour="#A0527E", weight="bold", down=False, va="bottom"))
             if o.cls == "missed" and o.entry.claimed and not o.firings_ns:  # a cron tick whose winner never told it
                 labels.append(label(ax, x, y + 0.2, f"won by {o.entry.claimed}, never told", colour=VERMILLION, weight="bold", dx=-3))
             if o.lost and not lost_run:  # once per run of neighbouring lost occurrences

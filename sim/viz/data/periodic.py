@@ -11,7 +11,8 @@ with ``ledger_chart`` or ``ledger_table``.
 
 The lane's label names its kind first and a key as a key: ``schedule  beater["dormant"] / beat``
 reads as the schedule ``beat`` of the key ``dormant``, where ``beater[dormant]`` or a bare
-``dormant`` read as a state. The runtime's own keys (the cron claim keys and their expiry
+``dormant`` read as a state; a node schedule names its node, its reference and the key it tells
+(``node schedule  n1 / report → reporter["ana"]``), a cron tick its reference and key. The runtime's own keys (the cron claim keys and their expiry
 schedules, ``sim.viz.data.keys.is_internal``) are left out unless ``internal=True``; the ledger
 never classifies them, so for that option the trace is read once more with their type renamed
 (``_UNHIDE``) and the lanes say ``(internal)``.
@@ -81,12 +82,13 @@ def lane_label(entry: Entry, internal: bool = False) -> str:
     kind = _KIND_OF[entry.source]
     actor = entry.actor.removeprefix(_UNHIDE).split(":")[-1]
     name = entry.name if len(entry.name) <= 24 else f"{entry.name[:8]}…"  # a generated reference (a uuid): its head tells them apart
-    if kind == "node schedule":
-        text = f"node schedule  {entry.node} / {name}"
+    target = f'{actor}["{_short(entry.key)}"]'
+    if kind == "node schedule":  # held by a node, telling a key: both named, so a generated reference still says what it ticks
+        text = f"node schedule  {entry.node} / {name} → {target}"
     elif kind == "cron":
-        text = f"cron  {name}  (cluster: one node tells each tick)"
+        text = f"cron  {name} → {target}  (one node of the cluster tells each tick)"
     else:
-        text = f"{kind}  {actor}[\"{_short(entry.key)}\"] / {name}"
+        text = f"{kind}  {target} / {name}"
     return text + ("  (internal)" if internal else "")
 
 
