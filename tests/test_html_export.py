@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import base64
 import importlib.util
 import json
 import os
 import re
+import struct
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -153,6 +155,26 @@ def test_exported_page_shows_the_explorer_frames_and_keeps_other_widgets(execute
     assert len(re.findall(r'<img alt="the lanes of the whole run" class="casty-lanes" src="data:image/png;base64,', page)) == 1
     assert page.count('<script type="application/vnd.jupyter.widget-view+json">') == 1
     assert 'type="application/vnd.jupyter.widget-state+json"' in page
+
+
+def _png_size(data: str) -> tuple[int, int]:
+    raw = base64.b64decode(data)
+    assert raw[:8] == b"\x89PNG\r\n\x1a\n"
+    width, height = struct.unpack(">II", raw[16:24])
+    return width, height
+
+
+def test_the_static_copy_is_drawn_for_reading_not_at_the_live_panels_72_dpi(executed: object) -> None:
+    """The stills are 1.5x the 340 px they show at and the lanes are the inline charts' 100 dpi (72 dpi: 8 px labels, blurred).
+
+    Measured on the screenshots: at 72 dpi the static lanes were a 900 px raster with a cursor line at
+    its right edge; now a 1250 px chart with no veil or cursor, as sharp as the other figures of the page.
+    """
+    page = export_html.render(executed)
+    stills = re.findall(r'<img alt="the cluster at t = [0-9.]+ s" src="data:image/png;base64,([^"]+)"', page)
+    assert {_png_size(s) for s in stills} == {(528, 484)}
+    (lanes,) = re.findall(r'class="casty-lanes" src="data:image/png;base64,([^"]+)"', page)
+    assert _png_size(lanes) == (1250, 600)
 
 
 def test_the_stock_template_would_fail_the_check(executed: Any) -> None:

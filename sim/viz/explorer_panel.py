@@ -49,7 +49,11 @@ from sim.viz.timeline import activation_timeline
 __all__ = ["Explorer", "explorer", "png", "FAULT_BUTTONS"]
 
 FAULT_BUTTONS = ("crash", "pause", "partition", "clock step")
-_DPI = 72
+_DPI = 72  # the live panel: redrawn by the kernel at every slider move, kept small
+# The static copy is drawn once: its stills at 1.5x the pixels of the 340 px they are shown at (sharp legends), and
+# the lanes at the inline charts' 100 dpi, shown at their own size, not a 72 dpi raster whose 8 px labels blur.
+_STILL_DPI = 110
+_STATIC_LANES_DPI = 100
 
 
 def png(fig: Figure, dpi: int = _DPI) -> bytes:
@@ -76,12 +80,7 @@ class _Lanes:
     VEIL = 0.78  # how much of white covers the future
 
     def __init__(self, trace: Trace, actor: str | None, key: str | None, title: str | None) -> None:
-        try:
-            if key is None:
-                raise ValueError("no key")
-            self.fig = ownership_chart(trace, actor, key, title=title)
-        except ValueError:  # no owner epoch of this key in this trace (a single node, or a fork where nobody won it)
-            self.fig = activation_timeline(trace, title=title)
+        self.fig = self.chart(trace, actor, key, title)
         self.fig.set_dpi(_DPI)
         canvas = FigureCanvasAgg(self.fig)
         canvas.draw()  # type: ignore[no-untyped-call]
@@ -93,6 +92,16 @@ class _Lanes:
         self.rows = (max(int(height - box.y1), 0), min(int(height - box.y0), height))
         self.right = min(int(box.x1), self.pixels.shape[1])
         self.to_pixel = ax.transData
+
+    @staticmethod
+    def chart(trace: Trace, actor: str | None, key: str | None, title: str | None) -> Figure:
+        """The key's ownership chart, or the activation timeline when the trace has no owner epoch of the key."""
+        try:
+            if key is None:
+                raise ValueError("no key")
+            return ownership_chart(trace, actor, key, title=title)
+        except ValueError:  # no owner epoch of this key in this trace (a single node, or a fork where nobody won it)
+            return activation_timeline(trace, title=title)
 
     def at(self, t_ns: int) -> bytes:
         x = int(round(self.to_pixel.transform((self.unit.x(t_ns), 0.0))[0]))
@@ -244,9 +253,9 @@ class Explorer:
 
     # --- pictures --------------------------------------------------------------------------
 
-    def graph_png(self, t_ns: int, *, fork: bool = False) -> bytes:
+    def graph_png(self, t_ns: int, *, fork: bool = False, dpi: int = _DPI) -> bytes:
         frame = frame_at(self._trace(fork), t_ns / 1e9, actor=self.actor, key=self.key, window=self.step, replicas=self.replicas)
-        return png(cluster_graph(frame))
+        return png(cluster_graph(frame), dpi=dpi)
 
     def lanes_png(self, t_ns: int, *, fork: bool = False) -> bytes:
         name = "fork" if fork else "original"
@@ -295,7 +304,7 @@ class Explorer:
         cells = []
         for t_ns in self.still_times(count):
             frame = self.frame(t_ns / 1e9)
-            image = base64.b64encode(self.graph_png(t_ns)).decode()
+            image = base64.b64encode(self.graph_png(t_ns, dpi=_STILL_DPI)).decode()
             events = "".join(f"<li>{html.escape(e)}</li>" for e in frame.events[:8]) or "<li>(nothing happened in this step)</li>"
             more = f"<li>... {len(frame.events) - 8} more</li>" if len(frame.events) > 8 else ""
             cells.append(
@@ -303,7 +312,9 @@ class Explorer:
                 f'<img alt="the cluster at t = {frame.t:.2f} s" src="data:image/png;base64,{image}" style="width:100%"/>'
                 f'<figcaption style="font-size:12px"><ul style="margin:0;padding-left:16px">{events}{more}</ul></figcaption></figure>'
             )
-        lanes = base64.b64encode(self.lanes_png(self._times[-1])).decode()
+        # the whole chart, no veil or cursor, drawn afresh: saving the live panel's figure at another dpi would move its layout
+        whole = _Lanes.chart(self.trace, self.actor, self.key, None)
+        lanes = base64.b64encode(png(whole, dpi=_STATIC_LANES_DPI)).decode()
         what = f"{short_actor(self.actor)}[{self.key}]" if self.actor and self.key else "the run"
         return (
             '<div class="casty-explorer-static">'
