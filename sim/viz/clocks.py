@@ -3,21 +3,28 @@
 Every trace row carries the true time (``t_ns``) and the wall clock of the node that recorded
 it (``wall_us``), so the offset ``wall - (start + t)`` of a node is known at each of its rows
 with no model of the clock at all. One line per node, true time on x, the offset on y (ms when
-every offset stays under 2 s, seconds otherwise); nodes whose lines would lie on each other share
-one line named for all of them (``n2, n3``), and a line that agrees with another for part of the
-run only is dashed:
+every offset stays under 2 s, seconds otherwise); nodes whose lines would lie on each other over
+the same span share one line named for all of them (``n2, n3``; ``(exact)`` when they all read
+true time at the end), and a line that agrees with another for part of the run only is dashed:
 
 * a flat line away from zero is a **skewed** clock (a constant offset, as ``add_node(offset=)``
   gives);
-* a vertical jump is a **step** (``clock.step``, as NTP does): marked with a triangle and the
-  amount (``n3 -90 s``); a step back is the one schedules must survive without firing early;
-* a slope is **drift** (``clock.drift`` sets ``ppm``: 1000 ppm is 1 ms gained per second), noted
-  where it starts.
+* a vertical jump is a **step** (``clock.step``, as NTP does): marked with a triangle and named
+  with the node, the amount and when (``n3 stepped -90 s at 2.5 min``); a step back is the one
+  schedules must survive without firing early;
+* a slope is **drift** (``clock.drift`` sets ``ppm``: 1000 ppm is 1 ms gained per second), marked
+  with a ring where it starts (``n1 drifts +20 000 ppm (+20 ms/s) from 5 s``); a drift given to
+  ``add_node(drift_ppm=)`` writes no row, so its rate is read from the line's slope.
+
+Every node of a shared line gets its own marks, named for it. The labels are placed last, on the
+settled layout, where none overlaps another label or a marker.
 
 Why offsets and not wall time against true time: the clocks that matter differ by
 milliseconds to minutes over runs of seconds to days, and only a difference shows both.
 
-The offsets come from ``sim.viz.data.clocks``; this module only draws them.
+The offsets, steps and drift rows come from ``sim.viz.data.clocks``; the two readings made here
+(``_line_groups``: which nodes share a line; ``_measured_drifts``: a slope with no row) are pure
+functions of those values, with no matplotlib, so they can move to the data layer unchanged.
 """
 
 from __future__ import annotations
@@ -31,7 +38,7 @@ from matplotlib.text import Text
 from matplotlib.transforms import Bbox, blended_transform_factory, offset_copy
 
 from sim.trace import Trace
-from sim.viz.data.clocks import agreement, clock_drifts, clock_offsets, clock_steps, offset_at
+from sim.viz.data.clocks import ClockDrift, ClockStep, agreement, clock_drifts, clock_offsets, clock_steps, offset_at
 from sim.viz.data.timebase import TimeUnit, fmt_signed, time_unit
 from sim.viz.palette import BLUE, GREEN, INK, ORANGE, PURPLE, SKY, VERMILLION
 from sim.world import DEFAULT_START
@@ -77,6 +84,7 @@ def clock_chart(
     scale, y_name = (1000.0, "ms") if in_ms else (1e6, "s")
     tolerance = max(1, (max(values) - min(values)) // 500)  # under half a pixel of a chart a few hundred pixels high
     groups = _line_groups(drawn, offsets, tolerance, trace.end_ns)
+    changes = _changes(trace, drawn)
     ax.axhline(0, color="#999999", lw=1, zorder=1)
     ends: list[tuple[float, float, str, str]] = []  # (x, y) of each line's end, its label, its colour
     marks: list[_Mark] = []
@@ -91,7 +99,7 @@ def clock_chart(
         ax.plot(xs, ys, color=colour, lw=2, label=label, linestyle="--" if partly else "-", zorder=3 + g * 0.01)
         exact = all(offsets[m][-1][1] == 0 for m in members)  # every member's clock reads true time at its last row
         ends.append((xs[-1], ys[-1], f"{label} (exact)" if exact else label, colour))
-        marks.extend(_marks(trace, members, offsets, scale, unit, colour, tolerance))
+        marks.extend(_marks(changes, members, offsets, scale, unit, colour, tolerance))
     last_x = max((x for x, _, _, _ in ends), default=0.0)
     early = [end for end in ends if end[0] < last_x * 0.97]  # a node whose rows stop early (stopped, or crashed for good)
     ends = [end for end in ends if end not in early]
@@ -104,7 +112,7 @@ def clock_chart(
     ax.margins(y=0.2)  # room for the step labels under a step back and over a step forward
     ax.set_xlim(0, unit.x(trace.end_ns) * 1.06 if trace.end_ns else 1)
     ax.autoscale_view()
-    _end_labels(fig, ax, ends, name_zero=not any(label.endswith(" (exact)") for _, _, label, _ in ends))
+    _end_labels(fig, ax, ends)
     ax.set_xlabel(f"true time since start ({unit.name})")
     ax.set_ylabel(f"wall clock \u2212 true time ({y_name})")
     ax.grid(True, color="#E3E3E3", lw=0.8)
@@ -158,16 +166,27 @@ class _Mark:
     bold: bool = False
 
 
-def _marks(trace: Trace, members: list[str], offsets: dict[str, list[tuple[int, int]]], scale: float, unit: TimeUnit,
+_Changes = dict[str, tuple[tuple[ClockStep, ...], tuple[ClockDrift, ...]]]
+
+
+def _changes(trace: Trace, nodes: list[str]) -> _Changes:
+    """Each node's steps and drift changes; read per node only for the nodes that have any (each read is a pass over the trace)."""
+    stepped = {row.node for row in trace.of("clock.step")}
+    drifted = {row.node for row in trace.of("clock.drift")}
+    return {n: (clock_steps(trace, n) if n in stepped else (), clock_drifts(trace, n) if n in drifted else ()) for n in nodes}
+
+
+def _marks(changes: _Changes, members: list[str], offsets: dict[str, list[tuple[int, int]]], scale: float, unit: TimeUnit,
            colour: str, tolerance: int) -> list[_Mark]:
     """Every member's own steps and drift changes, named for it; members that changed alike at one instant share one mark."""
     alike: dict[tuple[str, int, float], list[str]] = {}
     for node in members:
-        for step in clock_steps(trace, node):
+        steps, drifts = changes[node]
+        for step in steps:
             alike.setdefault(("step", step.t_ns, step.delta_s), []).append(node)
-        for drift in clock_drifts(trace, node):
+        for drift in drifts:
             alike.setdefault(("drift", drift.t_ns, drift.ppm), []).append(node)
-        for t_ns, ppm in _measured_drifts(trace, node, offsets[node], tolerance):
+        for t_ns, ppm in _measured_drifts(steps, drifts, offsets[node], tolerance):
             alike.setdefault(("drift", t_ns, ppm), []).append(node)
     out: list[_Mark] = []
     for (kind, t_ns, amount), who in sorted(alike.items(), key=lambda item: (item[0][1], item[0][0], item[1])):
@@ -186,7 +205,8 @@ def _marks(trace: Trace, members: list[str], offsets: dict[str, list[tuple[int, 
     return out
 
 
-def _measured_drifts(trace: Trace, node: str, points: list[tuple[int, int]], tolerance: int) -> list[tuple[int, float]]:
+def _measured_drifts(steps: tuple[ClockStep, ...], drifts: tuple[ClockDrift, ...], points: list[tuple[int, int]],
+                     tolerance: int) -> list[tuple[int, float]]:
     """``(t_ns, ppm)`` where a node's line slopes before any ``clock.drift`` row says so, measured from the line (3 digits).
 
     A clock made drifting by ``add_node(drift_ppm=)`` writes no row: without this its slope
@@ -194,10 +214,9 @@ def _measured_drifts(trace: Trace, node: str, points: list[tuple[int, int]], tol
     within ``tolerance`` of the chord) and its ends differ by more than ``tolerance``; a piece with
     the rate of the piece before it (a step on a drifting clock) is not marked again.
     """
-    drifts = clock_drifts(trace, node)
     until = drifts[0].t_ns if drifts else points[-1][0]
-    steps = {step.t_ns for step in clock_steps(trace, node)}
-    bounds = [points[0][0], *sorted(t for t in steps if points[0][0] < t < until), until]
+    cuts = {step.t_ns for step in steps}
+    bounds = [points[0][0], *sorted(t for t in cuts if points[0][0] < t < until), until]
     out: list[tuple[int, float]] = []
     previous: float | None = None
     for a, b in zip(bounds, bounds[1:]):
@@ -295,11 +314,11 @@ def _place_marks(fig: Figure, ax: Axes, marks: list[_Mark]) -> None:
 _LABEL_PT = 9.0
 
 
-def _end_labels(fig: Figure, ax: Axes, ends: list[tuple[float, float, str, str]], *, name_zero: bool = True) -> None:
+def _end_labels(fig: Figure, ax: Axes, ends: list[tuple[float, float, str, str]]) -> None:
     """Name each line at its right end, and the zero line 'true time', in one column with no two labels overlapping.
 
-    With ``name_zero`` False (a line ends on 0 and is named ``(exact)``) the zero line is not named:
-    it lies under that line there, and its label beside the line's would need a leader across it.
+    When a line ends within a label's height of 0 (an ``(exact)`` one, say) the zero line is not
+    named: it lies under that line there, and its label beside the line's would need a leader across it.
 
     Each label wants the height of its line's end; sorted by that height, a label too close to the
     one under it is pushed up (then the column is pulled back under the top if it overflows), and a
@@ -314,7 +333,8 @@ def _end_labels(fig: Figure, ax: Axes, ends: list[tuple[float, float, str, str]]
     gap = 1.2 * _LABEL_PT / 72 / max(height_in, 0.5)
     column_x = max((x for x, _, _, _ in ends), default=ax.get_xlim()[1] / 1.06)
     wanted = [((y - lo) / (hi - lo), x, y, label, colour) for x, y, label, colour in ends]
-    if name_zero and lo <= 0 <= hi:
+    near_zero = any(abs(y) / (hi - lo) < gap for _, y, _, _ in ends)  # a line ends within a label's height of 0
+    if not near_zero and lo <= 0 <= hi:
         wanted.append(((0 - lo) / (hi - lo), column_x, 0.0, "true time", "#777777"))
     wanted.sort(key=lambda w: w[0])
     placed = [w[0] for w in wanted]
