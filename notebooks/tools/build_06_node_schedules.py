@@ -39,7 +39,8 @@ import casty
 import sim
 from casty import Askable, Context, actor
 from sim import scenarios
-from sim.viz import activation_timeline, ticks_chart
+from sim.viz import activation_timeline, catchup_chart, ticks_chart
+from sim.viz.data.periodic import periodic_lanes
 from sim.viz.data.ticks import tick_rows  # the rows the chart draws, by (node, schedule)
 
 
@@ -299,7 +300,11 @@ One key, three kinds of periodic work, each every 10 s: a persisted **actor sche
 **activation timer** (`ctx.timer`) and a **node schedule** (`system.schedule`, registered by `n1`). The key is
 durable. `n1` crashes at 65 s and restarts at 80 s.
 
-**Predict:** which rows go on after the restart?
+**Predict:** which lanes go on after the restart?
+
+The picture is `catchup_chart(trace, lanes="all")`: one lane per periodic thing, labelled by its kind and the key
+as `type["key"]` (`timer  counted["k"] / volatile` is the timer `volatile` of the key `k`), each occurrence marked as
+the occurrence ledger classifies it (on time, late, caught up and how many it skipped, missed).
 """)
 
 code("""
@@ -307,7 +312,7 @@ restart = scenarios.run("timers-vs-schedules", seed=0)
 print("checks hold:", restart.ok)
 print("beats by source before the crash:", restart.world.results["before"])
 print("beats by source after the restart:", restart.world.results["after"])
-ticks_chart(restart.trace, title="timers-vs-schedules: n1 crashes at 65 s; only the actor schedule ticks after the restart")
+catchup_chart(restart.trace, lanes="all", title="timers-vs-schedules: n1 crashes at 65 s, restarts at 80 s; only the actor schedule ticks on")
 """)
 
 code("""
@@ -317,6 +322,9 @@ after = {source: sum(1 for row in rows if row.kind.endswith("fired") and row.t >
 assert after == {"counted[k] · actor schedule 'persisted'": 12, "node schedule 'node-beat'": 0, "counted[k] · timer 'volatile'": 0}, after
 assert restart.world.results["before"] == {"schedule": 6, "timer": 6, "node": 6}
 assert restart.world.results["after"] == {"schedule": 16, "timer": 6, "node": 6}
+lanes_after = {lane.label: [o.cls for o in lane.occurrences if o.at_ns > crash_t * 1e9] for lane in periodic_lanes(restart.trace)}
+assert lanes_after['schedule  counted["k"] / persisted'].count("caught up") == 1  # the downtime's due, delivered late at the restart
+assert lanes_after['timer  counted["k"] / volatile'] == [] and lanes_after['node schedule  n1 / node-beat → counted["k"]'] == []
 print("after the restart:", after)
 """)
 
