@@ -212,3 +212,12 @@ def test_the_catchup_lanes_hide_claim_keys_unless_asked_for() -> None:
     assert all(r.startswith('schedule  schedule_fire["') and r.endswith("/ expire  (internal)") for r in rows[1:])
     assert len(set(rows[1:])) == 9  # each claim key its own label (the tick at the end of the key is kept)
     assert "9 of the runtime's own keys" in loud.get_title(loc="left")
+
+
+def test_catchup_chart_refuses_an_unknown_lanes_value_naming_it() -> None:
+    """lanes= takes 'one' (the default, one schedule's two clocks) or 'all'; anything else is a ValueError naming what it got."""
+    import pytest
+
+    with pytest.raises(ValueError, match="lanes must be 'one' or 'all', got 'every'"):
+        catchup_chart(Trace(), lanes="every")  # type: ignore[arg-type]
+    assert _rows(catchup_chart(Trace(), lanes="all").axes[0]) == []  # an empty trace: no lane, a sentence says so
