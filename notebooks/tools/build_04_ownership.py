@@ -402,7 +402,157 @@ print("at 5 s:", split.owner, "owns", split.key, "under epoch", split.epoch, "| 
 """)
 
 md("""
-## 6. Your turn: predict, then run
+## 6. Two activations at once: the old owner has not stepped down yet
+
+> *During a cluster ownership change, two nodes can briefly have activations of the same logical key.* … *Replication
+> fences writes.*
+
+In section 1 there was never a moment with two owners: `n3`, cut off, **suspected** its peers after 0.8 s and stepped
+down, a second before they declared it dead. That order holds only while every node notices a silence as fast as the
+others. Here `n3` is a node configured slower than its peers: it suspects after 6 s (theirs: 0.8 s) and waits 6 s
+for a write's quorum (theirs: 1 s). The schedule fires every 500 ms. At 3 s `n3` is cut off; at 5.5 s its link to `n1`
+comes back (the link to `n2` at 6.5 s).
+
+**Predict first.** Between `n2`'s takeover and 5.5 s, how many nodes run the key? Both fire the schedule: which
+count wins, `n3`'s or `n2`'s? What happens to the writes `n3` made in that time when its link to `n1` comes back?
+""")
+
+code("""
+from casty import Cluster
+from sim.world import World
+from sim.scenarios.cluster import CLUSTER, Arm, cl_ticker
+
+SLOW = Cluster(seeds=["n1"], heartbeat=0.2, suspect_after=6, dead_after=1)   # n3 trusts silence much longer than its peers
+
+
+def slow_detector_split(seed=0):
+    world = World(seed)
+    for name in ("n1", "n2", "n3"):
+        slow = name == "n3"
+        world.add_node(name, cluster=SLOW if slow else CLUSTER, ask_timeout=2.0, write_timeout=6.0 if slow else 1.0)
+
+    def script(world):
+        yield world.timeout(2.0)                                                # membership converges
+        key = next(k for k in (f"t{i}" for i in range(100)) if world.system("n1").placement(cl_ticker, k).owner == "n3")
+        world.results["key"] = key
+
+        async def arm(system):
+            return await system.ref(cl_ticker, key).ask(Arm(0.5))
+
+        world.spawn("n1", arm)
+        yield world.timeout(1.0)
+        world.partition(["n3"], ["n1", "n2"])
+        yield world.timeout(2.5)
+        world.reconnect(["n3"], ["n1"])
+        yield world.timeout(1.0)
+        world.heal()
+
+    world.process(script(world))
+    world.run(until=12)
+    world.close()
+    return world
+
+
+double = slow_detector_split()
+key = double.results["key"]
+ownership_chart(double.trace, key=key)
+""")
+
+md("""
+What the chart shows:
+
+* At 4.8 s `n1` and `n2` declare `n3` dead and `n2` wins `(2, n2#1)` from the two replicas it reaches. `n3` has not
+  noticed anything: its run goes on (the hatched stretch of its bar: a newer epoch exists). For 0.7 s **two nodes run
+  the key**, and both fire the same dues (5.0 s and 5.5 s: the orange diamonds on `n3`'s lane). The mailbox rule (one
+  message at a time) holds on each node, not across the two: nothing orders `n3`'s `Tick`s against `n2`'s.
+* Only `n2`'s writes count (its ticks above the bar). Every write `n3` made meanwhile waits for a quorum it cannot
+  reach. At 5.5 s they reach `n1`, which has promised `n2`'s newer epoch: all 7 are **fenced** (×7), and `n3`'s run
+  ends *lost*, before any of them counted.
+* Then the ring gives the key back to `n3`, which prepares a newer round `(3, n3#1)`, starting from `n2`'s count, not
+  from its own.
+
+With the nodes configured alike (section 1) this overlap does not happen. A process frozen across the takeover (a
+long pause) holds its activation through it too, but casty notices the freeze at the resume, before running
+anything (`member.doubted`: *frozen: the heartbeat came due 4.000 s late*), and steps down. Either way, the fence is
+what keeps the count right, not the timing.
+""")
+
+code("""
+from sim.checks import epochs_only_grow, no_confirmed_write_lost, single_writer_per_epoch
+
+trace = double.trace
+actor = "sim.scenarios.cluster:cl_ticker"
+spans = epoch_spans(trace, actor, key)
+assert [(s.node, s.epoch_round, s.ended_by) for s in spans] == [("n3", 1, "lost"), ("n2", 2, "handoff"), ("n3", 3, "end of trace")]
+old, new = spans[0], spans[1]
+started = {(r.node, r.get("lease")): r.t_ns for r in trace.of("activation.started", key=key)}
+ended = {(r.node, r.get("lease")): r.t_ns for r in trace.of("activation.ended", key=key)}
+assert started[("n2", 1)] < ended[("n3", 1)]                         # n2's activation began before n3's ended
+assert old.superseded_ns == new.start_ns                             # from then on, n3 ran under a stale epoch
+overlap = (new.start_ns, old.end_ns)
+fired = [r for r in trace.of("schedule.fired", key=key) if overlap[0] <= r.t_ns <= overlap[1]]
+by_due = {}
+for r in fired:
+    by_due.setdefault(r.get("due_us"), []).append(r.node)
+both = [due for due, nodes in by_due.items() if sorted(nodes) == ["n2", "n3"]]
+assert len(both) == 2                                               # two dues fired by both activations
+# Fencing: none of n3's writes counted while it was stale; each was refused as fenced, and its run ended there.
+stale_writes = [r for r in trace.of("write.confirmed", key=key, node="n3") if overlap[0] <= r.t_ns <= overlap[1]]
+assert stale_writes == []
+fenced = trace.of("write.failed", key=key, node="n3", reason="fenced")
+assert len(fenced) == 7 and {r.t_ns for r in fenced} == {old.end_ns}
+assert {r.get("lease") for r in fenced} == {1}                       # all of the old run's
+assert trace.of("write.failed", key=key, reason="unavailable") == []
+confirmed = [r.get("version") for r in trace.of("write.confirmed", key=key) if "state" in r.get("pages")]
+assert confirmed == sorted(set(confirmed))                           # no version confirmed twice, none out of order
+assert spans[2].found == max(r.get("version") for r in trace.of("write.confirmed", key=key) if r.t_ns < spans[2].start_ns)
+for check in (epochs_only_grow, single_writer_per_epoch, no_confirmed_write_lost):
+    check(double)                                                   # the cluster's safety checks hold
+print(f"two activations from {overlap[0] / 1e9:.3f} s to {overlap[1] / 1e9:.3f} s; dues fired by both: {len(both)}; "
+      f"n3's writes fenced: {len(fenced)}")
+""")
+
+code("""
+# The frozen case, for comparison: the same cluster with alike nodes, n3 paused from 3 s to 7 s instead of cut off.
+def frozen_owner(seed=0):
+    world = World(seed)
+    for name in ("n1", "n2", "n3"):
+        world.add_node(name, cluster=CLUSTER, ask_timeout=2.0, write_timeout=1.0)
+
+    def script(world):
+        yield world.timeout(2.0)
+        key = next(k for k in (f"t{i}" for i in range(100)) if world.system("n1").placement(cl_ticker, k).owner == "n3")
+        world.results["key"] = key
+
+        async def arm(system):
+            return await system.ref(cl_ticker, key).ask(Arm(0.5))
+
+        world.spawn("n1", arm)
+        yield world.timeout(1.0)
+        world.pause("n3")
+        yield world.timeout(4.0)
+        world.resume("n3")
+
+    world.process(script(world))
+    world.run(until=10)
+    world.close()
+    return world
+
+
+frozen = frozen_owner()
+ftrace, fkey = frozen.trace, frozen.results["key"]
+fspans = epoch_spans(ftrace, actor, fkey)
+assert [(s.node, s.ended_by) for s in fspans[:2]] == [("n3", "lost"), ("n2", "handoff")]
+resume = ftrace.of("fault.resume")[0]
+assert fspans[1].start_ns < fspans[0].end_ns == resume.t_ns                 # two activations, until the resume instant
+assert [r for r in ftrace.of("schedule.fired", key=fkey, node="n3") if fspans[1].start_ns <= r.t_ns <= resume.t_ns] == []
+assert [r for r in ftrace.of("write.failed", key=fkey) if r.t_ns == resume.t_ns] == []   # it stepped down before writing
+assert any("frozen" in r.get("reason") for r in ftrace.of("member.doubted", node="n3") if r.t_ns == resume.t_ns)
+print(f"frozen n3 held its activation {(resume.t_ns - fspans[1].start_ns) / 1e9:.2f} s past n2's takeover, and ran nothing in it")
+""")
+
+md("""
+## 7. Your turn: predict, then run
 
 Below, a cluster of your own: a key of `cl_ticker` with a schedule every `every` seconds; its owner crashes at
 `crash_at` seconds. Before you run it, **predict**:
