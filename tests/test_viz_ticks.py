@@ -38,10 +38,10 @@ def _rows(ax: Axes) -> list[str]:
 
 
 def test_after_a_crash_only_the_persisted_schedule_ticks_on() -> None:
-    """timers-vs-schedules: rows schedule/timer of key k, then the node schedule, on n1, told 16/6/6 (the trace's counts), one 'skipped 1' label."""
+    """timers-vs-schedules: rows schedule/timer of key "k" (quoted: a key, not a state), then the node schedule, on n1, told 16/6/6 (the trace's counts), one 'skipped 1' label."""
     trace = scenarios.run("timers-vs-schedules", seed=0).trace
     ax = ticks_chart(trace).axes[0]
-    assert _rows(ax) == ["n1  counted[k] · actor schedule 'persisted'", "n1  counted[k] · timer 'volatile'", "n1  node schedule 'node-beat'"]
+    assert _rows(ax) == ["n1  counted[\"k\"] · actor schedule 'persisted'", "n1  counted[\"k\"] · timer 'volatile'", "n1  node schedule 'node-beat'"]
     assert [_points(ax, "told", y) for y in range(3)] == [len(trace.of("schedule.fired")), 6, 6] == [18, 6, 6]
     assert [t.get_text() for t in ax.texts] == ["skipped 1"]
     assert ax.get_title(loc="left") == "Periodic deliveries: 30 told"
@@ -126,8 +126,8 @@ def test_a_timer_or_schedule_name_on_two_keys_gives_each_key_its_row() -> None:
     world.run(until=21)
     world.close()
     ax = ticks_chart(world.trace).axes[0]
-    assert _rows(ax) == ["n1  _beating[a] · actor schedule 'beat'", "n1  _beating[a] · timer 'beat'",
-                         "n1  _beating[b] · actor schedule 'beat'", "n1  _beating[b] · timer 'beat'"]
+    assert _rows(ax) == ["n1  _beating[\"a\"] · actor schedule 'beat'", "n1  _beating[\"a\"] · timer 'beat'",
+                         "n1  _beating[\"b\"] · actor schedule 'beat'", "n1  _beating[\"b\"] · timer 'beat'"]  # a key named as a key
     assert [_points(ax, "told", y) for y in range(4)] == [10, 10, 4, 4]
     assert sorted(tick_rows(world.trace)) == [("n1", "_beating[a] · actor schedule 'beat'"), ("n1", "_beating[a] · timer 'beat'"),
                                               ("n1", "_beating[b] · actor schedule 'beat'"), ("n1", "_beating[b] · timer 'beat'")]

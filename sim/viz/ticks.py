@@ -3,8 +3,8 @@
 The catch-up chart follows one persisted schedule's grid; this view puts the three kinds of
 periodic work side by side, so a crash shows which kind survives it:
 
-* ``schedule.fired``: a persisted actor schedule (``ctx.schedule``), row "type[key] · actor schedule 'name'";
-* ``timer.fired``: an activation timer (``ctx.timer``), row "type[key] · timer 'name'" (a name is
+* ``schedule.fired``: a persisted actor schedule (``ctx.schedule``), row 'type["key"] · actor schedule 'name'';
+* ``timer.fired``: an activation timer (``ctx.timer``), row 'type["key"] · timer 'name'' (a name is
   only unique within its key, so two keys' timers of one name get a row each);
 * ``node_schedule.*``: a node schedule (``system.schedule*``), row "node schedule 'reference'",
   with its cron claims: a tick told is a filled dot, a claim lost to another node a hollow
@@ -32,7 +32,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Rectangle
 
-from sim.trace import Trace
+from sim.trace import Row, Trace
 from sim.viz.data.nodes import node_events
 from sim.viz.data.ticks import source_name, tick_rows
 from sim.viz.data.timebase import end_ns, time_unit
@@ -40,6 +40,19 @@ from sim.viz.draw import declutter, fault_handles, label, outside_legend, style_
 from sim.viz.palette import BLUE, FONT, GREEN, GREY, LIGHT_GREY, ORANGE, SMALL, VERMILLION
 
 __all__ = ["ticks_chart"]
+
+
+def _row_label(node: str, source: str, rows: list[Row]) -> str:
+    """The row's label: a key's timer or schedule names the key as a key, ``counted["k"] · timer 'volatile'``.
+
+    ``source`` (``sim.viz.data.ticks.source_name``, the rows' dict key, which notebooks read) writes
+    ``counted[k]``, where a key like ``dormant`` or ``both`` reads as a state of the actor.
+    """
+    first = next((r for r in rows if r.kind.startswith(("timer.", "schedule."))), None)
+    if first is None:
+        return f"{node}  {source}"
+    kind = "timer" if first.kind.startswith("timer.") else "actor schedule"
+    return f"{node}  {str(first.get('actor')).split(':')[-1]}[\"{first.get('key')}\"] \u00b7 {kind} '{first.get('name')}'"
 
 
 def ticks_chart(trace: Trace, *, ax: Axes | None = None, title: str | None = None, internal: bool = False) -> Figure:
@@ -136,7 +149,7 @@ def ticks_chart(trace: Trace, *, ax: Axes | None = None, title: str | None = Non
             ax.scatter(xs, [y + dy] * len(xs), gid=what, **style[what])  # type: ignore[arg-type]
     ax.set_xlim(0, unit.x(end) * 1.01 if end else 1)
     ax.set_ylim(len(order) - 0.5, -0.95)  # room above the first row for its labels
-    ax.set_yticks(range(len(order)), [f"{node}  {source}" for node, source in order], fontsize=SMALL + 0.5)
+    ax.set_yticks(range(len(order)), [_row_label(node, source, rows[(node, source)]) for node, source in order], fontsize=SMALL + 0.5)
     style_node_lanes(ax, unit, trace.time_axis)
     ax.set_ylabel("")
     if not order:
