@@ -217,3 +217,37 @@ def test_the_cluster_random_steps_are_labelled_apart() -> None:
     marks = sorted(t.split(" at ")[0] for t in _texts(fig) if " stepped " in t)
     assert marks == ["n1 stepped -2.64 s", "n2 stepped -2.46 s", "n4 stepped -699 ms"]
     assert _overlapping_texts(fig) == []
+
+
+def _dense_rows() -> _Rows:
+    """Six nodes stepping five times each (random amounts up to 3 s, seed 1) in 30 s: too many changes to write beside them."""
+    import random
+    rng = random.Random(1)
+    rows: list[tuple[float, str, int | None, str, dict[str, Any]]] = []
+    for k in range(6):
+        node, off = f"n{k + 1}", 0
+        steps = sorted(rng.uniform(1, 29) for _ in range(5))
+        for i in range(61):
+            t = i * 0.5
+            for at in [s for s in steps if t - 0.5 < s <= t]:
+                delta = rng.randint(-3_000_000, 3_000_000)
+                off += delta
+                rows.append((at, node, E + round(at * 1e6) + off, "clock.step", {"delta_us": delta}))
+            rows.append((t, node, E + round(t * 1e6) + off, "note", {}))
+    return sorted(rows, key=lambda r: r[0])
+
+
+def test_too_many_changes_to_write_beside_them_are_numbered_and_listed_under_the_chart() -> None:
+    """30 steps in 30 s: each marker gets a number, the list under the chart names every step once, in true-time order; nothing overlaps."""
+    trace = _trace(_dense_rows())
+    fig = clock_chart(trace)
+    texts = _texts(fig)
+    listed = [t for t in texts if " stepped " in t]
+    assert len(listed) == 30 and sorted(texts).count("1") == 1
+    numbers = sorted(int(t) for t in texts if t.isdigit())
+    assert numbers == list(range(1, 31))
+    steps = sorted((r.t_ns, r.node) for r in trace.of("clock.step"))
+    assert [t.split("  ", 1)[1].split(" ")[0] for t in listed] == [node for _, node in steps]
+    assert [t.split("  ", 1)[0] for t in listed] == [str(i) for i in range(1, 31)]
+    assert _overlapping_texts(fig) == []
+    assert fig.get_figheight() > 3.6  # the list made the figure taller, not the plot smaller

@@ -34,7 +34,7 @@ from datetime import datetime
 
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
-from matplotlib.text import Text
+from matplotlib.text import Annotation, Text
 from matplotlib.transforms import Bbox, blended_transform_factory, offset_copy
 
 from sim.trace import Trace
@@ -71,6 +71,7 @@ def clock_chart(
     """
     offsets = clock_offsets(trace, start=start)
     names = nodes if nodes is not None else [n for n in offsets if n != "network"]
+    own_figure = ax is None
     if ax is None:
         fig = Figure(figsize=(11, 3.6), layout="constrained")
         ax = fig.add_subplot()
@@ -121,7 +122,7 @@ def clock_chart(
         title = "Each node's wall clock against true time (0: exact; a jump is a step, a slope is drift)"
     ax.set_title(title, loc="left", fontsize=11)
     if marks:
-        _place_marks(fig, ax, marks)
+        _place_marks(fig, ax, marks, grow=own_figure)
     return fig  # no legend: each line is named at its right end
 
 
@@ -260,14 +261,52 @@ def _candidates() -> list[tuple[float, float, str, str]]:
     return out
 
 
-def _place_marks(fig: Figure, ax: Axes, marks: list[_Mark]) -> None:
-    """Write each mark's label where it overlaps no label placed before it (the end labels first) and no marker, inside the axes.
+def _place_marks(fig: Figure, ax: Axes, marks: list[_Mark], *, grow: bool) -> None:
+    """Label the marks beside them; when some label finds no clear spot, number the marks and list them under the chart.
+
+    The first try writes each mark's words beside it (see ``_place``). Too many changes close
+    together leave no clear spot for some: then every step and drift is numbered at its marker
+    (``1``, ``2``, ... in time order) and the numbered sentences are listed in columns under the
+    x label, in the line's colour; ``grow`` (the chart made its own figure) makes the figure taller
+    by the list's height so the plot keeps its size.
+    """
+    placed, clear = _place(fig, ax, marks, [m.text for m in marks])
+    if clear:
+        return
+    for ann in placed:
+        ann.remove()
+    numbered = sorted((m for m in marks if m.marker), key=lambda m: (m.x, m.text))  # numbered in true-time order
+    _key(fig, ax, numbered, grow=grow)
+    number = {id(m): str(i + 1) for i, m in enumerate(numbered)}
+    _place(fig, ax, marks, [number.get(id(m), m.text) for m in marks])
+
+
+def _key(fig: Figure, ax: Axes, marks: list[_Mark], *, grow: bool) -> None:
+    """The numbered list of ``marks`` under the x label: columns as wide as the longest sentence, filled top to bottom."""
+    fig.draw_without_rendering()
+    box = ax.get_window_extent()
+    label_box = ax.xaxis.label.get_window_extent()
+    below_pt = (box.y0 - label_box.y0) / fig.dpi * 72 + 4  # from the axes' bottom to under the x label
+    entries = [f"{i + 1}  {m.text}" for i, m in enumerate(marks)]
+    width_pt = max(len(e) for e in entries) * 8.5 * 0.56 + 14
+    columns = max(1, min(len(entries), int(box.width / fig.dpi * 72 // width_pt)))
+    rows = -(-len(entries) // columns)
+    if grow:
+        fig.set_figheight(fig.get_figheight() + rows * 11.5 / 72 + 0.1)
+    for i, (entry, mark) in enumerate(zip(entries, marks)):
+        column, row = divmod(i, rows)
+        ax.annotate(entry, (column / columns, 0), xycoords="axes fraction", xytext=(0, -below_pt - 11.5 * row),
+                    textcoords="offset points", va="top", ha="left", fontsize=8.5, color=mark.colour, annotation_clip=False)
+
+
+def _place(fig: Figure, ax: Axes, marks: list[_Mark], texts: list[str]) -> tuple[list[Annotation], bool]:
+    """Write ``texts[i]`` by ``marks[i]`` where it overlaps no label placed before it (the end labels first) and no marker, inside the axes.
 
     Placed on the settled layout (``draw_without_rendering``), with real text extents; the labels
     take no part in the layout, so placing them moves nothing. Of the candidates (see
     ``_candidates``, the side the step went to first), the first clear one wins; a clear one that
     crosses no line beats one nearer that does, and with none clear, the least crowded. A label
-    more than one row from its mark gets a thin leader.
+    more than one row from its mark gets a thin leader. Returns the labels and whether all were clear.
     """
     fig.draw_without_rendering()
     box = ax.get_window_extent()
@@ -281,13 +320,17 @@ def _place_marks(fig: Figure, ax: Axes, marks: list[_Mark]) -> None:
     paths = [ln.get_transform().transform_path(ln.get_path()) for ln in ax.get_lines()
              if len(ln.get_path()) > 1 and not str(ln.get_label()).startswith("_")]
     candidates = _candidates()
-    for mark in marks:
+    out: list[Annotation] = []
+    clear = True
+    for mark, text in zip(marks, texts):
+        strong = mark.bold or len(text) <= 2  # a node's name or a mark's number
+        size, weight = (_LABEL_PT, "bold") if strong else (8.5, "normal")
         order = sorted(range(len(candidates)), key=lambda i: (i // 4, (candidates[i][1] < 0) != mark.below_first, i))
         best: tuple[tuple[int, int, int], tuple[float, float, str, str], Bbox] | None = None
         for rank, i in enumerate(order):
             dx, dy, ha, va = candidates[i]
-            trial = ax.annotate(mark.text, (mark.x, mark.y), xytext=(dx, dy), textcoords="offset points", ha=ha, va=va,
-                                fontsize=_LABEL_PT if mark.bold else 8.5, fontweight="bold" if mark.bold else "normal")
+            trial = ax.annotate(text, (mark.x, mark.y), xytext=(dx, dy), textcoords="offset points", ha=ha, va=va, fontsize=size,
+                                fontweight=weight)
             trial.get_window_extent()  # lays the text out where it would be drawn
             extent = Text.get_window_extent(trial)
             trial.remove()
@@ -300,15 +343,17 @@ def _place_marks(fig: Figure, ax: Axes, marks: list[_Mark]) -> None:
             if crowded == 0 and crossing == 0:
                 break  # nothing further can score better
         assert best is not None
-        _, (dx, dy, ha, va), extent = best
+        (crowded, _, _), (dx, dy, ha, va), extent = best
+        clear = clear and crowded == 0
         far = abs(dy) > 10
-        ann = ax.annotate(mark.text, (mark.x, mark.y), xytext=(dx, dy), textcoords="offset points", ha=ha, va=va,
-                          fontsize=_LABEL_PT if mark.bold else 8.5, fontweight="bold" if mark.bold else "normal",
+        ann = ax.annotate(text, (mark.x, mark.y), xytext=(dx, dy), textcoords="offset points", ha=ha, va=va, fontsize=size, fontweight=weight,
                           color=mark.colour, annotation_clip=False, bbox=_HALO,
                           arrowprops={"arrowstyle": "-", "color": mark.colour, "lw": 0.6, "shrinkA": 1, "shrinkB": _MARKER_PT * 0.6 if mark.marker else 1,
                                       "relpos": (0.0 if ha == "left" else 1.0, 0.0 if va == "bottom" else 1.0)} if far else None)
         ann.set_in_layout(False)
+        out.append(ann)
         taken.append(extent)
+    return out, clear
 
 
 _LABEL_PT = 9.0
