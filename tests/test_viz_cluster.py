@@ -18,6 +18,7 @@ from matplotlib.axes import Axes  # noqa: E402
 from matplotlib.collections import LineCollection, PathCollection  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.patches import FancyArrowPatch, Rectangle  # noqa: E402
+from matplotlib.text import Text  # noqa: E402
 
 from sim import scenarios  # noqa: E402
 from sim.messages import frame_arrows  # noqa: E402
@@ -305,6 +306,25 @@ def test_spacetime_names_every_arrow_and_no_text_overlaps() -> None:
         crossed = [k for k, (p, q) in enumerate(lines) if k != own and any(box.contains(*(p + (q - p) * f / 400)) for f in range(401))]
         assert crossed == [], (name.get_text(), crossed)
     assert texts(ax).count("handoff done (1 key)") == 3
+
+
+def test_spacetime_too_dense_a_window_says_how_many_names_it_left_out() -> None:
+    """The same handoff squeezed into a 30 ms window: names that fit nowhere off every text are left out and counted in
+    the title (names + left out = arrows), and still no two texts overlap (a leader line's extent aside)."""
+    trace = scenarios.run("all-replicas-lost", 0).trace
+    restart = max(r.t_ns for r in trace.of("fault.restart"))
+    start = next(r.t for r in trace.of("handoff.started") if r.t_ns > restart) - 0.0005
+    fig = spacetime_diagram(trace, start, 0.03)
+    ax = only_axes(fig)
+    fig.draw_without_rendering()
+    renderer = fig._get_renderer()  # type: ignore[attr-defined]
+    names = [t for t in ax.texts if t.get_text() in ("SyncRequest", "SyncDump")]
+    title = ax.get_title(loc="left")
+    left_out = int(title.split("; ")[1].split(" not named")[0])
+    assert title.endswith(f"; {left_out} not named (too dense here: zoom in)") and left_out > 0
+    assert len(names) + left_out == 12
+    boxes = [Text.get_window_extent(t, renderer) for t in ax.texts]
+    assert [(i, j) for i, b in enumerate(boxes) for j, c in enumerate(boxes) if i < j and b.overlaps(c)] == []
 
 
 def test_spacetime_bad_window(repeat: Run) -> None:

@@ -36,7 +36,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import FancyArrowPatch
-from matplotlib.text import Annotation
+from matplotlib.text import Annotation, Text
 from matplotlib.transforms import Bbox
 
 from sim.messages import frame_arrows
@@ -224,7 +224,9 @@ def spacetime_diagram(
     if not arrows and not shown_events:
         ax.text(0.5, 0.5, "no frames or node events in this window", transform=ax.transAxes, ha="center", va="center", fontsize=FONT, color=GREY)
     declutter(fig, labels, max_levels=3)
-    place_along(fig, labels, tags, tag_paths, segments + [((x, 0.0), (x, span_ms), False) for x in col.values()])  # nor on a node's line
+    unnamed = place_along(fig, labels, tags, tag_paths, segments + [((x, 0.0), (x, span_ms), False) for x in col.values()])  # nor on a node's line
+    if unnamed and title is None:  # said where the reader looks first, not left for them to count
+        ax.set_title(f"{ax.get_title(loc='left')}; {unnamed} not named (too dense here: zoom in)", fontsize=FONT + 1.5, loc="left", pad=24)
     return fig
 
 
@@ -239,85 +241,116 @@ _CLEAR = 5.0  # pixels a name keeps off the other lines, so it does not read as 
 
 def place_along(fig: Figure, placed: list[Annotation], tags: list[Annotation],
                 paths: list[tuple[tuple[float, float], tuple[float, float]]],
-                segments: list[tuple[tuple[float, float], tuple[float, float], bool]]) -> None:
+                segments: list[tuple[tuple[float, float], tuple[float, float], bool]]) -> int:
     """Slide each frame name along its arrow to a place that covers no other text and, if it can, no other line.
 
     In a dense window (a handoff round: every node asks every other at once) the arrows cross in the middle, so a name
     at the midpoint sits on other arrows and on the next name. Each name tries points along its own arrow, middle
     first; a place overlapping a label or an earlier name is never taken; among the others the one crossing the fewest
-    protocol arrows and node lines wins (a faint heartbeat counts less). A name with no free place on its arrow sits
-    beside it with a thin leader line to the arrow, so every arrow keeps its name.
+    protocol arrows and node lines wins (a faint heartbeat counts less). A name with no clear place on its arrow sits
+    beside it with a thin leader line, where neither the name nor the leader crosses a line or a text; failing that, on
+    its arrow over lines but off every text. A name with no place off every text is left out (a window too long for
+    its frames); the count is returned, for the title.
     """
     if not tags:
-        return
+        return 0
     fig.draw_without_rendering()
     renderer = fig._get_renderer()  # type: ignore[attr-defined]
-    taken = [a.get_window_extent(renderer) for a in placed]
-    ax = tags[0].axes
-    assert ax is not None
+    taken = [_text_box(a, renderer) for a in placed]
+    ax = cast(Axes, tags[0].axes)
     frame = ax.get_window_extent(renderer)
     to_px = ax.transData.transform
     lines = [(to_px(p), to_px(q), faint) for p, q, faint in segments]
+    inf = float("inf")
 
-    def cost(box: Bbox, own: tuple[Any, Any]) -> float:
+    def cost(box: Bbox, own: tuple[Any, Any], leader: tuple[Any, Any] | None = None) -> float:
         if box.x0 < frame.x0 or box.x1 > frame.x1 or box.y0 < frame.y0 or box.y1 > frame.y1:
-            return float("inf")
-        padded = box.expanded(1.0, 1.0).padded(_GAP)
+            return inf
+        padded = box.padded(_GAP)
         if any(padded.overlaps(other) for other in taken):
-            return float("inf")
+            return inf
+        if leader is not None and any(_crosses(other, *leader) for other in taken):
+            return inf
         hits = 0.0
         clear = box.padded(_CLEAR)
         for p, q, faint in lines:
             if abs(p - own[0]).max() < 0.5 and abs(q - own[1]).max() < 0.5:  # the name's own arrow
                 continue
-            if _crosses(clear, p, q):
+            if _crosses(clear, p, q) or (leader is not None and _segments_cross(leader, (p, q))):
                 hits += 0.2 if faint else 1.0
         return hits
 
+    left_out = 0
     for ann, (start, end) in zip(tags, paths):
         own = (to_px(start), to_px(end))
-        best: tuple[float, tuple[float, float]] | None = None
+        best: tuple[float, tuple[float, float]] = (inf, start)
         for f in _ALONG:
             ann.xy = (start[0] + (end[0] - start[0]) * f, start[1] + (end[1] - start[1]) * f)
-            score = cost(ann.get_window_extent(renderer), own)
-            if score < (best[0] if best is not None else float("inf")):
+            score = cost(_text_box(ann, renderer), own)
+            if score < best[0]:
                 best = (score, ann.xy)
             if score == 0:
                 break
-        if best is not None and best[0] < 1.0:  # on its arrow, at worst over a faint heartbeat or two
-            ann.xy = best[1]
+        final: Annotation | None = ann
+        if best[0] >= 1.0:  # no clear place on the arrow: beside it, else over lines, else nowhere
+            beside = _aside(ann, start, end, renderer, cost, own)
+            if beside is not None:
+                final = beside
+            elif best[0] < inf:
+                ann.xy = best[1]
+            else:
+                ann.remove()
+                final = None
+                left_out += 1
         else:
-            ann = _aside(ann, start, end, renderer, cost, own, best)
-        taken.append(ann.get_window_extent(renderer).padded(_GAP))
+            ann.xy = best[1]
+        if final is not None:
+            taken.append(_text_box(final, renderer).padded(_GAP))
+    return left_out
 
 
 def _aside(ann: Annotation, start: tuple[float, float], end: tuple[float, float], renderer: Any, cost: Any,
-           own: tuple[Any, Any], on_arrow: tuple[float, tuple[float, float]] | None) -> Annotation:
-    """The name beside its arrow with a leader line, where that covers less than the best place on the arrow."""
+           own: tuple[Any, Any]) -> Annotation | None:
+    """The name beside the middle of its arrow with a leader line, at the first place where neither crosses anything; None if none."""
     mid = ((start[0] + end[0]) / 2, (start[1] + end[1]) / 2)
+    ax = cast(Axes, ann.axes)
+    anchor = ax.transData.transform(mid)
     ann.xy = mid
-    best: tuple[float, tuple[float, float]] | None = None
+    chosen: tuple[float, float] | None = None
     for offset in _ASIDE:
         ann.xyann = offset
-        score = cost(ann.get_window_extent(renderer), own)
-        if score < (best[0] if best is not None else float("inf")):
-            best = (score, offset)
-        if score == 0:
+        box = _text_box(ann, renderer)
+        centre = ((box.x0 + box.x1) / 2, (box.y0 + box.y1) / 2)
+        if cost(box, own, (anchor, centre)) == 0:
+            chosen = offset
             break
-    if best is None or (on_arrow is not None and on_arrow[0] <= best[0]):
-        ann.xyann = (0, 0)
-        if on_arrow is not None:  # the least covering place on the arrow: it covers lines, never text
-            ann.xy = on_arrow[1]
-        return ann  # no place covers no text: left at the middle (not seen in the course's windows)
-    ax = cast(Axes, ann.axes)
+    ann.xyann = (0, 0)
+    if chosen is None:
+        return None
     ann.remove()
-    moved: Annotation = ax.annotate(ann.get_text(), xy=mid, xytext=best[1], textcoords="offset points", ha="center", va="center",
-                        fontsize=ann.get_fontsize(), color=ann.get_color(), zorder=6, annotation_clip=False,
-                        bbox={"boxstyle": "square,pad=0.08", "facecolor": "white", "edgecolor": "none", "alpha": 0.8},
-                        arrowprops={"arrowstyle": "-", "color": ann.get_color(), "lw": 0.6, "shrinkA": 0, "shrinkB": 0})
+    moved: Annotation = ax.annotate(ann.get_text(), xy=mid, xytext=chosen, textcoords="offset points", ha="center", va="center",
+                                    fontsize=ann.get_fontsize(), color=ann.get_color(), zorder=6, annotation_clip=False,
+                                    bbox={"boxstyle": "square,pad=0.08", "facecolor": "white", "edgecolor": "none", "alpha": 0.8},
+                                    arrowprops={"arrowstyle": "-", "color": ann.get_color(), "lw": 0.6, "shrinkA": 0, "shrinkB": 0})
     moved.set_in_layout(False)
     moved.set_gid(ann.get_gid())
     return moved
+
+
+def _text_box(ann: Annotation, renderer: Any) -> Bbox:
+    """The box of an annotation's text alone (without its leader line), where its anchor is now."""
+    ann.update_positions(renderer)
+    return Text.get_window_extent(ann, renderer)
+
+
+def _segments_cross(a: tuple[Any, Any], b: tuple[Any, Any]) -> bool:
+    """Whether two segments (pixels) cross strictly (touching at an end does not count: a leader starts on its arrow)."""
+    (p, q), (r, t) = a, b
+
+    def side(u: Any, v: Any, w: Any) -> float:
+        return float((v[0] - u[0]) * (w[1] - u[1]) - (v[1] - u[1]) * (w[0] - u[0]))
+
+    return side(p, q, r) * side(p, q, t) < 0 and side(r, t, p) * side(r, t, q) < 0
 
 
 def _crosses(box: Bbox, p: Any, q: Any) -> bool:
