@@ -17,9 +17,10 @@ fired. A cron tick's lost claims (another node won it) are small hollow rings un
 
 Behind the marks, on the lanes of the nodes that ran them: down spans (grey), pauses (hatched),
 crashes (red line), restarts (green triangle), clock steps (purple dashes), as every node-lane view
-draws them; a cron lane is the cluster's (another node tells the tick when one is down), so it
-gets only a node's crash, labelled with the node, and a tick won by a node that never told it
-says so. The runtime's own keys (cron claim keys) are hidden unless ``internal=True``.
+draws them. A lane run by more nodes than one is not stopped by one of them (a cron tick is the
+cluster's, a key moves to another node), so it gets only a node's crash, labelled with the node; a
+key's lane says "on n1" where its firings move to another node, and a cron tick won by a node that
+never told it says so. The runtime's own keys (cron claim keys) are hidden unless ``internal=True``.
 """
 
 from __future__ import annotations
@@ -48,6 +49,7 @@ __all__ = ["catchup_lanes"]
 TIMER_COLOUR = "#5A7D9A"
 TIMER_MARKER: dict[str, Any] = {"marker": "o", "s": 40, "edgecolors": "white", "linewidths": 0.6}
 _HALF = 0.36  # half a lane's height
+_MAX_MOVES = 8  # beyond this many node changes on one lane, "on nX" labels would be a wall of text
 _TOUCH = 0.011  # marks closer than this share of the x span would hide each other: they are stacked
 
 
@@ -112,7 +114,9 @@ def catchup_lanes(
             if ev is None:
                 continue
             first = y == min(i for i, other in enumerate(lanes) if node in other.nodes)  # its labels once, on its first lane
-            cluster = lane.kind == "cron"  # the cluster tells a cron tick: one node down is no gap in the lane, only an instant
+            # a lane run by more nodes than one (a cron tick, a key that moved) goes on while one of them is down:
+            # its bands would paint the whole lane, so such a lane gets the node's crash as a labelled instant only
+            cluster = lane.kind == "cron" or len(lane.nodes) > 1
             for s in [] if cluster else ev.down:
                 ax.add_patch(Rectangle((x_of(s.start_ns), y - _HALF), x_of(s.end_ns - s.start_ns), 2 * _HALF, facecolor=LIGHT_GREY,
                                        edgecolor="none", zorder=0.5, gid="down"))
@@ -137,6 +141,8 @@ def catchup_lanes(
         again: list[float] = []
         rings: list[float] = []
         lost_run = False
+        ran_on: str | None = None
+        moves = 0
         for o, dy in zip(lane.occurrences, _stacked([x_of(o.at_ns) for o in lane.occurrences], span * _TOUCH)):
             x = x_of(o.at_ns)
             by_class.setdefault(o.cls, []).append((x, y + dy))
@@ -147,9 +153,16 @@ def catchup_lanes(
                 labels.append(label(ax, x, min(y - 0.2, y + dy - 0.15), f"skipped {o.skipped}", colour=CLASS_COLOURS["caught up"], weight="bold", down=False, va="bottom"))
             elif o.cls == "repeated":
                 again += [x_of(t) for t in o.firings_ns[1:]]
+                for a in o.entry.attempts[1:4]:  # where each later firing happened: the repeat's story (a crash, a new owner)
+                    labels.append(label(ax, x_of(a.row.t_ns), y + 0.2, f"again on {a.node}", colour="#A0527E", dx=-3))
                 labels.append(label(ax, x, min(y - 0.2, y + dy - 0.15), f"×{len(o.firings_ns)}", colour="#A0527E", weight="bold", down=False, va="bottom"))
             if o.cls == "missed" and o.entry.claimed and not o.firings_ns:  # a cron tick whose winner never told it
                 labels.append(label(ax, x, y + 0.2, f"won by {o.entry.claimed}, never told", colour=VERMILLION, weight="bold", dx=-3))
+            here = o.entry.attempts[0].node if o.entry.attempts else None
+            if here is not None and lane.kind != "cron" and len(lane.nodes) > 1 and here != ran_on and moves < _MAX_MOVES:
+                labels.append(label(ax, x, y + 0.2, f"on {here}", colour=INK, dx=-3))  # where the key (and its schedules) ran from here on
+                moves += 1
+            ran_on = o.entry.attempts[-1].node if o.entry.attempts else ran_on
             if o.lost and not lost_run:  # once per run of neighbouring lost occurrences
                 labels.append(label(ax, x, y + 0.2, "lost in flight", colour=VERMILLION, weight="bold", dx=-3))
             lost_run = o.lost
