@@ -221,3 +221,14 @@ def test_catchup_chart_refuses_an_unknown_lanes_value_naming_it() -> None:
     with pytest.raises(ValueError, match="lanes must be 'one' or 'all', got 'every'"):
         catchup_chart(Trace(), lanes="every")  # type: ignore[arg-type]
     assert _rows(catchup_chart(Trace(), lanes="all").axes[0]) == []  # an empty trace: no lane, a sentence says so
+
+
+def test_a_lane_run_by_two_nodes_shows_the_crash_not_a_down_band_and_where_it_fired_again() -> None:
+    """ownership-repeat: the key's lane has one repeated mark '×2' with 'again on n2' at its second firing, n3's crash labelled, no down band."""
+    trace = scenarios.run("ownership-repeat", seed=0).trace
+    ax = catchup_chart(trace, lanes="all").axes[0]
+    (lane,) = _rows(ax)
+    assert _marks(ax, "repeated", lane) == 1 and _points(ax, f"repeated.again|{lane}") == 1
+    texts = [t.get_text() for t in ax.texts]
+    assert {"×2", "again on n2", "n3 crash", "on n3"} <= set(texts)
+    assert not [p for p in ax.patches if p.get_gid() == "down"]
