@@ -127,7 +127,8 @@ def clock_chart(
 
 
 def _line_groups(drawn: list[str], offsets: dict[str, list[tuple[int, int]]], tolerance: int, end_ns: int) -> list[list[str]]:
-    """The nodes drawn as one line, the lines that last the whole run first (in node order), then the shorter ones, longest first.
+    """The nodes drawn as one line, in drawing order: the lines that last the whole run first (the most nodes first, then
+    node order: the first is drawn solid, the reference the others are dashed against), then the shorter ones, longest first.
 
     A node joins a line that it agrees with everywhere *and* that spans what it spans.
 
@@ -138,7 +139,7 @@ def _line_groups(drawn: list[str], offsets: dict[str, list[tuple[int, int]]], to
     slack = max(1, end_ns // 50)
     span = {n: offsets[n][-1][0] - offsets[n][0][0] for n in drawn}
     longest = max(span.values(), default=0)
-    full = [n for n in drawn if span[n] >= longest - slack]  # in node order: the first of these is drawn solid
+    full = [n for n in drawn if span[n] >= longest - slack]
     order = full + sorted((n for n in drawn if n not in full), key=lambda n: (-span[n], drawn.index(n)))
     groups: list[list[str]] = []
     for node in order:
@@ -151,7 +152,8 @@ def _line_groups(drawn: list[str], offsets: dict[str, list[tuple[int, int]]], to
                 break
         else:
             groups.append([node])
-    return groups
+    whole = [g for g in groups if g[0] in full]
+    return sorted(whole, key=len, reverse=True) + [g for g in groups if g[0] not in full]  # sorted() is stable: node order on ties
 
 
 @dataclass
