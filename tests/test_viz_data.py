@@ -66,7 +66,7 @@ def test_the_data_layer_imports_and_reads_a_trace_with_matplotlib_blocked() -> N
     assert done.returncode == 0, done.stderr
     out = json.loads(done.stdout.strip().splitlines()[-1])
     assert out == {
-        "modules": ["activations", "catchup", "clocks", "cuts", "frames", "keys", "ledger", "nodes", "notes", "ownership", "reports",
+        "modules": ["activations", "catchup", "clocks", "cuts", "frames", "keys", "ledger", "nodes", "notes", "ownership", "periodic", "reports",
                     "spacetime", "ticks", "timebase"],
         "key": ["sim.scenarios.cluster:cl_ticker", "stale12"],
         "spans": [["(1, n3#1)", "lost"], ["(2, n1#1)", "handoff"], ["(2, n3#1)", "end of trace"]],
