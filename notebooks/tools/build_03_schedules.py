@@ -601,6 +601,304 @@ print("holds: a duplicate timer name replaces that key's timer; another key's ti
 ''')
 
 md("""
+## 10. A failing timer handler: a warning, and the timer goes on
+
+> *Handler failure: Grain timers: Logged as a warning. Grain schedules: Recorded as a deadletter.*
+
+A schedule's failed delivery is a `dead_letter` row naming its receiver (chapter 06, section 3). A timer's is not:
+casty logs it as a **warning** on the `casty` logger (the standard `logging` module), and the body fails as for any
+other message (section 3 of chapter 02: reported, backed off, restarted from the last saved state). The timer
+belongs to the activation, not to the body's run, so the restart does not end it.
+
+`beeper["b"]` sets a timer `"beat"` every second; each beat counts one in the state, and the third one raises.
+A `logging.Handler` keeps what the `casty` logger says during the run.
+
+**Predict.** After the failure at 3 s, does the timer still tick? Is anything recorded as a dead letter? What does
+the count read at 7.5 s: 7, or 6 (the third beat's count was saved before the raise)?
+""")
+
+code('''
+import logging
+
+
+class Kept(logging.Handler):
+    """Keeps every record it is given."""
+
+    def __init__(self):
+        super().__init__()
+        self.records = []
+
+    def emit(self, record):
+        self.records.append(record)
+
+
+@dataclass(frozen=True)
+class StartBeats(Askable[None]):
+    pass
+
+
+@actor(initial=0)
+async def beeper(ctx: Context[int, StartBeats | Beat | Count]) -> None:
+    async for msg in ctx.inbox:
+        match msg:
+            case StartBeats(reply_to=reply_to):
+                ctx.timer("beat", timedelta(seconds=1), timedelta(seconds=1), Beat("timer"))
+                reply_to.tell(None)
+            case Beat():
+                await ctx.state.update(lambda n: n + 1)
+                ctx.effect("beat", n=ctx.state.value)
+                if ctx.state.value == 3:
+                    raise RuntimeError("the third beat fails")
+            case Count(reply_to=reply_to):
+                reply_to.tell(ctx.state.value)
+
+
+async def main(system, world):
+    ref = system.ref(beeper, "b")
+    await ref.ask(StartBeats())
+    await asyncio.sleep(7.5 - world.now)
+    world.results["count"] = await ref.ask(Count())
+
+
+kept_log = Kept()
+casty_log = logging.getLogger("casty")
+casty_log.addHandler(kept_log)
+try:
+    w10 = run(main, until=8)
+finally:
+    casty_log.removeHandler(kept_log)
+for record in kept_log.records:
+    print(f"{record.levelname} {record.name}: {record.getMessage()}")
+
+
+def timer_failure_chart(trace, records, key, title):
+    """The key's runs as bars (one per lease), the timer's ticks as dots with the count each one saved, a failed
+    handling as a red X, and under it what the casty logger said; a dead letter would be a black square."""
+    fig = Figure(figsize=(11, 2.6), layout="constrained")
+    ax = fig.add_subplot()
+    starts = trace.of("activation.started", key=key)
+    ends = {r.get("lease"): r.t for r in trace.of("activation.failed", key=key) + trace.of("activation.ended", key=key)}
+    end = trace.rows[-1].t
+    for i, r in enumerate(starts):
+        t1 = ends.get(r.get("lease"), end)
+        ax.barh(1, t1 - r.t, left=r.t, height=0.35, color=["#0072B2", "#56B4E9"][i % 2], edgecolor="white")
+        ax.text((r.t + t1) / 2, 1, f"run {i + 1} (lease {r.get('lease')})", ha="center", va="center", color="white", fontsize=9)
+    ticks = [r.t for r in trace.of("timer.fired", key=key)]
+    ax.scatter(ticks, [0] * len(ticks), s=50, color="#009E73", zorder=3, label="timer 'beat' fired")
+    for row in trace.of("effect", key=key):
+        ax.text(row.t, 0.18, f"n={row.get('details')['n']}", ha="center", va="bottom", fontsize=8)
+    failed = trace.of("activation.failed", key=key)
+    ax.scatter([r.t for r in failed], [0] * len(failed), s=110, marker="X", color="#D55E00", zorder=4,
+               label="handler failed (body restarts after backoff)")
+    dead = trace.of("dead_letter", key=key)
+    ax.scatter([r.t for r in dead], [0] * len(dead), s=60, marker="s", color="black", zorder=4, label=f"dead letter ({len(dead)})")
+    for r in failed:
+        said = "; ".join(f"{rec.levelname} {rec.name}: {rec.getMessage()}" for rec in records)
+        ax.annotate(said, (r.t, 0), xytext=(r.t, -0.55), ha="center", va="top", fontsize=8, color="#D55E00",
+                    arrowprops=dict(arrowstyle="-", color="#D55E00", lw=0.8))
+    ax.set_yticks([1, 0], ["activation", "timer ticks"])
+    ax.set_ylim(-1.0, 1.5)
+    ax.set_xlim(0, end * 1.02)
+    ax.set_xlabel("true time since start (s)")
+    ax.grid(axis="x", color="#EEEEEE")
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False, fontsize=8)
+    ax.set_title(title, loc="left")
+    return fig
+
+
+timer_failure_chart(w10.trace, kept_log.records, "b",
+                    "beeper['b']: the third beat fails at 3 s: a warning, a restart 0.1 s later, and the timer goes on")
+''')
+
+md("""
+The warning names the key, the timer and the error. In the trace the failure is the body's (`activation.failed`, the
+message `Beat`, retry in 0.1 s) and the `Beat` is dropped, as a failing message always is; there is **no dead letter**
+(the black square is absent: 0). The count the third beat saved before raising stays (n=3, then 4): the state
+write was confirmed before the raise. The timer was not cancelled by the restart: it is held by the activation,
+which the failure does not end (an idle deactivation, a crash or a change of owner does: section 7).
+""")
+
+code('''
+trace = w10.trace
+warnings = [(r.levelname, r.name, r.getMessage()) for r in kept_log.records]
+assert warnings == [("WARNING", "casty", "__main__:beeper['b']: timer beat: handler failed: RuntimeError('the third beat fails')")]
+assert trace.of("dead_letter") == []                                        # a timer's failure is no dead letter
+failed = trace.of("activation.failed", key="b")
+assert [(round(r.t, 1), r.get("message"), r.get("retry_in")) for r in failed] == [(3.0, "Beat", 0.1)]
+assert [(r.get("lease"), r.get("restart")) for r in trace.of("activation.started", key="b")] == [(1, 0), (2, 1)]
+ticks = [round(r.t) for r in trace.of("timer.fired", key="b")]
+assert ticks == [1, 2, 3, 4, 5, 6, 7]                                       # the timer went on after the restart
+assert trace.of("timer.cancelled", key="b") == []                           # and was never cancelled
+assert [r.get("details")["n"] for r in trace.of("effect", key="b")] == [1, 2, 3, 4, 5, 6, 7]
+assert w10.results["count"] == 7                                            # the third count was saved before the raise
+print("holds: a failing timer handler is a warning on the casty logger; the body restarts and the timer keeps ticking")
+''')
+
+md("""
+## 11. The `@schedules` page, byte by byte
+
+> *The reserved `@schedules` page contains each schedule's name, serialized message, next due time and optional
+> period. Due times and periods are encoded in microseconds; due times are measured from the Unix epoch.*
+
+A key's pages are what the replicas (and, for a `durable` type, the store) keep of it: `state`, `@active`, and
+`@schedules` once it has a schedule. Here `vault["v"]` is `durable="write"`, so each confirmed write also reaches the
+node's store, a `MemoryStore` we hold. It gets an interval schedule `beat` (first after 5 s, every 10 s) and a one-shot
+`once` (after 90 s). At 20 s, client code loads the key's record from the store, and we read its bytes with a plain
+msgpack decoder: no casty code is involved in the reading.
+
+**Predict.** Which due time does the page hold for `beat` at 20 s: 5 s, 15 s or 25 s? What is stored as the period of
+`once`? In what unit is `beat`'s period?
+""")
+
+code('''
+import datetime as dt
+
+import msgspec
+from matplotlib.patches import Rectangle
+
+from casty import MemoryStore
+
+
+@actor(initial=0, durable="write")
+async def vault(ctx: Context[int, Every | Cancel | Beat | Count]) -> None:
+    await beats(ctx)
+
+
+store = MemoryStore()
+
+
+async def main(system, world):
+    ref = system.ref(vault, "v")
+    await ref.ask(Every("beat", timedelta(seconds=5), timedelta(seconds=10)))
+    await ref.ask(Every("once", timedelta(seconds=90), None))
+    await asyncio.sleep(20 - world.now)
+    world.results["record"] = await store.load(vault.name, "v")
+
+
+w11 = run(main, until=21, store=store)
+record = w11.results["record"]
+pages = msgspec.msgpack.decode(record.state)          # the record: a map of page name -> page bytes
+page = pages["@schedules"]
+print("pages:", {name: len(data) for name, data in pages.items()}, "bytes")
+print("@schedules:", page.hex(" "))
+rows = msgspec.msgpack.decode(page)                   # a list of [name, message, due µs, every µs or nil]
+for name, message, due_us, every_us in rows:
+    when = dt.datetime.fromtimestamp(due_us / S, dt.timezone.utc)
+    print(f"{name!r}: message {msgspec.msgpack.decode(message)}, due {due_us} µs = {when:%Y-%m-%d %H:%M:%S.%f} UTC, "
+          f"every {every_us!r} µs")
+
+
+def page_layout(page):
+    """(start, end, field, row) of each part of the page: the list header, then per row its header and four fields.
+
+    Each field is cut out by encoding it again: msgpack writes a value the same way each time, so the parts must add
+    up to the page exactly (checked below).
+    """
+    parts, at = [], 0
+    rows = msgspec.msgpack.decode(page)
+
+    def take(data, field, row):
+        nonlocal at
+        assert page[at:at + len(data)] == data, (field, row)
+        parts.append((at, at + len(data), field, row))
+        at += len(data)
+
+    take(msgspec.msgpack.encode([None] * len(rows))[:-len(rows)], "list of rows", None)
+    for i, row in enumerate(rows):
+        take(msgspec.msgpack.encode([None] * len(row))[:-len(row)], "row", i)
+        for field, value in zip(("name", "message", "due µs", "every µs"), row):
+            take(msgspec.msgpack.encode(value), field, i)
+    assert at == len(page)
+    return parts
+
+
+def page_chart(page, title):
+    """The page's bytes in hex, one strip per schedule row, each field a colour, labelled with its decoded value."""
+    colours = {"list of rows": "#BBBBBB", "row": "#DDDDDD", "name": "#56B4E9", "message": "#E69F00",
+               "due µs": "#009E73", "every µs": "#CC79A7"}
+    rows = msgspec.msgpack.decode(page)
+    strips = {}
+    for start, end, field, row in page_layout(page):
+        strips.setdefault(0 if row is None else row, []).append((start, end, field))
+    width = max(end - fields[0][0] for fields in strips.values() for _, end, _ in fields)
+    fig = Figure(figsize=(13, 0.8 + 1.5 * len(strips)), layout="constrained")
+    ax = fig.add_subplot()
+    ys = []
+    for n, (row, fields) in enumerate(strips.items()):
+        y, first = 1.6 * n, fields[0][0]
+        ys.append(y)
+        headers = []
+        for start, end, field in fields:
+            for b in range(start, end):
+                ax.add_patch(Rectangle((b - first, y - 0.3), 1, 0.6, facecolor=colours[field], edgecolor="white"))
+                ax.text(b - first + 0.5, y, f"{page[b]:02x}", ha="center", va="center", fontsize=6.5, family="monospace")
+            if field in ("list of rows", "row"):   # headers: one label above, from the strip's start
+                headers.append(f"a list of {len(rows)} rows" if field == "list of rows" else f"row: a list of {len(rows[row])}")
+                continue
+            value = msgspec.msgpack.decode(page[start:end])
+            x, ha, above = (start + end) / 2 - first, "center", field == "every µs"
+            if field == "name":
+                label = repr(value)
+            elif field == "message":
+                tag, body = msgspec.msgpack.decode(value)
+                label = f"message ({end - start} bytes): [{tag!r}, {body}]"
+            elif field == "due µs":
+                label = f"due {value} µs = {dt.datetime.fromtimestamp(value / S, dt.timezone.utc):%Y-%m-%d %H:%M:%S.%f} UTC"
+            else:
+                label = "every: nil (a one-shot)" if value is None else f"every {value} µs = {value / S:g} s"
+                x, ha = end - first, "right"
+            ax.text(x, y - 0.36 if above else y + 0.36, label, ha=ha, va="bottom" if above else "top", fontsize=8)
+        ax.text(0, y - 0.36, " · ".join(headers), ha="left", va="bottom", fontsize=8, color="#555555")
+    ax.set_xlim(-0.5, width + 0.5)
+    ax.set_ylim(ys[-1] + 0.8, -0.8)
+    ax.set_yticks(ys, [f"row {r}: {rows[r][0]!r}" for r in strips])
+    ax.set_xlabel("byte (from the start of each row; the first strip begins with the page's list header)")
+    ax.set_xticks([])
+    ax.set_title(title, loc="left")
+    for side in ("top", "right", "bottom"):
+        ax.spines[side].set_visible(False)
+    return fig
+
+
+page_chart(page, f"vault['v'] @schedules page at 20 s: {len(page)} bytes, msgpack, {len(rows)} rows")
+''')
+
+md("""
+How to read the bytes: the page is msgpack. `92` opens a list of 2 (the rows), each `94` a list of 4 (a row). `a4`
+starts a 4-byte string (the name). `c4 1a` starts 26 raw bytes: the message, itself msgpack, `[type name, fields]`,
+so the page keeps the message as the codec wrote it and decodes it only when it fires. `cf` is an unsigned 64-bit
+integer (the due time), `ce` a 32-bit one (the period: 10 000 000 µs), `c0` is nil (a one-shot has no period). A
+schedule with another catch-up policy than `Skip` (chapter 10) has a fifth field, its policy.
+
+`beat`'s due is **25 s**: the occurrences at 5 s and 15 s fired, and each firing wrote the next due into this page (the
+extra 0.9 ms: the key started only once its first pages were written through to the store, and the schedule was
+created when its `Every` was handled, just after). casty's own reader of this
+page is not public API; what the seed documents, and this cell checks, is the layout.
+""")
+
+code('''
+trace = w11.trace
+assert set(pages) == {"state", "@active", "@schedules"}
+assert [row[0] for row in rows] == ["beat", "once"]                      # each schedule's name, in creation order
+assert all(len(row) == 4 for row in rows)                                 # name, message, due, period (Skip: no policy)
+assert [msgspec.msgpack.decode(row[1]) for row in rows] == [[f"{Beat.__module__}:Beat", {"name": "beat"}],
+                                                            [f"{Beat.__module__}:Beat", {"name": "once"}]]
+beat_due, once_due = rows[0][2], rows[1][2]
+last_beat = trace.of("schedule.fired", name="beat")[-1]
+assert beat_due == last_beat.get("next_us")                              # the next due, as the last firing wrote it
+assert since_start(w11, beat_due) == since_start(w11, last_beat.get("due_us")) + 10
+assert 24 < since_start(w11, beat_due) < 26                               # 25 s: the 5 s and 15 s occurrences have fired
+armed_once = trace.of("schedule.armed", name="once")[0]
+assert once_due == armed_once.get("due_us") and armed_once.get("every_us") is None
+# due times: microseconds since the Unix epoch (this world starts at 2026-01-01 00:00 UTC)
+assert dt.datetime.fromtimestamp(beat_due / S, dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S") == "2026-01-01 00:00:25"
+assert rows[0][3] == 10 * S and rows[1][3] is None                        # the period in µs; nil for the one-shot
+assert page[0] == 0x92 and page[1] == 0x94                                # msgpack: a list of 2 rows, a row of 4 fields
+assert sum(end - start for start, end, *_ in page_layout(page)) == len(page)   # the fields account for every byte
+print("holds: @schedules holds name, serialized message, next due (µs since the Unix epoch) and period (µs or nil)")
+''')
+
+md("""
 ## What to remember
 
 * A schedule is **data in the key's state**: create (`ctx.schedule`), replace (same name), cancel
