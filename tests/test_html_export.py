@@ -177,6 +177,15 @@ def test_the_static_copy_is_drawn_for_reading_not_at_the_live_panels_72_dpi(exec
     assert _png_size(lanes) == (1250, 600)
 
 
+def test_a_markdown_code_block_is_shaded_like_code() -> None:
+    """A fenced block in a markdown cell renders as highlighted <pre> under the offline template's shading rule (seen unshaded in 06-08)."""
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_markdown_cell("Before:\n\n```python\nx = 1\n```\nAfter.")]
+    page = export_html.render(nb)
+    assert '<div class="highlight"><pre><span></span><span class="n">x</span>' in page
+    assert re.search(r"\.jp-RenderedMarkdown \.highlight pre \{ background: var\(--jp-cell-editor-background", page)
+
+
 def test_the_stock_template_would_fail_the_check(executed: Any) -> None:
     """The check has teeth: nbconvert's own lab template loads require.js and MathJax from CDNs."""
     from nbconvert import HTMLExporter
