@@ -11,7 +11,10 @@ Today's runtime names the firing: the drop of a schedule's message carries ``sch
 persisted schedule's name, a node schedule's reference) and ``due_us`` (its due, a node
 schedule's tick), and goes to that firing exactly: the newest of that occurrence queued
 before it, else one right after it at its instant (its mailbox was full). In a trace with
-such rows an unnamed drop is another message's, never a firing's.
+such rows an unnamed drop is another message's, never a firing's. Not seen either way: a node
+schedule's tick told to a key another node owns crosses the wire as a plain tell (no
+occurrence, ``casty._core.occurrence``), so its drop on the owner is unnamed, in another
+node's rows than its firing, and the tick counts as delivered.
 
 A trace whose drops do not name their firing (recorded before the rows had the fields) is
 read by inference: a drop counts when, at its instant, the key's activation on the firing
