@@ -339,7 +339,7 @@ def test_sim_plan_replays_the_given_plan(pytester: pytest.Pytester) -> None:
 
 
 def test_a_failure_with_a_schedule_draws_the_catch_up_chart(pytester: pytest.Pytester) -> None:
-    """When the trace has schedule firings and matplotlib is there, the report names a catch-up chart PNG it wrote."""
+    """With schedule firings and matplotlib, the report names a catch-up chart PNG: one per test (its first failing seed), a lone seed draws its own."""
     pytest.importorskip("matplotlib")
     pytester.makepyfile(
         test_chart="""
@@ -377,6 +377,13 @@ def test_a_failure_with_a_schedule_draws_the_catch_up_chart(pytester: pytest.Pyt
     chart = Path(section(found)["chart"])
     assert chart.name == "catchup-seed0.png"
     assert chart.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    many = run(pytester, "--sim-seeds", "0:3")  # the same test failing on three seeds: one chart (a second each), for seed 0
+    many.assert_outcomes(failed=3)
+    charts = re.findall(r"^chart: (.*)$", many.stdout.str(), re.M)
+    assert len(charts) == 3 and charts[0].endswith("catchup-seed0.png")
+    assert charts[1:] == ["not drawn (one per test, drawn for seed 0; this seed's reproduce line draws its own)"] * 2
+    again = run(pytester, "--sim-seed", "2")  # a reproduce line: that seed alone draws its chart
+    assert Path(section(again)["chart"]).name == "catchup-seed2.png"
 
 
 # ============================================================ a new user's bad input (issue 11) ======
