@@ -631,6 +631,135 @@ print("holds: the stream's items arrived as messages, in between the others")
 ''')
 
 md("""
+## 9. A type name from another node: refused, never imported
+
+> *A node that encounters an unfamiliar type imports that name. Definitions therefore belong at module scope, and
+> cluster members need the same actor definitions.*
+
+**casty lab departs from this sentence on purpose.** A type name (section 1: `module:qualname`) travels in every
+routed message, in every ref inside a message, in a key's `@behavior` page. If a node imported the module such a name
+points at, anyone able to send it one frame could make it run the top-level code of any module on its `sys.path`
+(`os`, `subprocess`, or a file an attacker left there), and a node's behaviour would depend on what happens to be
+installed beside it. So casty never imports a module named by the network: a node hosts the types its own program
+imported (`python -m casty node --module myapp.actors`, or an ordinary `import`), and an unknown name is an
+`UnknownActor` error naming it. The seed's second sentence still holds, more strictly: every member must import the
+same actor definitions at start.
+
+Three nodes run here, and `counter` (section 1) is defined in this notebook, so every node hosts it. A stranger that
+speaks the cluster's wire format (`sim.faults.ForgedRef`) sends `n2`, the owner of a `counter` key, two frames:
+
+1. at 4 s, a `Get` for that key whose `reply_to` ref names the type `this:forged`;
+2. at 5 s, a `Get` routed to the type `this:forged` itself.
+
+`this` is a real module of Python's standard library: importing it prints *The Zen of Python*. If `n2` imported the
+name, the poem would appear under the cell.
+
+**Predict.** What does `n2` do with each frame? Is `this` in `sys.modules` afterwards? Does a client's `Get` to the
+same key at 6 s still get its answer (the client told it `Add(5)` before, and tells it `Add(2)` then)?
+""")
+
+code('''
+import sys
+
+from casty import Cluster
+from sim.faults import FaultPlan, ForgedRef
+
+PEERS = Cluster(seeds=["n1"], heartbeat=0.2, suspect_after=1, dead_after=1)
+FORGED = "this"                                   # the module a forged name points at
+assert FORGED not in sys.modules
+
+
+def forged_names(seed=0):
+    world = sim.World(seed=seed)
+    for name in ("n1", "n2", "n3"):
+        world.add_node(name, cluster=PEERS)
+    world.run(until=2.0)                          # the membership converges
+    key = next(k for k in (f"c{i}" for i in range(100)) if world.system("n1").placement(counter, k).owner == "n2")
+    got = {"key": key}
+
+    async def client(system, world):
+        ref = system.ref(counter, key)
+        ref.tell(Add(5))
+        await asyncio.sleep(0.5)                                      # a tell is not ordered before a later ask
+        got["first"] = await ref.ask(Get())                           # before: the key runs on n2
+        got["modules"] = set(sys.modules)
+        await asyncio.sleep(6.0 - world.now)
+        ref.tell(Add(2))
+        await asyncio.sleep(0.5)
+        got["after"] = await ref.ask(Get())                           # after both forged frames
+
+    world.spawn("n1", client, world)
+    get = f"{Get.__module__}:{Get.__qualname__}"
+    FaultPlan.of(
+        ForgedRef(at=4.0, node="n2", actor=counter.name, key=key, message=get, module=FORGED),
+        ForgedRef(at=5.0, node="n2", actor=f"{FORGED}:forged", key=key, message=get, module=FORGED),
+    ).apply(world)
+    world.run(until=7.5)
+    world.close()
+    return world, got
+
+
+w9, got9 = forged_names()
+refused = w9.trace.of("message.dropped", node="n2")
+for row in refused:
+    print(f"{row.t:.3f} s  n2 refused a message to {row.get('actor')}[{row.get('key')!r}]: {row.get('reason')}")
+print("answers to the client's Gets:", got9["first"], got9["after"], "| 'this' imported:", FORGED in sys.modules)
+
+
+def refusal_chart(trace, title):
+    """Lanes n1 (the client's node) and n2 (the key's owner): the client's messages to the key (blue triangles),
+    forged frames arriving (purple squares), what n2 refused and why (red X), the answers n2 sent (green dots)."""
+    nodes = ["n1", "n2"]
+    lane = {n: i for i, n in enumerate(nodes)}
+    fig = Figure(figsize=(11, 2.8), layout="constrained")
+    ax = fig.add_subplot()
+    sent = [r for r in trace.of("net.sent", node="n1") if r.get("frame") == "Deliver" and r.get("dst") == "n2"]
+    ax.scatter([r.t for r in sent], [lane["n1"]] * len(sent), marker=">", s=60, color="#0072B2", zorder=3,
+               label="the client's Add / Get sent to the key's owner")
+    forged = trace.of("fault.forged", node="n2")
+    ax.scatter([r.t for r in forged], [lane["n2"]] * len(forged), marker="s", s=70, color="#CC79A7", zorder=3,
+               label="a forged frame arrives (from a stranger)")
+    dropped = trace.of("message.dropped", node="n2")
+    ax.scatter([r.t for r in dropped], [lane["n2"] + 0.22] * len(dropped), marker="X", s=80, color="#D55E00",
+               zorder=3, label="refused: UnknownActor, nothing imported")
+    for i, r in enumerate(dropped):
+        what = "its reply_to ref names" if "UnknownActor" in r.get("reason") else "its target type is"
+        ax.text(r.t + (-0.08 if i % 2 == 0 else 0.08), lane["n2"] + 0.32, f"{what}\\n'this:forged': refused",
+                ha="right" if i % 2 == 0 else "left", va="top", fontsize=8, color="#D55E00")
+    replies = [r for r in trace.of("net.sent", node="n2") if r.get("frame") == "Reply"]
+    ax.scatter([r.t for r in replies], [lane["n2"]] * len(replies), s=40, color="#009E73", zorder=3,
+               label="n2 answers the client (Reply)")
+    ax.set_yticks(range(len(nodes)), ["n1 (client)", "n2 (owner)"])
+    ax.set_ylim(len(nodes) - 0.25, -0.5)
+    ax.set_xlim(1.5, trace.rows[-1].t + 0.2)
+    ax.set_xlabel("true time (s)")
+    ax.grid(axis="x", color="#EEEEEE")
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False, fontsize=8)
+    ax.set_title(title, loc="left")
+    return fig
+
+
+refusal_chart(w9.trace, "Two forged type names at n2: both refused, nothing imported; n2 answers before and after")
+''')
+
+code('''
+trace = w9.trace
+key = got9["key"]
+assert [round(r.t) for r in trace.of("fault.forged", node="n2")] == [4, 5]
+assert [(r.get("actor"), r.get("key")) for r in refused] == [(counter.name, key), ("this:forged", key)]
+assert "UnknownActor(\\"actor type 'this:forged' is not hosted here" in refused[0].get("reason")      # a typed error
+assert "actor type 'this:forged' is not hosted here" in refused[1].get("reason")
+failed = [r for r in trace.of("net.dropped", node="n2") if r.get("frame") == "Failed"]
+assert [r.get("dst") for r in failed] == ["mallory", "mallory"]           # n2 answered each frame with a failure
+assert {r.get("reason") for r in failed} == {"unknown node"}              # (which the stranger, off the network, never gets)
+assert FORGED not in sys.modules                                          # the module was never imported
+assert set(sys.modules) - got9["modules"] == set()                        # nor any other, during the forged frames
+assert (got9["first"], got9["after"]) == (5, 7)                            # n2 kept serving the key
+assert [r for r in trace.of("activation.failed") + trace.of("member.changed") if r.t > 3.5] == []   # nothing failed, nobody left
+print("holds (casty's stricter rule): a type name from the network is refused as UnknownActor and never imported")
+''')
+
+md("""
 ## What to remember
 
 * A type is its `module:qualname`; an entity is (type, key); a ref is a value naming an entity, and it can be saved
@@ -638,6 +767,8 @@ md("""
 * `tell` does not wait; `ask` waits for the body's answer.
 * One message at a time per key. To stay responsive, hand slow work to `ctx.to_self` / `ctx.ask` and let the result
   come back as a message; `ctx.merge` turns a stream into messages.
+* A node runs only the types its own program imported: a type name that arrives from the network is refused as
+  `UnknownActor` and never imported, so every member imports the same actor definitions at start.
 
 Next, chapter 02: when activations start and end, and what survives a failure.
 """)

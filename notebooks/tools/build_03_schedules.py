@@ -908,6 +908,10 @@ md("""
 * Late is never a burst: one delivery, then `next = due + every * (max(0, now - due) // every + 1)`.
 * Timers (`ctx.timer`) and merged tickers (`ctx.merge`) belong to one activation or run: gone after it ends; a
   timer's name is its key's, and setting it again replaces it.
+* A timer's failing handler is a warning on the `casty` logger (a schedule's is a dead letter); the body restarts and
+  the timer goes on.
+* The `@schedules` page is msgpack: per schedule its name, its message's bytes, the next due (µs since the Unix epoch)
+  and the period (µs, or nil for a one-shot).
 
 The scenarios behind this chapter also run from the command line: `python -m sim run pause-catch-up --check`,
 `clock-does-not-activate`, `timers-vs-schedules`. Next, chapter 04: what a schedule does when the key changes owner in
