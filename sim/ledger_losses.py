@@ -11,10 +11,13 @@ Today's runtime names the firing: the drop of a schedule's message carries ``sch
 persisted schedule's name, a node schedule's reference) and ``due_us`` (its due, a node
 schedule's tick), and goes to that firing exactly: the newest of that occurrence queued
 before it, else one right after it at its instant (its mailbox was full). In a trace with
-such rows an unnamed drop is another message's, never a firing's. Not seen either way: a node
-schedule's tick told to a key another node owns crosses the wire as a plain tell (no
-occurrence, ``casty._core.occurrence``), so its drop on the owner is unnamed, in another
-node's rows than its firing, and the tick counts as delivered.
+such rows an unnamed drop is another message's, never a firing's. A node schedule's tick told
+to a key another node owns crosses the wire with its occurrence (``casty._core.occurrence``),
+so its drop on the owner (its handler failed there, the owner crashed or lost the key with it
+queued, no owner took it) names it too, in another node's rows than its firing: a named drop
+no firing of its own node's life explains goes to the newest firing of that reference and
+tick on another node (same actor and key) before it. A tick lost on the way (the frame died
+with the link or the owner before it arrived) leaves no row at all: it counts as delivered.
 
 A trace whose drops do not name their firing (recorded before the rows had the fields) is
 read by inference: a drop counts when, at its instant, the key's activation on the firing
@@ -73,8 +76,37 @@ class Losses:
                 actor, key = row.get("actor"), row.get("key")
                 if actor is not None and not internal(actor):
                     lives[(str(actor), str(key), row.node)].append(row)
+        self._strays: list[tuple[Row, bool, list[Row]]] = []  # named drops no firing of their node's life explains
         for (_, _, node), rows in lives.items():
             self._attribute(rows, node_ends.get(node, []), messages)
+        if self._strays:
+            self._remote(lives)
+
+    def _remote(self, lives: Mapping[tuple[str, str, str], list[Row]]) -> None:
+        """Each stray named drop goes to the newest earlier ``node_schedule.fired`` of its reference and tick, to the
+        same key, on another node (the tick crossed the wire with its occurrence), not yet taken by another drop."""
+        for drop, failed, ends in sorted(self._strays, key=lambda stray: stray[0].seq):
+            actor, key, node = str(drop.get("actor")), str(drop.get("key")), drop.node
+            wanted = (drop.get("schedule"), drop.get("due_us"))
+            firings = [
+                r
+                for (a, k, n), rows in lives.items()
+                if (a, k) == (actor, key) and n != node
+                for r in rows
+                if r.kind == "node_schedule.fired" and r.seq < drop.seq and r.seq not in self.lost
+                and (r.get("reference"), r.get("tick_us")) == wanted
+            ]
+            if not firings:
+                continue
+            fired = max(firings, key=lambda r: r.seq)
+            self.dropped[fired.seq] = drop
+            where = f"fired on {at(fired)}, dropped on {at(drop)}"
+            if failed:
+                self.lost[fired.seq] = f"its handler failed: {where}: {drop.get('reason')}"
+            else:
+                end = next((e for e in ends if e.t_ns == drop.t_ns), None)
+                how = f" ({end.kind} of {at(end)})" if end is not None else ""
+                self.lost[fired.seq] = f"lost in flight: {where}{how}: {drop.get('reason')}"
 
     def _attribute(self, rows: list[Row], node_ends: list[Row], messages: Mapping[str, str] | None) -> None:
         failed_at = {r.t_ns for r in rows if r.kind == "activation.failed"}
@@ -98,6 +130,8 @@ class Losses:
                 else:
                     candidate = self._inferred(rows, index, pending, queued, messages, row.t_ns in ends_at, failed)
                 if candidate is None:
+                    if row.get("due_us") is not None:
+                        self._strays.append((row, failed, node_ends))  # perhaps a tick another node told (see _remote)
                     continue
                 self.dropped[candidate.seq] = row
                 if candidate.seq > row.seq:  # the firing's row follows its drop: its mailbox was full

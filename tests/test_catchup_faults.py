@@ -290,9 +290,9 @@ async def node_ticked(ctx: Context[None, NodeTick]) -> None:
         SEEN.append((ctx.system.node, ctx.key, ctx.occurrence))
 
 
-def test_a_node_schedule_tick_carries_its_occurrence_only_to_a_key_its_node_owns() -> None:
-    """The documented choice: n1's node schedule every 10 s ticks a key n1 owns (the body reads the occurrence) and one
-    n2 owns (the tick crosses the wire as a plain tell: None); a persisted schedule always fires where its key runs."""
+def test_a_node_schedule_tick_carries_its_occurrence_to_a_key_any_node_owns() -> None:
+    """n1's node schedule every 10 s ticks a key n1 owns and one n2 owns: the tick crosses the wire with its occurrence
+    (a ScheduledDeliver), so n2's body reads the same reference, due and fired_at n1's would (was None there)."""
     SEEN.clear()
     world = sim.World(0)
     for name in NODES:
@@ -310,9 +310,14 @@ def test_a_node_schedule_tick_carries_its_occurrence_only_to_a_key_its_node_owns
     world.run(until=T0 + 35.0)
     try:
         by_key = {key: [(node, o is None) for node, k, o in SEEN if k == key] for key in (local, remote)}
-        assert by_key == {local: [("n1", False)] * 3, remote: [("n2", True)] * 3}
-        assert {o.schedule for _, k, o in SEEN if k == local and o is not None} == {local}
-        assert all(o.skipped == 0 and o.due == o.fired_at for _, k, o in SEEN if o is not None)
+        assert by_key == {local: [("n1", False)] * 3, remote: [("n2", False)] * 3}
+        dues = {key: [o.due for _, k, o in SEEN if k == key and o is not None] for key in (local, remote)}
+        assert dues[local] == dues[remote] and len(set(dues[local])) == 3
+        assert {key: {o.schedule for _, k, o in SEEN if k == key and o is not None} for key in (local, remote)} == {
+            local: {local},
+            remote: {remote},
+        }
+        assert all(o.skipped == 0 and o.due == o.fired_at for _, _, o in SEEN if o is not None)
     finally:
         world.close()
 
@@ -496,4 +501,50 @@ def test_the_drop_row_of_a_firing_names_its_occurrence_and_a_plain_messages_row_
         (fired,) = world.trace.of("schedule.fired")
         assert (rows[1]["schedule"], rows[1]["due_us"], rows[1]["reason"]) == ("tick", fired.get("due_us"), "failed: RuntimeError('boom')")
     finally:
+        world.close()
+
+
+RAISE_ON: list[int] = []  # the 1-based NodeTick counts on which remote_raising's body raises
+
+
+@actor
+async def remote_raising(ctx: Context[None, NodeTick]) -> None:
+    """Records the occurrence of every NodeTick and raises on the ones RAISE_ON names (counted across restarts)."""
+    async for _ in ctx.inbox:
+        SEEN.append((ctx.system.node, ctx.key, ctx.occurrence))
+        if len(SEEN) in RAISE_ON:
+            raise RuntimeError(f"tick {len(SEEN)} fails")
+
+
+def test_a_remote_tick_whose_handler_fails_on_its_owner_is_missed_in_the_ledger() -> None:
+    """n1's node schedule ticks a key n2 owns every 10 s and n2's body raises on the second: the ledger says that tick
+    missed (its handler failed, on n2), the others on time; the drop row on n2 names the reference and the tick.
+    Before the occurrence crossed the wire the drop was unnamed, on another node than the firing: 'on-time' x 3."""
+    from sim.ledger import ledger
+
+    SEEN.clear()
+    RAISE_ON[:] = [2]
+    world = sim.World(0)
+    for name in NODES:
+        world.add_node(name, cluster=CLUSTER, ask_timeout=2.0, write_timeout=1.0)
+    world.run(until=T0)
+    placement = world.system("n1").placement
+    remote = next(k for k in (f"k{i}" for i in range(500)) if placement(remote_raising, k).owner == "n2")
+
+    async def register(system: ActorSystem) -> None:
+        await system.schedule(NodeTick(), system.ref(remote_raising, remote), timedelta(seconds=EVERY), reference="beat")
+
+    world.spawn("n1", register)
+    world.run(until=T0 + 35.0)
+    try:
+        ticks = [int(r.get("tick_us")) for r in world.trace.of("node_schedule.fired")]
+        assert len(ticks) == 3 and [n for n, _, o in SEEN if o is not None] == ["n2"] * 3
+        (drop,) = [r for r in world.trace.of("message.dropped") if r.get("key") == remote]
+        assert (drop.node, drop.get("schedule"), drop.get("due_us")) == ("n2", "beat", ticks[1])
+        entries = [(e.due_us, e.status) for e in ledger(world.trace) if e.source == "node-schedule" and e.name == "beat"]
+        assert entries == [(ticks[0], "on-time"), (ticks[1], "missed"), (ticks[2], "on-time")]
+        (missed,) = [e for e in ledger(world.trace) if e.status == "missed" and e.name == "beat"]
+        assert "its handler failed" in missed.why and "n1" in missed.why and "dropped" in missed.why
+    finally:
+        RAISE_ON.clear()
         world.close()

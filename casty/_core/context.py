@@ -270,8 +270,8 @@ class Context(Generic[S, M]):
         while it handles anything else (a tell, an ask, a ``ctx.timer`` tick) or no message at all.
 
         A persisted schedule (``ctx.schedule``) fires where its key runs, so its occurrence is always there.
-        A node schedule's tick carries it only to a key its own node owns: told to a key another node owns,
-        the tick crosses the wire as a plain tell and the body reads None (``casty._core.occurrence``)."""
+        A node schedule's tick carries it to the key wherever it runs: told to a key another node owns, the
+        tick crosses the wire with its occurrence and the body there reads the same (``casty._core.occurrence``)."""
         from .occurrence import ScheduledEnvelope  # here: occurrence -> mailbox -> context at import
 
         activation = self._activation

@@ -8,11 +8,14 @@ number of occurrences the firing's catch-up policy skipped.
 
 Two sources: a persisted schedule (``ctx.schedule``; ``schedule`` is its name) and a node
 schedule (``system.schedule*``; ``schedule`` is its reference, ``due`` its nominal tick,
-``skipped`` what its ``misfire=`` policy skipped). A node schedule's occurrence is local
-only: in cluster mode a tick told to a key owned by another node crosses the wire as a plain
-tell (the frame carries the message and its origin, nothing more), so there the body reads
-None. A cron tick claimed cluster-wide is told by the claim's winner, and carries its
-occurrence when that node also owns the key.
+``skipped`` what its ``misfire=`` policy skipped). A persisted schedule fires where its key
+runs. A node schedule's tick told to a key another node owns crosses the wire with its
+occurrence (``casty.cluster.routing.ScheduledDeliver``: the four integers and the name, each
+checked by ``check_occurrence`` when the frame is built and when it is decoded), and the
+owner queues it in a ``ScheduledEnvelope`` as the firing node would have: the body reads the
+same occurrence there, and a drop of it there (its handler failed, the owner crashed or lost
+the key with it queued) names it (``ScheduledMessageDropped``). A cron tick claimed
+cluster-wide is told by the claim's winner, the same way.
 """
 
 from __future__ import annotations
@@ -22,9 +25,38 @@ from datetime import datetime
 from typing import Any
 
 from ..clock import to_datetime
+from ..errors import CastyError
 from .mailbox import Envelope
+from .schedules import FIRST_US, LAST_US
 
-__all__ = ["Occurrence", "ScheduledEnvelope"]
+__all__ = ["InvalidOccurrence", "MAX_SKIPPED", "Occurrence", "ScheduledEnvelope", "check_occurrence"]
+
+MAX_SKIPPED = 2**63 - 1
+"""The most occurrences one firing may say it skipped: what a frame's signed 64-bit integer holds."""
+
+
+class InvalidOccurrence(CastyError, ValueError):
+    """An occurrence whose fields no firing makes: an empty schedule, a time that is no UTC datetime, a negative skip."""
+
+
+def check_occurrence(schedule: object, due_us: object, fired_us: object, skipped: object) -> None:
+    """Raise ``InvalidOccurrence`` naming the first field no schedule firing could have produced.
+
+    The limits a firing's occurrence keeps on the node that fires it (a non-empty reference or
+    name, a due and a firing time that are representable UTC datetimes, ``0 <= skipped``),
+    checked where an occurrence comes from outside that node: a frame built to carry one, and
+    the same frame decoded from the network (the wire turns this error into ``WireError``).
+    ``bool`` is refused where an ``int`` is meant (it is one to Python, not to a schedule).
+    """
+    if type(schedule) is not str or not schedule:
+        raise InvalidOccurrence(f"an occurrence's schedule is a non-empty str, got {schedule!r:.80}")
+    for field, value in (("due_us", due_us), ("fired_us", fired_us)):
+        if type(value) is not int or not FIRST_US <= value <= LAST_US:
+            raise InvalidOccurrence(
+                f"an occurrence's {field} is an int of µs between {FIRST_US} and {LAST_US} (a UTC datetime), got {value!r:.80}"
+            )
+    if type(skipped) is not int or not 0 <= skipped <= MAX_SKIPPED:
+        raise InvalidOccurrence(f"an occurrence's skipped is an int from 0 to {MAX_SKIPPED}, got {skipped!r:.80}")
 
 
 @dataclass(frozen=True, slots=True)

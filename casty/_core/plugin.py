@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from ..protocol.membership import MemberView
     from .activation import Activation
     from .pages import PageWriter
+    from .occurrence import ScheduledEnvelope
     from .ref import ReplyRef
     from .system import ActorSystem, Placement
 
@@ -61,6 +62,9 @@ class ClusterPlugin(Protocol):
 
     def send(self, request: int, actor: str, key: str, message: bytes, reply_request: int | None, origin: str | None) -> None:
         """Carry an encoded message to the key's owner; an ask names its ``reply_request`` (its answer resolves it)."""
+
+    def send_scheduled(self, request: int, actor: str, key: str, message: bytes, envelope: ScheduledEnvelope) -> None:
+        """``send`` of a node schedule's tick with its occurrence (``envelope``'s): the owner queues it as a ``ScheduledEnvelope``."""
 
     def forget(self, request: int) -> None:
         """The ask ``request`` is over here (answered, timed out, cancelled): stop retrying it."""

@@ -529,7 +529,7 @@ class NodeScheduler:
         """Tell the tick's message to the target; any failure before it is queued loses the tick (reported).
 
         Delivered locally in a ``ScheduledEnvelope`` (``ctx.occurrence``: the reference, the tick, ``now``,
-        ``skipped``); to a key owned by another node it goes as a plain tell, without it."""
+        ``skipped``); to a key owned by another node it goes with it (a ``ScheduledDeliver``), queued there alike."""
         system = self._system
         envelope = ScheduledEnvelope(entry.message, entry.reference, tick, now)
         envelope.origin = f"node-schedule:{entry.reference}"

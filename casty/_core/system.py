@@ -42,6 +42,7 @@ from .timer_heap import TimerHeap
 from .plugin import ClusterOptions
 from .ref import NOBODY, Askable, EntityRef, NobodyRef, Ref, ReplyRef, reply_type, with_reply_to
 from .catchup import CatchUp, Skip
+from .occurrence import ScheduledEnvelope
 from .scheduler import NodeScheduleInfo, NodeScheduler
 from .state import ACTIVE_PAGE
 
@@ -332,8 +333,9 @@ class ActorSystem:
 
     def tell_envelope(self, ref: EntityRef[Any], envelope: Envelope) -> None:
         """``tell`` of ``envelope.message`` whose local delivery is ``envelope`` itself (a node schedule's tick,
-        a ``ScheduledEnvelope``: ``ctx.occurrence``); to a key owned elsewhere it goes as a plain tell (message
-        and origin: the frame has no field for the rest). Apart from ``tell`` so that a tell's path stays as it is."""
+        a ``ScheduledEnvelope``: ``ctx.occurrence``); to a key owned elsewhere a ``ScheduledEnvelope`` goes with
+        its occurrence (``ClusterPlugin.send_scheduled``), any other as a plain tell. Apart from ``tell`` so that
+        a tell's path stays as it is."""
         message, origin = envelope.message, envelope.origin
         if not self._running:
             self._check_running()
@@ -346,7 +348,10 @@ class ActorSystem:
             self.validate_identity(actor, ref.key)
         if self.cluster_node is not None and self.cluster_node.owner_of(actor.name, ref.key) != self.node:
             self._request_seq += 1
-            self.cluster_node.send(self._request_seq, actor.name, ref.key, data, None, origin)
+            if type(envelope) is ScheduledEnvelope:
+                self.cluster_node.send_scheduled(self._request_seq, actor.name, ref.key, data, envelope)
+            else:
+                self.cluster_node.send(self._request_seq, actor.name, ref.key, data, None, origin)
             return
         activation = self._activations.get((actor.name, ref.key)) or self.activate(actor, ref.key, _MISSING)
         activation.deliver(envelope)

@@ -22,11 +22,12 @@ from typing import TYPE_CHECKING, Any, Final
 
 from .. import observer as ev
 from .._core.activation import Envelope
+from .._core.occurrence import ScheduledEnvelope
 from .._core.ref import ReplyRef, reply_type
 from ..protocol.replication import Entity
 from ..errors import ActorFailed, CastyError, Fenced, MessageTooLarge, RemoteError, SchemaError, Unavailable, UnknownActor
 from .resume import RESUME_ORIGIN
-from .routing import Deliver, Failed, Reply, clip
+from .routing import Deliver, Failed, Reply, ScheduledDeliver, clip
 
 if TYPE_CHECKING:
     from .._core.system import ActorSystem
@@ -64,6 +65,15 @@ class Delivery:
         """Route an encoded message to its owner (an ask names its ``reply_request``)."""
         reply_node = self.system.node if reply_request is not None else None
         self.router.route(Deliver(request, actor, key, message, reply_node, reply_request, origin))
+
+    def send_scheduled(self, request: int, actor: str, key: str, message: bytes, envelope: ScheduledEnvelope) -> None:
+        """Route a node schedule's tick with its occurrence (a ``ScheduledDeliver``); a tell, never an ask."""
+        self.router.route(
+            ScheduledDeliver(
+                request, actor, key, message, None, None, envelope.origin,
+                schedule=envelope.schedule, due_us=envelope.due_us, fired_us=envelope.fired_us, skipped=envelope.skipped,
+            )
+        )
 
     def forget(self, request: int) -> None:
         self.router.forget(request)
@@ -127,14 +137,14 @@ class Delivery:
             actor = system.type_named(frame.actor)
             message = system.codec.decode_message(frame.message, actor.schema)
             activation = system.activation_table.get((actor.name, frame.key)) or system.activate(actor, frame.key, actor.initial)
-            activation.deliver(Envelope(message, origin=frame.origin) if frame.origin is not None else Envelope(message))
+            activation.deliver(_envelope(frame, message))
         except Exception as exc:
-            system.emit(ev.MessageDropped, frame.actor, frame.key, "message", f"routed message not delivered: {exc!r}")
+            _dropped(system, frame, f"routed message not delivered: {exc!r}")
             self._refuse(frame, exc)
 
     def _refused(self, src: str, frame: Deliver, error: CastyError) -> None:
         """The router could not place a ``Deliver`` (no such actor type here): drop it, fail its ask at the asker."""
-        self.system.emit(ev.MessageDropped, frame.actor, frame.key, "message", f"routed message from {src} refused: {error}")
+        _dropped(self.system, frame, f"routed message from {src} refused: {error}")
         self._refuse(frame, error)
 
     def _reply_arrived(self, src: str, frame: Reply | Failed) -> None:
@@ -168,7 +178,25 @@ class Delivery:
             if pending is not None and not pending.future.done():
                 pending.future.set_exception(Unavailable(f"ask to {where}: no owner took it: {reason}"))
             return
-        self.system.emit(ev.MessageDropped, frame.actor, frame.key, "message", f"unavailable: {reason}")
+        _dropped(self.system, frame, f"unavailable: {reason}")
+
+
+def _envelope(frame: Deliver, message: Any) -> Envelope:
+    """The envelope the owner queues: a ``ScheduledDeliver``'s is the ``ScheduledEnvelope`` the firing node would have queued."""
+    if type(frame) is ScheduledDeliver:
+        envelope = ScheduledEnvelope(message, frame.schedule, frame.due_us, frame.fired_us)
+        envelope.origin = frame.origin
+        envelope.skipped = frame.skipped
+        return envelope
+    return Envelope(message, origin=frame.origin) if frame.origin is not None else Envelope(message)
+
+
+def _dropped(system: ActorSystem, frame: Deliver, reason: str) -> None:
+    """The ``message.dropped`` of a routed message that never reached a mailbox; a tick's names its occurrence."""
+    if type(frame) is ScheduledDeliver:
+        system.emit(ev.ScheduledMessageDropped, frame.actor, frame.key, "message", reason, frame.schedule, frame.due_us)
+    else:
+        system.emit(ev.MessageDropped, frame.actor, frame.key, "message", reason)
 
 
 def _error_of(frame: Failed, message: Any) -> BaseException:

@@ -9,6 +9,12 @@ Frames (they cross the transport as bytes, see ``casty.protocol.wire``):
   is the codec's bytes of the message (an ask's ``reply_to`` inside names the asking node
   and its request, which ``reply_node``/``reply_request`` repeat); ``request`` is the
   sender's routing id, echoed by a ``WrongOwner``.
+- ``ScheduledDeliver(..., schedule, due_us, fired_us, skipped)``: a ``Deliver`` (a subclass:
+  routed, retried and accepted the same way) of a node schedule's tick, with its occurrence
+  (``casty._core.occurrence``), so the owner queues it as the firing node would have and the
+  body reads ``ctx.occurrence`` there. Its own tag: every other ``Deliver`` keeps its bytes.
+  The occurrence is checked by ``check_occurrence`` when the frame is built (the sender) and
+  when it is decoded (``WireError(reason="body")`` for one no firing makes).
 - ``Reply(request, value)``: the value a body replied to an ask of another node, encoded
   with ``codec.encode_value``; the asker decodes it into the ask's reply type ``R`` (read
   from its ``Askable[R]`` message, see ``casty._core.ref.reply_type``), so a cross-node ask returns
@@ -45,6 +51,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final, Literal
 
+from .._core.occurrence import check_occurrence
 from ..errors import CastyError, MessageTooLarge
 from ..ports import Transport
 from .driver import Dispatcher
@@ -58,6 +65,7 @@ from ..protocol.wire import Wire
 __all__ = [
     "ROUTING_CHANNEL",
     "Deliver",
+    "ScheduledDeliver",
     "Reply",
     "Failed",
     "FailKind",
@@ -90,6 +98,20 @@ class Deliver:
     reply_node: str | None = None
     reply_request: int | None = None
     origin: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ScheduledDeliver(Deliver):
+    """A ``Deliver`` of a node schedule's tick and its occurrence: ``schedule`` (the reference), ``due_us`` (the tick),
+    ``fired_us`` (the firing node's wall time at firing), ``skipped`` (what its catch-up skipped)."""
+
+    schedule: str
+    due_us: int
+    fired_us: int
+    skipped: int
+
+    def __post_init__(self) -> None:
+        check_occurrence(self.schedule, self.due_us, self.fired_us, self.skipped)
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,7 +163,7 @@ class WrongOwner:
     owner: str | None
 
 
-FRAMES: Final[tuple[type, ...]] = (Deliver, Reply, Failed, WrongOwner)
+FRAMES: Final[tuple[type, ...]] = (Deliver, ScheduledDeliver, Reply, Failed, WrongOwner)
 
 CLUSTER_WIRE: Final = Wire((*MEMBERSHIP_FRAMES, *FRAMES, *REPLICATION_FRAMES, *HANDOFF_FRAMES, *BATCH_FRAMES))
 """The Wire of a cluster node: membership, routing and replication frames (one per process, shared by its nodes)."""
