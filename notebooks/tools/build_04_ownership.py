@@ -483,8 +483,9 @@ from sim.checks import epochs_only_grow, no_confirmed_write_lost, single_writer_
 trace = double.trace
 actor = "sim.scenarios.cluster:cl_ticker"
 spans = epoch_spans(trace, actor, key)
-assert [(s.node, s.epoch_round, s.ended_by) for s in spans] == [("n3", 1, "lost"), ("n2", 2, "handoff"), ("n3", 3, "end of trace")]
+assert [(s.node, s.epoch_round) for s in spans] == [("n3", 1), ("n2", 2), ("n3", 3)]
 old, new = spans[0], spans[1]
+assert old.ended_by == "lost" and new.ended_by in ("handoff", "lost")   # n2 leaves when n3 comes back (either way)
 started = {(r.node, r.get("lease")): r.t_ns for r in trace.of("activation.started", key=key)}
 ended = {(r.node, r.get("lease")): r.t_ns for r in trace.of("activation.ended", key=key)}
 assert started[("n2", 1)] < ended[("n3", 1)]                         # n2's activation began before n3's ended
@@ -495,7 +496,9 @@ by_due = {}
 for r in fired:
     by_due.setdefault(r.get("due_us"), []).append(r.node)
 both = [due for due, nodes in by_due.items() if sorted(nodes) == ["n2", "n3"]]
-assert len(both) == 2                                               # two dues fired by both activations
+since = lambda due_us: round((due_us - double.epoch_us) / 1e6, 1)   # a due as seconds since the start (exact clocks)
+assert [since(due) for due in both] == [5.0, 5.5]                   # two dues fired by both activations
+assert round((overlap[1] - overlap[0]) / 1e9, 1) == 0.7              # for 0.7 s
 # Fencing: none of n3's writes counted while it was stale; each was refused as fenced, and its run ended there.
 stale_writes = [r for r in trace.of("write.confirmed", key=key, node="n3") if overlap[0] <= r.t_ns <= overlap[1]]
 assert stale_writes == []
@@ -542,7 +545,7 @@ def frozen_owner(seed=0):
 frozen = frozen_owner()
 ftrace, fkey = frozen.trace, frozen.results["key"]
 fspans = epoch_spans(ftrace, actor, fkey)
-assert [(s.node, s.ended_by) for s in fspans[:2]] == [("n3", "lost"), ("n2", "handoff")]
+assert [s.node for s in fspans[:2]] == ["n3", "n2"] and fspans[0].ended_by == "lost"
 resume = ftrace.of("fault.resume")[0]
 assert fspans[1].start_ns < fspans[0].end_ns == resume.t_ns                 # two activations, until the resume instant
 assert [r for r in ftrace.of("schedule.fired", key=fkey, node="n3") if fspans[1].start_ns <= r.t_ns <= resume.t_ns] == []
