@@ -80,6 +80,8 @@ class Trace:
         self._keep = keep
         self._kept: dict[str, bool] = {}  # keep's answer per kind, asked once
         self.counts: dict[str, int] = {}  # every event seen, kept or not, by kind
+        for row in self.rows:  # rows handed in (a loaded file) were seen too: count them, or counts reads {}
+            self.counts[row.kind] = self.counts.get(row.kind, 0) + 1
         self.torn: list[tuple[str, int]] = []  # (file, line) of last lines a kill cut short (from_jsonl)
         self.time_axis = "true time"  # what t_ns measures; a real cluster's files have only wall clocks (from_jsonl)
 

@@ -78,6 +78,13 @@ def test_real_nodes_files_merge_by_wall_time_keeping_node_ids(tmp_path: Path) ->
     assert [(r.node, r.get("epoch_round"), r.get("found")) for r in trace.of("epoch.acquired", key="k")] == [("n1", 1, 0), ("n2", 2, 2)]
 
 
+def test_a_loaded_trace_counts_its_rows_by_kind(tmp_path: Path) -> None:
+    """Trace.counts of a trace loaded from files counts every loaded row by kind (it read {} before)."""
+    trace = Trace.from_jsonl(*two_nodes(tmp_path))
+    assert trace.counts == {"node.started": 2, "member.changed": 3, "epoch.acquired": 2, "activation.started": 1,
+                            "write.confirmed": 1, "fault.crash": 1, "node.stopped": 1}
+
+
 def test_a_merged_real_trace_draws_the_ownership_spans(tmp_path: Path) -> None:
     """The ownership chart's spans of a real trace: n1's epoch ends at its inferred crash, n2's runs to the end."""
     from sim.viz.data.ownership import epoch_spans
