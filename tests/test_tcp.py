@@ -12,6 +12,8 @@ import logging
 import socket
 import struct
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any, TypeVar
 
 import msgspec
@@ -44,6 +46,8 @@ from casty.protocol.framing import (
     encode_handshake,
     refusal,
 )
+from casty import Context, Occurrence, actor
+from casty.clock import to_us
 from casty.observer import Event
 from casty.ports import Transport
 
@@ -862,3 +866,68 @@ def test_a_stranger_cannot_reflect_the_challenge_nor_slip_a_frame_before_its_pro
         await b.close()
 
     run(main)
+
+
+# --- a node schedule's tick over TCP carries its occurrence -----------------------------------------------
+
+TICKS: list[tuple[str, Any]] = []  # (node, ctx.occurrence) of every Tick tcp_ticked handled
+
+
+@dataclass(frozen=True)
+class Tick:
+    pass
+
+
+@actor
+async def tcp_ticked(ctx: Context[None, Tick]) -> None:
+    """Records the node and occurrence of every Tick; raises on the second (its drop must name it)."""
+    async for _ in ctx.inbox:
+        TICKS.append((ctx.system.node, ctx.occurrence))
+        if len(TICKS) == 2:
+            raise RuntimeError("the second tick fails")
+
+
+def test_a_node_schedule_tick_to_a_key_the_other_tcp_node_owns_carries_its_occurrence() -> None:
+    """Two NodeProcesses on loopback TCP: a's node schedule every 0.2 s ticks a key b owns; b's body reads each tick's
+    occurrence (reference, due, fired_at, skipped 0) and the drop of the failed second names its reference and tick."""
+    from casty.cluster.node import NodeConfig, NodeProcess
+    from casty.protocol.membership import MembershipConfig
+    from tests.nodes import free_ports
+    from tests.nodes import run as run_nodes
+
+    TICKS.clear()
+    facts: list[dict[str, Any]] = []
+
+    async def body() -> None:
+        a_port, b_port = free_ports(2)
+        timing = MembershipConfig(heartbeat=0.2, suspect_after=1, dead_after=1)
+        configs = [
+            NodeConfig(bind=("127.0.0.1", port), seeds=(("127.0.0.1", a_port),), modules=("tests.test_tcp",),
+                       membership=timing, ask_timeout=2.0, write_timeout=2.0)
+            for port in (a_port, b_port)
+        ]
+        a, b = NodeProcess(configs[0], lambda _: None), NodeProcess(configs[1], facts.append)
+        await a.start()
+        await b.start()
+        try:
+            system = a.system
+            assert system is not None
+            while len(system.members()) < 2 or system.placement(tcp_ticked, "k0").owner is None:
+                await asyncio.sleep(0.02)
+            key = next(k for k in (f"k{i}" for i in range(100)) if system.placement(tcp_ticked, k).owner == b.node)
+            await system.schedule(Tick(), system.ref(tcp_ticked, key), timedelta(seconds=0.2), reference="beat")
+            while len(TICKS) < 3:
+                await asyncio.sleep(0.02)
+            system.cancel_schedule("beat")
+        finally:
+            await b.stop()
+            await a.stop()
+        assert [node for node, _ in TICKS[:3]] == [b.node] * 3
+        occurrences = [o for _, o in TICKS[:3]]
+        assert all(isinstance(o, Occurrence) and o.schedule == "beat" and o.skipped == 0 for o in occurrences)
+        assert [o.due - occurrences[0].due for o in occurrences] == [timedelta(seconds=0.2 * i) for i in range(3)]
+        assert all(o.fired_at >= o.due for o in occurrences)
+        (drop,) = [f for f in facts if f["event"] == "message.dropped" and f.get("key") == key]
+        assert (drop["schedule"], drop["due_us"], drop["reason"]) == ("beat", to_us(occurrences[1].due), "failed: RuntimeError('the second tick fails')")
+
+    run_nodes(body)
