@@ -548,3 +548,44 @@ def test_a_remote_tick_whose_handler_fails_on_its_owner_is_missed_in_the_ledger(
     finally:
         RAISE_ON.clear()
         world.close()
+
+
+@actor
+async def remote_slow(ctx: Context[None, NodeTick]) -> None:
+    """Records every NodeTick's occurrence and takes 15 s over each (the next tick waits in its mailbox)."""
+    async for _ in ctx.inbox:
+        SEEN.append((ctx.system.node, ctx.key, ctx.occurrence))
+        await asyncio.sleep(15.0)
+
+
+def test_a_remote_tick_queued_on_an_owner_that_crashes_is_lost_in_flight_in_the_ledger() -> None:
+    """n1's node schedule ticks a key n2 owns every 10 s; n2 is in the first tick's 15 s body with the second queued
+    when it crashes at 23 s: both drops on n2 name their tick, and the ledger says both missed, lost in flight with
+    n2's crash (before the occurrence crossed the wire: unnamed drops on another node, both counted on time)."""
+    from sim.ledger import ledger
+
+    SEEN.clear()
+    world = sim.World(0)
+    for name in NODES:
+        world.add_node(name, cluster=CLUSTER, ask_timeout=2.0, write_timeout=1.0)
+    world.run(until=T0)
+    placement = world.system("n1").placement
+    remote = next(k for k in (f"k{i}" for i in range(500)) if placement(remote_slow, k).owner == "n2")
+
+    async def register(system: ActorSystem) -> None:
+        await system.schedule(NodeTick(), system.ref(remote_slow, remote), timedelta(seconds=EVERY), reference="slow")
+
+    world.spawn("n1", register)
+    world.run(until=T0 + 23.0)
+    world.crash("n2")
+    world.run(until=T0 + 45.0)
+    try:
+        ticks = [int(r.get("tick_us")) for r in world.trace.of("node_schedule.fired") if r.get("reference") == "slow"]
+        drops = [(r.node, r.get("due_us")) for r in world.trace.of("message.dropped") if r.get("key") == remote]
+        assert len(ticks) == 4 and drops == [("n2", ticks[0]), ("n2", ticks[1])]
+        entries = [(e.due_us, e.status) for e in ledger(world.trace) if e.source == "node-schedule" and e.name == "slow"]
+        assert entries[:2] == [(ticks[0], "missed"), (ticks[1], "missed")]
+        whys = [e.why for e in ledger(world.trace) if e.name == "slow" and e.status == "missed"]
+        assert len(whys) == 2 and all(w.startswith("lost in flight: fired on n1") and "(fault.crash of n2" in w for w in whys)
+    finally:
+        world.close()
