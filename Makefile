@@ -33,9 +33,11 @@ test: setup
 
 # Every notebook executed and exported to out/html/, pages that render with no network: the widget manager and
 # require.js are fetched once with `npm pack` into out/npm/ and copied beside the pages (notebooks/tools/export_html.py).
+# Then every page is scanned once more: one per notebook, nothing fetched from the network, every local script there.
 html: setup
 	mkdir -p $(TEST_HOME)
 	$(TEST_ENV) $(PY) notebooks/tools/export_html.py --out out/html --npm out/npm
+	$(TEST_ENV) CASTY_HTML_OUT=$(CURDIR)/out/html $(PY) -m pytest -q -p no:cacheprovider tests/test_html_export.py -k every_exported_page
 
 # JupyterLab on notebooks/, listening on 127.0.0.1 only (LAB_IP=0.0.0.0 to reach it from outside a container) and on
 # LAB_PORT; no browser is started (open the URL with the token it prints). Jupyter refuses to run as root unless told:

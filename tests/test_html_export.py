@@ -234,6 +234,35 @@ def test_install_assets_copies_the_fonts_the_bundle_loads_and_refuses_a_missing_
         export_html.install_assets(_npm(tmp_path / "npm2", fonts[:1]), tmp_path / "html2")
 
 
+def test_a_full_export_drops_the_pages_of_notebooks_that_are_gone(tmp_path: Path) -> None:
+    """A page with no notebook any more is deleted (the full-export scan wants one page per notebook); the others stay."""
+    for name in ("00_a.html", "01_b.html", "99_gone.html"):
+        (tmp_path / name).write_text("x", encoding="utf-8")
+    assert export_html.drop_stale(tmp_path, [Path("n/00_a.ipynb"), Path("n/01_b.ipynb")]) == [tmp_path / "99_gone.html"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["00_a.html", "01_b.html"]
+
+
+def test_one_failing_notebook_does_not_stop_the_others(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """main() exports every notebook it can, names the one whose cell raised, and exits 1."""
+    good, bad = nbformat.v4.new_notebook(), nbformat.v4.new_notebook()
+    good.cells, bad.cells = [nbformat.v4.new_code_cell("1 + 1")], [nbformat.v4.new_code_cell("raise KeyError('boom')")]
+    for nb, name in ((bad, "00_bad.ipynb"), (good, "01_good.ipynb")):
+        nb.metadata["kernelspec"] = {"display_name": "Python 3", "language": "python", "name": "python3"}
+        nbformat.write(nb, tmp_path / name)
+    for name in ("JUPYTER_CONFIG_DIR", "JUPYTER_DATA_DIR", "JUPYTER_RUNTIME_DIR", "IPYTHONDIR"):
+        (tmp_path / name).mkdir()
+        monkeypatch.setenv(name, str(tmp_path / name))
+    npm = _npm(tmp_path / "npm", ["1551f4f60c37af51121f.woff2", "be9ee23c0c6390141475.ttf"])
+    out = tmp_path / "html"
+    code = export_html.main([str(tmp_path / "00_bad.ipynb"), str(tmp_path / "01_good.ipynb"), "--out", str(out), "--npm", str(npm)])
+    assert code == 1
+    assert sorted(p.name for p in out.glob("*.html")) == ["01_good.html"]
+    err = capsys.readouterr().err
+    assert "FAILED 00_bad.ipynb: CellExecutionError: KeyError: 'boom'" in err
+    assert err.rstrip().endswith("1 of 2 notebooks not exported: 00_bad.ipynb")
+
+
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 
 

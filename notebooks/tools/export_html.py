@@ -45,6 +45,7 @@ REQUIRE_JS = "static/require.js"
 WIDGET_RENDERER = "static/html-manager/embed-amd.js"
 PACKAGES = {"requirejs": "requirejs@^2.3", "html-manager": "@jupyter-widgets/html-manager@^1.0"}
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 _REMOTE = re.compile(r"^\s*(?:[a-z][a-z0-9+.-]*:)?//", re.IGNORECASE)
 _NOT_A_LOAD = re.compile(r"^\s*(?:data|blob|about|javascript|mailto):", re.IGNORECASE)
@@ -268,6 +269,14 @@ def export(notebook: Path, out: Path, *, run: bool = True) -> Path:
     return target
 
 
+def drop_stale(out: Path, notebooks: list[Path]) -> list[Path]:
+    """Delete the pages in ``out`` that belong to none of ``notebooks`` (a renamed or removed chapter); returns them."""
+    stale = sorted(set(out.glob("*.html")) - {out / f"{n.stem}.html" for n in notebooks})
+    for page in stale:
+        page.unlink()
+    return stale
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("notebooks", nargs="*", type=Path)
@@ -284,9 +293,22 @@ def main(argv: list[str] | None = None) -> int:
               file=sys.stderr)
     else:
         install_assets(assets, args.out)
-    for notebook in notebooks:
-        target = export(notebook, args.out)
+    if not args.notebooks:  # a full export: the pages of notebooks that are gone (renamed) would linger
+        for stale in drop_stale(args.out, notebooks):
+            print(f"removed {stale} (no notebook {stale.stem}.ipynb)")
+    failed: list[str] = []
+    for notebook in notebooks:  # one broken notebook does not hide whether the others export
+        try:
+            target = export(notebook, args.out)
+        except Exception as exc:  # a cell that raised (nbclient's CellExecutionError), or a page that would load from the network
+            failed.append(notebook.name)
+            last = _ANSI.sub("", str(exc)).strip().splitlines()[-1][:300]  # a traceback's last line, without its colours
+            print(f"FAILED {notebook.name}: {type(exc).__name__}: {last}", file=sys.stderr)
+            continue
         print(f"wrote {target}")
+    if failed:
+        print(f"{len(failed)} of {len(notebooks)} notebooks not exported: {', '.join(failed)}", file=sys.stderr)
+        return 1
     return 0
 
 
