@@ -44,6 +44,7 @@ from matplotlib.figure import Figure
 import sim
 from casty import Askable, Context, Ref, actor
 from sim.viz import activation_timeline, catchup_chart, ticks_chart
+from sim.viz.data.periodic import periodic_lanes
 
 S = 1_000_000   # microseconds in a second: schedule rows carry wall-clock times in µs since the Unix epoch
 
@@ -391,6 +392,10 @@ One key, three kinds of periodic work, each every 10 s: a persisted **schedule**
 generator). The type is `durable="write"`, so its pages are on the node's disk and its `@active` marker brings it
 back after a restart. The node crashes at 65 s and restarts at 80 s. Each beat is recorded with `ctx.effect`.
 
+The first picture is `catchup_chart(trace, lanes="all")`: one lane per periodic thing the runtime fires, each
+occurrence marked as the occurrence ledger classifies it (on time, caught up, missed); the second shows what the body
+handled, the merged ticker included.
+
 **Predict.** After the restart, which of the three keep beating?
 """)
 
@@ -460,7 +465,7 @@ def beats_chart(trace, title):
     return fig
 
 
-display(ticks_chart(w7.trace, title="What the runtime fired: schedule and timer (a merged stream is the body's own, not in this view)"))
+display(catchup_chart(w7.trace, lanes="all", title="What the runtime fired, as the occurrence ledger reads it (a merged stream is the body's own, not in this view)"))
 beats_chart(w7.trace, "What the body handled: after the restart only the persisted schedule beats")
 ''')
 
@@ -473,6 +478,10 @@ assert [t for t in by_source["timer"] if t > crash] == []                   # th
 assert [t for t in by_source["merge"] if t > crash] == []                   # so did the merged ticker
 assert [t for t in by_source["schedule"] if t > crash] == [80, 90, 100, 110, 120, 130][: len(by_source["schedule"]) - 6]
 assert len(by_source["schedule"]) > 6                                       # the schedule came back with the key
+lanes_after = {lane.label: [o.cls for o in lane.occurrences if o.at_ns > crash * 1e9] for lane in periodic_lanes(w7.trace)}
+schedule_after = lanes_after['schedule  three["k"] / schedule']
+assert (schedule_after.count("caught up"), schedule_after.count("missed")) == (1, 1)  # 70 s late at the restart, 80 s skipped
+assert lanes_after['timer  three["k"] / timer'] == []                              # the timer's lane ends at the crash
 assert [r.get("reason") for r in w7.trace.of("timer.cancelled")] == ["ended"]
 assert [round(r.t) for r in w7.trace.of("activation.started")] == [0, 80]  # back by its @active marker, no message
 assert [(round(r.t), r.get("skipped")) for r in w7.trace.of("schedule.caught_up")] == [(80, 1)]   # 70 s and 80 s: one beat
