@@ -281,7 +281,7 @@ def test_catchup_repeat_after_crash(tmp_path: Path) -> None:
     assert lines(top, "crash") == 1 and patches(top, "down") == 1 and points(top, "restart") == 1
     assert {"crash", "restart #2"} <= set(texts(top))
     assert "repeat (due delivered again)" in legend(top) and "report built" in legend(top)
-    assert "Schedule 'daily-report' of reporter[acme] (every 1 d)" in top.get_title(loc="left")
+    assert "Schedule 'daily-report' of reporter[\"acme\"] (every 1 d)" in top.get_title(loc="left")
 
 
 def test_catchup_clock_step(tmp_path: Path) -> None:
@@ -326,7 +326,7 @@ def test_catchup_errors_and_partial() -> None:
     """An unknown schedule or an empty trace raises ValueError naming what exists; an armed-only schedule still draws its grid."""
     with pytest.raises(ValueError, match="no schedule rows in this trace"):
         catchup_chart(Trace())
-    with pytest.raises(ValueError, match=r"schedule='nope'.*reporter\[acme\] 'tick'"):
+    with pytest.raises(ValueError, match=r"schedule='nope'.*reporter\[\"acme\"\] 'tick'"):
         catchup_chart(on_time(), schedule="nope")
     w = World()
     w.arm(0, "n1", 5 * S, 5 * S)
@@ -356,17 +356,17 @@ def test_timeline_cluster(tmp_path: Path) -> None:
     assert [t.get_text() for t in ax.get_yticklabels()] == ["n1", "n2", "n3"]
     bars = [p for p in ax.patches if str(p.get_gid()).startswith("activation:")]
     assert len(bars) == 11
-    assert sum(p.get_gid() == "activation:bob" for p in bars) == 3
+    assert sum(p.get_gid() == 'activation:"bob"' for p in bars) == 3
     assert len({p.get_facecolor() for p in bars}) == 6  # one colour per key, the same on every node
     assert points(ax, "failed") == 2
     assert lines(ax, "crash") == 1 and points(ax, "restart") == 1 and patches(ax, "down") == 1
     assert patches(ax, "paused") == 1 and lines(ax, "clock.step") == 1
     assert {"crash", "restart #2", "paused", "clock +3 s"} <= set(texts(ax))
     assert ax.get_xlabel() == "true time since start (s)"
-    assert legend(ax) == ["alice", "carol", "bob", "dave", "erin", "frank", "activation failed", "crash",
+    assert legend(ax) == ['"alice"', '"carol"', '"bob"', '"dave"', '"erin"', '"frank"', "activation failed", "crash",
                           "down (crash to restart)", "restart", "paused", "clock step"]
     # frank's run on n1 ends at the crash (40 s), alice's at the crash too
-    n1_ends = sorted(p.get_x() + p.get_width() for p in bars if p.get_gid() in ("activation:frank", "activation:alice") and p.get_y() < 3)
+    n1_ends = sorted(p.get_x() + p.get_width() for p in bars if p.get_gid() in ('activation:"frank"', 'activation:"alice"') and p.get_y() < 3)
     assert n1_ends == [40.0, 40.0]
 
 
@@ -374,7 +374,7 @@ def test_timeline_key_filter_and_empty(tmp_path: Path) -> None:
     """``keys`` keeps only those bars (faults stay); an empty trace gives a labelled empty chart, not an error."""
     fig = activation_timeline(cluster(), keys=["bob"])
     (ax,) = fig.axes
-    assert {p.get_gid() for p in ax.patches if str(p.get_gid()).startswith("activation:")} == {"activation:bob"}
+    assert {p.get_gid() for p in ax.patches if str(p.get_gid()).startswith("activation:")} == {'activation:"bob"'}
     assert lines(ax, "crash") == 1
     empty = activation_timeline(Trace())
     save(empty, "timeline_empty", tmp_path)

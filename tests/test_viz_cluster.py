@@ -142,7 +142,7 @@ def test_ownership_repeat(repeat: Run, tmp_path: Path) -> None:
     assert segments(ax, "crash") == 1 and len(rects(ax, "down")) == 1 and "crash" in texts(ax)
     assert any("partition n3 -/-> n1 n2 (never healed)" in t for t in texts(ax))
     title = ax.get_title(loc="left")
-    assert title.startswith(f"cl_ticker[{key}]: n3 took epoch (1, n3#1) at 2.0 s; owner n3 crashed at 12.0 s; n2 took (2, n2#1) at 13.8 s")
+    assert title.startswith(f'cl_ticker["{key}"]: n3 took epoch (1, n3#1) at 2.0 s; owner n3 crashed at 12.0 s; n2 took (2, n2#1) at 13.8 s')
     assert "1 firing repeated" in title
     assert {"due fired again (repeat)", "crash", "network partition\n(until healed)"} <= set(legend(ax))
 
@@ -195,8 +195,8 @@ def test_ownership_a_run_ended_by_a_fenced_write_says_fenced() -> None:
 def test_ownership_chooses_a_key_and_names_the_known_ones(repeat: Run) -> None:
     """Without a key the chart picks the key whose owner changed; an unknown key is a ValueError listing the keys that exist."""
     key = str(repeat.world.results["key"])
-    assert f"cl_ticker[{key}]" in only_axes(ownership_chart(repeat.trace)).get_title(loc="left")
-    with pytest.raises(ValueError, match=rf"key='nope'.*cl_ticker\[{key}\]"):
+    assert f'cl_ticker["{key}"]' in only_axes(ownership_chart(repeat.trace)).get_title(loc="left")
+    with pytest.raises(ValueError, match=rf"key='nope'.*cl_ticker\[\"{key}\"\]"):
         ownership_chart(repeat.trace, key="nope")
     with pytest.raises(ValueError, match="keys with an owner epoch: none"):
         ownership_chart(Trace())
@@ -231,7 +231,7 @@ def test_spacetime_takeover_window(repeat: Run, tmp_path: Path) -> None:
     arrivals = {(s.node, s.get("dst"), s.t_ns + s.get("delay_ns")) for s in sent}
     no_receiver = [r for r in trace.of("net.dropped") if r.get("reason") == "no receiver" and (r.node, r.get("dst"), r.t_ns) in arrivals]
     assert len(points(ax, "frame.dropped")) == len(no_receiver) > 0
-    assert "epoch (2, n2#1) of cl_ticker[{}], found v3".format(repeat.world.results["key"]) in "\n".join(texts(ax))
+    assert 'epoch (2, n2#1) of cl_ticker["{}"], found v3'.format(repeat.world.results["key"]) in "\n".join(texts(ax))
     assert len(with_gid(ax, "node.down")) == 1  # n3 is down for the whole window
     assert {"epoch: Prepare / Promise", "replication: Write / Ack", "frame dropped", "node down"} <= set(legend(ax))
     quiet = spacetime_diagram(trace, heartbeats=False)

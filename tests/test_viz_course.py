@@ -81,21 +81,22 @@ def test_the_timeline_says_a_run_ended_cancelled_or_at_become_and_names_the_new_
     texts = _texts(activation_timeline(trace))
     assert texts.count("cancelled") == 1 and texts.count("become") == 1
     assert "idle" not in texts                       # idle ends have their own look: no label
-    assert texts.count("front as opened") == 1 and texts.count("front") == 2
+    assert texts.count('"front" as opened') == 1 and texts.count('"front"') == 2
 
 
 def test_the_timeline_legend_says_its_entries_are_keys() -> None:
-    """The key legend is titled with the keys' type ('keys of door'), or 'actor/key' for several types."""
+    """The key legend is titled with the keys' type ('keys of door', entries "open"), or 'keys' for several types (door["k"])."""
     one = _rows(Trace(), [(0.0, "activation.started", {"actor": "m:door", "key": "open", "lease": 1, "behavior": "m:door", "recovered": False, "restart": 0})])
     legend = activation_timeline(one).axes[0].get_legend()
     assert legend is not None and legend.get_title().get_text() == "keys of door"
+    assert [t.get_text() for t in legend.get_texts()] == ['"open"']  # a key named like a state, quoted: a key
     two = _rows(Trace(), [
         (0.0, "activation.started", {"actor": "m:door", "key": "k", "lease": 1, "behavior": "m:door", "recovered": False, "restart": 0}),
         (0.0, "activation.started", {"actor": "m:lock", "key": "k", "lease": 2, "behavior": "m:lock", "recovered": False, "restart": 0}),
     ])
     legend = activation_timeline(two).axes[0].get_legend()
-    assert legend is not None and legend.get_title().get_text() == "actor/key"
-    assert [t.get_text() for t in legend.get_texts()] == ["door/k", "lock/k"]
+    assert legend is not None and legend.get_title().get_text() == "keys"
+    assert [t.get_text() for t in legend.get_texts()] == ['door["k"]', 'lock["k"]']
 
 
 # --- the claim tables point at real sections ------------------------------------------------------------------------

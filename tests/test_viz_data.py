@@ -167,7 +167,7 @@ def test_the_space_time_window_marks_the_new_owners_epoch_with_its_firing() -> N
     assert marks[:3] == [
         (("n2", 13_801_012_993), [("d", "#666666", "sees n3 dead", "member.changed")]),
         (("n1", 13_801_058_560), [("d", "#666666", "sees n3 dead", "member.changed")]),
-        (("n2", 13_807_967_668), [("*", "#CC79A7", "epoch (2, n2#1) of cl_ticker[repeat2], found v3", "epoch.acquired"),
+        (("n2", 13_807_967_668), [("*", "#CC79A7", "epoch (2, n2#1) of cl_ticker[\"repeat2\"], found v3", "epoch.acquired"),
                                   (">", "#009E73", "activated (recovered)", "activation.started"),
                                   ("o", "#222222", "fires schedule 'tick'", "schedule.fired")]),
     ]

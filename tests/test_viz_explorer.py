@@ -84,7 +84,7 @@ def test_frame_replicas_are_the_ring_walk_of_the_runs_nodes() -> None:
 def test_frame_rejects_bad_arguments_by_name() -> None:
     """A key without an owner epoch, a negative time and a zero window are refused with what was wrong."""
     trace = _story()
-    with pytest.raises(ValueError, match=r"no owner epoch for actor=None key='nope'.*acct\[k\]"):
+    with pytest.raises(ValueError, match=r"no owner epoch for actor=None key='nope'.*acct\[\"k\"\]"):
         frame_at(trace, 1.0, key="nope")
     with pytest.raises(ValueError, match="t must be >= 0"):
         frame_at(trace, -1.0)

@@ -36,17 +36,17 @@ def test_ownership_by_default_draws_the_programs_key_not_a_claim_key(cron: Run) 
     (ax,) = ownership_chart(cron.trace).axes
     assert ax.get_title(loc="left").startswith("pinged[")
     (named,) = ownership_chart(cron.trace, actor=CLAIM, key=str(claims[0].get("key"))).axes
-    assert named.get_title(loc="left").startswith(f"schedule_fire[{claims[0].get('key')}]")
+    assert named.get_title(loc="left").startswith(f'schedule_fire["{claims[0].get("key")}"]')
 
 
 def test_timeline_by_default_has_no_claim_key_bars(cron: Run) -> None:
     """The activation timeline of cron-single-fire draws pinged["report"]'s run only; the claim keys' 9 runs appear when named."""
     (ax,) = activation_timeline(cron.trace).axes
     bars = sorted(str(a.get_gid()) for a in ax.patches if str(a.get_gid()).startswith("activation:"))
-    assert bars == ["activation:report"]  # pinged["report"]: one actor type, so the bar is named by its key
+    assert bars == ['activation:"report"']  # pinged["report"]: one actor type, so the bar is named by its key, quoted
     claim_keys = sorted({str(r.get("key")) for r in cron.trace.of("activation.started") if r.get("actor") == CLAIM})
     (named,) = activation_timeline(cron.trace, keys=claim_keys[:1]).axes
-    assert [str(a.get_gid()) for a in named.patches if str(a.get_gid()).startswith("activation:")] == [f"activation:{claim_keys[0]}"]
+    assert [str(a.get_gid()) for a in named.patches if str(a.get_gid()).startswith("activation:")] == [f'activation:"{claim_keys[0]}"']
 
 
 def test_spacetime_by_default_marks_no_claim_key_row(cron: Run) -> None:
@@ -68,5 +68,25 @@ def test_catchup_by_default_charts_the_programs_schedule() -> None:
     trace = Trace(rows)
     actor = str(base.of("schedule.fired")[0].get("actor"))
     title = catchup_chart(trace).axes[0].get_title(loc="left")
-    assert f"of {actor}[" in title and "claim" not in title
-    assert f"of {CLAIM}[claim]" in catchup_chart(trace, actor=CLAIM).axes[0].get_title(loc="left")
+    assert f"of {actor.split(':')[-1]}[" in title and "claim" not in title
+    assert f'of {CLAIM.split(":")[-1]}["claim"]' in catchup_chart(trace, actor=CLAIM).axes[0].get_title(loc="left")
+
+
+def test_key_label_names_a_key_as_a_key() -> None:
+    """A key is quoted after its type's short name (beater["dormant"]), or quoted alone, so 'dormant' or 'both' reads as a key."""
+    from sim.viz.data.keys import key_label, short_type
+
+    assert short_type("sim.scenarios.single:beater") == "beater"
+    assert key_label("sim.scenarios.single:beater", "dormant") == 'beater["dormant"]'
+    assert key_label("beater", "both", with_type=False) == '"both"'
+
+
+def test_the_events_in_words_name_the_key_as_a_key() -> None:
+    """The explorer's words: 'n1 activated beater["dormant"]', 'n1 fired beater["both"]'s schedule 'beat'' (was beater[both]'s schedule beat)."""
+    from sim.viz.data.frames import describe
+
+    a = "sim.scenarios.single:beater"
+    started = Row(0, 0, "n1", 0, "activation.started", {"actor": a, "key": "dormant", "lease": 1, "recovered": False})
+    fired = Row(1, 0, "n1", 0, "schedule.fired", {"actor": a, "key": "both", "name": "beat"})
+    assert describe(started) == 'n1 activated beater["dormant"]'
+    assert describe(fired) == "n1 fired beater[\"both\"]'s schedule 'beat'"

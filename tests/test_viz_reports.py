@@ -101,13 +101,13 @@ def test_the_reports_of_two_keys_on_one_node_sit_on_their_keys_bars_and_name_the
     """acme's stars on acme's bar, bolt's on bolt's (not both on the node's row), labels name the key; bar names off the labels."""
     fig = activation_timeline(_two_keys())
     ax = fig.axes[0]
-    centre = {str(p.get_gid()).split(":", 1)[1]: p.get_y() + p.get_height() / 2
+    centre = {str(p.get_gid()).split(":", 1)[1].strip('"'): p.get_y() + p.get_height() / 2
               for p in ax.patches if str(p.get_gid()).startswith("activation:") and isinstance(p, Rectangle)}
     (stars,) = [c for c in ax.collections if c.get_gid() == "report.built" and isinstance(c, PathCollection)]
     ys = [float(y) for _, y in np.asarray(stars.get_offsets())]
     assert sorted(centre) == ["acme", "bolt"] and centre["acme"] != centre["bolt"]
     assert ys == [centre["acme"], centre["bolt"], centre["acme"], centre["bolt"]]
-    assert [t for t in _texts(ax) if "report" in t] == ["acme: report Jan 01", "bolt: report Jan 01", "acme: report Jan 02", "bolt: report Jan 02"]
+    assert [t for t in _texts(ax) if "report" in t] == ['"acme": report Jan 01', '"bolt": report Jan 01', '"acme": report Jan 02', '"bolt": report Jan 02']
     renderer = fig._get_renderer()  # type: ignore[attr-defined]  # the one the chart laid its labels out with
     reports = [t.get_window_extent(renderer) for t in ax.texts if "report" in t.get_text()]
     names = [t for t in ax.texts if t.get_text().endswith(" as run")]

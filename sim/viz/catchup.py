@@ -40,6 +40,7 @@ from matplotlib.text import Annotation
 
 from sim.trace import Row, Trace
 from sim.viz.data.catchup import MAX_GRID_POINTS, grid_dues, grid_segments, schedule_rows
+from sim.viz.data.keys import key_label
 from sim.viz.data.nodes import node_events
 from sim.viz.data.notes import note_rows
 from sim.viz.data.reports import day_label, omitted_reports, report_day, report_rows
@@ -293,7 +294,7 @@ def catchup_chart(
     kind = ", then ".join(f"every {fmt_duration(e / 1e6)}" if e else "one-shot" for e in intervals) if len(intervals) > 1 else (
         f"every {fmt_duration(every / 1e6)}" if every else "one-shot")
     summary = f"{len(fired)} deliveries, {skipped_total} skipped, {len(repeat_rows)} repeated"
-    ax_t.set_title(title or f"Schedule '{name}' of {actor}[{key}] ({kind}): {summary}", fontsize=FONT + 2, loc="left")
+    ax_t.set_title(title or f"Schedule '{name}' of {key_label(actor, key)} ({kind}): {summary}", fontsize=FONT + 2, loc="left")
 
     handles: list[Any] = [
         Line2D([], [], color=GRID_GREY, lw=1.5, label=f"nominal due ({kind})" + ("" if len(grid) <= _MAX_GRID_LINES and grid_total <= MAX_GRID_POINTS else "\ntoo dense to draw")),

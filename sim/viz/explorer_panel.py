@@ -40,7 +40,8 @@ from sim.scenarios import Run
 from sim.scenarios import run as run_scenario
 from sim.trace import Trace
 from sim.world import World
-from sim.viz.data.frames import Frame, change_times, frame_at, frame_times, keys_of, short_actor
+from sim.viz.data.frames import Frame, change_times, frame_at, frame_times, keys_of
+from sim.viz.data.keys import key_label
 from sim.viz.data.timebase import time_unit
 from sim.viz.graph import cluster_graph
 from sim.viz.ownership import ownership_chart
@@ -315,7 +316,7 @@ class Explorer:
         # the whole chart, no veil or cursor, drawn afresh: saving the live panel's figure at another dpi would move its layout
         whole = _Lanes.chart(self.trace, self.actor, self.key, None)
         lanes = base64.b64encode(png(whole, dpi=_STATIC_LANES_DPI)).decode()
-        what = f"{short_actor(self.actor)}[{self.key}]" if self.actor and self.key else "the run"
+        what = key_label(self.actor, self.key) if self.actor and self.key else "the run"
         return (
             '<div class="casty-explorer-static">'
             f"<p><b>Explorer, static copy</b>: {len(cells)} frames of {html.escape(what)} rendered when the notebook ran. "
@@ -337,10 +338,10 @@ class Explorer:
         self.clock = widgets.Label(value="")
         self.node_box = widgets.Dropdown(options=self.nodes(), description="node", layout=widgets.Layout(width="160px"))
         known = keys_of(self.trace)
-        key_options: list[tuple[str, tuple[str, str] | None]] = [(f"{short_actor(a)}[{k}]", (a, k)) for a, k in known]
+        key_options: list[tuple[str, tuple[str, str] | None]] = [(key_label(a, k), (a, k)) for a, k in known]
         chosen = (self.actor, self.key) if self.actor is not None and self.key is not None else None
         if chosen is not None and chosen not in known:  # an internal key asked for by name
-            key_options.append((f"{short_actor(chosen[0])}[{chosen[1]}]", chosen))
+            key_options.append((key_label(*chosen), chosen))
         self.key_box = widgets.Dropdown(options=key_options or [("(no key)", None)], value=chosen, description="key",
                                         layout=widgets.Layout(width="260px"))
         can_fork = self.run is not None
@@ -448,7 +449,7 @@ class Explorer:
         return data, {"casty": {"static_fallback": "text/html"}}
 
     def __repr__(self) -> str:
-        what = f"{short_actor(self.actor)}[{self.key}]" if self.actor and self.key else "no key"
+        what = key_label(self.actor, self.key) if self.actor and self.key else "no key"
         return f"<Explorer {what}, {len(self._times)} frames of {self.step:g} s>"
 
 

@@ -31,7 +31,8 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
-from sim.viz.data.frames import Frame, short_actor
+from sim.viz.data.frames import Frame
+from sim.viz.data.keys import key_label
 from sim.viz.palette import GREEN, GREY, INK, LIGHT_GREY, ORANGE, VERMILLION
 
 __all__ = ["cluster_graph", "STATUS_COLOURS"]
@@ -158,7 +159,7 @@ def cluster_graph(frame: Frame, ax: Axes | None = None, *, title: str | None = N
     ax.set_aspect("equal")
     ax.axis("off")
     if title is None:
-        what = f"{short_actor(frame.actor)}[{frame.key}]" if frame.actor and frame.key else "no key with an owner"
+        what = key_label(frame.actor, frame.key) if frame.actor and frame.key else "no key with an owner"
         epoch = frame.epoch or "none yet"
         owner = frame.owner or "nobody"
         title = f"t = {frame.t:.2f} s \u00b7 key {what}\nepoch {epoch} \u00b7 owner {owner}"

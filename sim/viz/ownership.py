@@ -51,6 +51,7 @@ from matplotlib.text import Annotation, Text
 from sim.trace import Row, Trace
 from sim.viz.cuts import band_handle, draw_bands, name_cuts
 from sim.viz.data.cuts import spells
+from sim.viz.data.keys import key_label
 from sim.viz.data.nodes import node_events
 from sim.viz.data.ownership import (
     SAID_ENDS,
@@ -242,7 +243,7 @@ def ownership_chart(
     ax.set_ylim(len(lanes) - 0.5, -0.5)
     ax.set_yticks(range(len(lanes)), lanes, fontsize=FONT)
     style_node_lanes(ax, unit, trace.time_axis)
-    short = f"{actor_name.split(':')[-1]}[{key_name}]"
+    short = key_label(actor_name, key_name)
     story = ownership_story(trace, spans, unit, fenced, len(repeated))
     # long node ids (a real cluster's HOST:PORT) would run the story off the figure: wrap each of its lines
     heading = title or "\n".join(textwrap.fill(part, 115) for part in f"{short}: {story}".split("\n"))

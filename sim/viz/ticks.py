@@ -33,6 +33,7 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Rectangle
 
 from sim.trace import Row, Trace
+from sim.viz.data.keys import key_label
 from sim.viz.data.nodes import node_events
 from sim.viz.data.ticks import source_name, tick_rows
 from sim.viz.data.timebase import end_ns, time_unit
@@ -52,7 +53,7 @@ def _row_label(node: str, source: str, rows: list[Row]) -> str:
     if first is None:
         return f"{node}  {source}"
     kind = "timer" if first.kind.startswith("timer.") else "actor schedule"
-    return f"{node}  {str(first.get('actor')).split(':')[-1]}[\"{first.get('key')}\"] \u00b7 {kind} '{first.get('name')}'"
+    return f"{node}  {key_label(first.get('actor'), first.get('key'))} \u00b7 {kind} '{first.get('name')}'"
 
 
 def ticks_chart(trace: Trace, *, ax: Axes | None = None, title: str | None = None, internal: bool = False) -> Figure:

@@ -11,7 +11,9 @@ World rows drawn on the node's row: ``fault.crash`` (red line, "crash"), ``fault
 (hatched), ``clock.step`` (purple tick), ``report.built`` (black star; so is an ``effect`` row whose
 details carry a ``day``: a daily report in the effects ledger). A day missing between two reports of a
 key is a hollow red star, "omitted" (an omission is a gap, and a gap draws nothing unless marked). ``note`` rows are
-numbered along the top and listed under the axis.
+numbered along the top and listed under the axis. A bar and its legend entry name the key as a key,
+``"dormant"`` under a legend titled "keys of beater" (``beater["dormant"]`` when the trace has several
+types): bare, a key named like a state (``dormant``, ``both``) reads as the actor's state.
 
 The bars, faults and reports come from the data layer (``sim.viz.data.activations``, ``.nodes``,
 ``.reports``); this module only draws them.
@@ -31,6 +33,7 @@ from matplotlib.transforms import Bbox
 
 from sim.trace import Row, Trace
 from sim.viz.data.activations import Bar, activation_bars, assign_slots, entity_names, timeline_nodes
+from sim.viz.data.keys import key_label, short_type
 from sim.viz.data.nodes import node_events
 from sim.viz.data.notes import note_rows
 from sim.viz.data.reports import day_label, omitted_reports, report_day, report_rows
@@ -187,7 +190,7 @@ def activation_timeline(
 
     def whose(r: Row) -> str:
         """The key, when the report's node runs several: there a star alone would not say whose report it is."""
-        return f"{r.get('key')}: " if len(keys_on.get(r.node, ())) > 1 else ""
+        return f"{key_label(r.get('actor'), r.get('key'), with_type=False)}: " if len(keys_on.get(r.node, ())) > 1 else ""
 
     if reports:
         ax.scatter([unit.x(r.t_ns) for r in reports], [report_y(r) for r in reports], marker="*", s=110, color=INK, edgecolors="white",
@@ -235,7 +238,7 @@ def activation_timeline(
         actors = {a for a, _ in entities}
         keys_title = None
         if 0 < len(entities) <= 12:
-            keys_title = f"keys of {next(iter(actors)).split(':')[-1]}" if len(actors) == 1 else "actor/key"
+            keys_title = f"keys of {short_type(next(iter(actors)))}" if len(actors) == 1 else "keys"
         ax.legend(handles=handles, fontsize=SMALL, borderaxespad=0, title=keys_title, title_fontsize=SMALL,
                   alignment="left", **place)
 

@@ -14,16 +14,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from sim.trace import Row, Trace
-from sim.viz.data.keys import is_internal
+from sim.viz.data.keys import is_internal, key_label
 from sim.viz.data.timebase import end_ns
 
 __all__ = ["Bar", "activation_bars", "assign_slots", "entity_names", "timeline_nodes", "NODE_KINDS"]
 
 def entity_names(entities: Iterable[tuple[str, str]]) -> dict[tuple[str, str], str]:
-    """Labels of (actor, key): the key alone when one actor type, else 'actor/key'."""
+    """Labels of (actor, key), each named as a key: ``"k"`` alone when one actor type (the legend's title names it), else ``counted["k"]``."""
     entities = list(dict.fromkeys(entities))
     actors = {a for a, _ in entities}
-    return {e: (e[1] if len(actors) <= 1 else f"{e[0].split(':')[-1]}/{e[1]}") for e in entities}
+    return {e: key_label(e[0], e[1], with_type=len(actors) > 1) for e in entities}
 
 
 NODE_KINDS = ("activation.", "fault.", "clock.step", "schedule.", "write.", "message.dropped")

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from sim.trace import Row, Trace
-from sim.viz.data.keys import is_internal
+from sim.viz.data.keys import is_internal, key_label
 
 __all__ = ["ScheduleRows", "schedule_rows", "select_schedule", "grid_segments", "grid_dues", "MAX_GRID_POINTS"]
 
@@ -34,7 +34,7 @@ def select_schedule(trace: Trace, actor: str | None, key: str | None, schedule: 
         rows = [r for r in rows if not is_internal(r.get("actor"))]  # the runtime's own keys (cron claims) only by name
     if not rows:
         wanted = ", ".join(f"{n}={v!r}" for n, v in (("actor", actor), ("key", key), ("schedule", schedule)) if v is not None)
-        known = sorted({f"{r.get('actor')}[{r.get('key')}] {r.get('name')!r}" for r in trace.of("schedule.")})
+        known = sorted({f"{key_label(r.get('actor'), r.get('key'))} {r.get('name')!r}" for r in trace.of("schedule.")})
         if not known:
             raise ValueError(f"no schedule rows in this trace ({len(trace)} rows): nothing to chart")
         raise ValueError(f"no schedule rows for {wanted}; schedules in this trace: {', '.join(known[:10])}")

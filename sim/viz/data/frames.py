@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from casty.protocol.placement import Ring
 
 from sim.trace import Row, Trace
-from sim.viz.data.keys import is_internal  # one rule for every view: the runtime's own types (cron claims)
+from sim.viz.data.keys import is_internal, key_label, short_type  # one rule for every view: the runtime's own types (cron claims)
 from sim.viz.data.ownership import EpochSpan, epoch_spans
 
 __all__ = ["Frame", "MemberState", "change_times", "frame_at", "frame_times", "keys_of", "describe", "short_actor", "is_internal"]
@@ -78,9 +78,8 @@ class Frame:
         raise KeyError(f"no node {node!r} in this frame; nodes: {', '.join(m.node for m in self.members)}")
 
 
-def short_actor(actor: str) -> str:
-    """``sim.scenarios.cluster:cl_ticker`` -> ``cl_ticker``."""
-    return actor.split(":")[-1]
+short_actor = short_type
+"""``sim.scenarios.cluster:cl_ticker`` -> ``cl_ticker`` (``sim.viz.data.keys.short_type``, kept under its old name)."""
 
 
 def keys_of(trace: Trace, *, internal: bool = False) -> list[tuple[str, str]]:
@@ -105,7 +104,7 @@ def _resolve(trace: Trace, actor: str | None, key: str | None) -> tuple[str, str
     for entity in every:
         if (key is None or entity[1] == key) and (actor is None or actor in (entity[0], short_actor(entity[0]))):
             return entity
-    names = ", ".join(f"{short_actor(a)}[{k}]" for a, k in every) or "none"
+    names = ", ".join(key_label(a, k) for a, k in every) or "none"
     raise ValueError(f"no owner epoch for actor={actor!r} key={key!r} in this trace; keys with one: {names}")
 
 
@@ -197,7 +196,7 @@ def _ownership(spans: list[EpochSpan], t_ns: int) -> tuple[str | None, str | Non
 
 
 def _entity(row: Row) -> str:
-    return f"{short_actor(str(row.get('actor')))}[{row.get('key')}]"
+    return key_label(row.get("actor"), row.get("key"))
 
 
 def describe(row: Row) -> str | None:
@@ -246,9 +245,9 @@ def describe(row: Row) -> str | None:
     if kind == "write.confirmed":
         return f"{node}: a write of {_entity(row)} confirmed"
     if kind == "schedule.fired":
-        return f"{node} fired {_entity(row)}'s schedule {get('name')}"
+        return f"{node} fired {_entity(row)}'s schedule '{get('name')}'"
     if kind == "schedule.caught_up":
-        return f"{node} caught up {_entity(row)}'s schedule {get('name')} ({get('skipped')} due times skipped)"
+        return f"{node} caught up {_entity(row)}'s schedule '{get('name')}' ({get('skipped')} due times skipped)"
     if kind == "message.dropped":
         return f"{node} dropped a {get('message')} to {_entity(row)}"
     if kind == "handoff.started":

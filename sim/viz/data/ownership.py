@@ -19,7 +19,7 @@ from typing import Any
 
 from sim.trace import Row, Trace
 from sim.viz.data.cuts import spells
-from sim.viz.data.keys import is_internal
+from sim.viz.data.keys import is_internal, key_label
 from sim.viz.data.timebase import TimeUnit, end_ns
 
 __all__ = [
@@ -62,7 +62,7 @@ def select_key(trace: Trace, actor: str | None, key: str | None) -> tuple[str, s
     if actor is None and key is None and any(not is_internal(r.get("actor")) for r in acquired):
         acquired = [r for r in acquired if not is_internal(r.get("actor"))]
     if not acquired:
-        known = sorted({f"{str(r.get('actor')).split(':')[-1]}[{r.get('key')}]" for r in trace.of("epoch.acquired")})
+        known = sorted({key_label(r.get("actor"), r.get("key")) for r in trace.of("epoch.acquired")})
         wanted = f"actor={actor!r} key={key!r}" if actor or key else "any key"
         raise ValueError(f"no epoch.acquired row for {wanted} in this trace; keys with an owner epoch: {', '.join(known) or 'none'}")
     counts: Counter[tuple[str, str]] = Counter((str(r.get("actor")), str(r.get("key"))) for r in acquired)

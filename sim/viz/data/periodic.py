@@ -25,7 +25,7 @@ from typing import Literal
 
 from sim.ledger import Entry, ledger
 from sim.trace import Row, Trace
-from sim.viz.data.keys import is_internal
+from sim.viz.data.keys import is_internal, key_label
 from sim.viz.data.ledger import CLASS_OF, Mark
 from sim.viz.data.timebase import WallMap
 
@@ -82,7 +82,7 @@ def lane_label(entry: Entry, internal: bool = False) -> str:
     kind = _KIND_OF[entry.source]
     actor = entry.actor.removeprefix(_UNHIDE).split(":")[-1]
     name = entry.name if len(entry.name) <= 24 else f"{entry.name[:8]}…"  # a generated reference (a uuid): its head tells them apart
-    target = f'{actor}["{_short(entry.key)}"]'
+    target = key_label(actor, _short(entry.key))
     if kind == "node schedule":  # held by a node, telling a key: both named, so a generated reference still says what it ticks
         text = f"node schedule  {entry.node} / {name} → {target}"
     elif kind == "cron":

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from sim.trace import Row, Trace
-from sim.viz.data.keys import is_internal
+from sim.viz.data.keys import is_internal, key_label
 from sim.viz.data.timebase import end_ns
 from sim.viz.palette import BLUE, GREEN, GREY, INK, PURPLE, VERMILLION
 
@@ -46,7 +46,7 @@ PRIORITY = ("fault.crash", "fault.restart", "epoch.acquired", "write.failed", "w
 def event_label(row: Row, incarnation: dict[str, int], with_key: bool) -> tuple[str, str, str] | None:
     """(marker, colour, text) of a node's own row, or None to leave it out; ``with_key`` names the key in every line."""
     kind = row.kind
-    named = f"{str(row.get('actor')).split(':')[-1]}[{row.get('key')}]" if row.get("key") is not None else ""
+    named = key_label(row.get("actor"), row.get("key")) if row.get("key") is not None else ""
     short = f"{named} " if with_key else ""
     if kind == "epoch.acquired":
         node = str(row.get("epoch_node", "")).split("#")[0]
