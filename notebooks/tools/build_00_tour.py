@@ -31,7 +31,7 @@ from datetime import timedelta
 
 from sim import scenarios
 from sim.world import World
-from sim.viz import activation_timeline, catchup_chart, ticks_chart
+from sim.viz import activation_timeline, catchup_chart
 from sim.viz.data.reports import day_label
 
 for name, s in scenarios.registered().items():
@@ -180,35 +180,76 @@ timer" kind) and a **node schedule** (`system.schedule`, held in the node's memo
 restarts 15 s later.
 
 **Predict first:** which of the three tick after the restart?
+
+The picture has one lane per periodic thing, labelled by its kind and the key as `type["key"]`
+(`timer  counted["k"] / volatile` is the timer `volatile` of the key `"k"`), each firing marked as the occurrence
+ledger classifies it (on time, late, caught up, missed).
 """)
 
 code("""
 run = scenarios.run("timers-vs-schedules", seed=0)
 print("checks hold:", run.ok)
-ticks_chart(run.trace)
+catchup_chart(run.trace, lanes="all", title="n1 crashes at 65 s and restarts at 80 s: only the actor schedule ticks on")
 """)
 
 code("""
+from collections import Counter
+from sim.viz.data.periodic import periodic_lanes
+
 before, after = run.world.results["before"], run.world.results["after"]   # beats counted since the start
 print("beats before the crash:", before)
 print("beats after the restart:", {source: after[source] - before[source] for source in after})
 assert before == {"schedule": 6, "timer": 6, "node": 6}
 assert after["timer"] == before["timer"] and after["node"] == before["node"]   # the timer and the node schedule: gone
 assert after["schedule"] > before["schedule"]                                  # the persisted schedule goes on
+crash = run.trace.of("fault.crash")[0].t_ns
+lanes = {lane.label: lane.occurrences for lane in periodic_lanes(run.trace)}   # the chart's lanes, by their labels
+for label, occurrences in lanes.items():
+    print(f"{label:<46} {sum(o.at_ns <= crash for o in occurrences)} before the crash; after it:", dict(Counter(o.cls for o in occurrences if o.at_ns > crash)))
+assert [sum(o.at_ns <= crash for o in occ) for occ in lanes.values()] == [6, 6, 6]
+assert [o for o in lanes['timer  counted["k"] / volatile'] if o.at_ns > crash] == []
+assert [o for o in lanes['node schedule  n1 / node-beat → counted["k"]'] if o.at_ns > crash] == []
+assert [o.cls for o in lanes['schedule  counted["k"] / persisted'] if o.at_ns > crash].count("caught up") == 1  # the downtime's due, late
 """)
 
 md("""
 A `ctx.merge` ticker (an async generator whose items arrive as messages) belongs to the run too: in the
-`timer-vs-schedule` run, beside a persisted schedule, it stops at the crash while the schedule resumes (chapter 03
-shows both on a chart).
+`timer-vs-schedule` run the key `"both"` of `timed_beater` gets a Beat every 10 s from a persisted schedule and one
+from a merge ticker, and counts them apart. The ticker is the body's own stream, not a runtime firing, so the
+ledger has no lane for it; the picture reads it from the trace instead: each Beat handled is one write of the
+key's `state` page alone, and such a write at an instant with no schedule firing is the ticker's Beat.
 """)
 
 code("""
+import matplotlib.pyplot as plt
+
 run = scenarios.run("timer-vs-schedule", seed=0)
 (ticker_before, schedule_before), (ticker_after, schedule_after) = run.world.results["before"], run.world.results["after"]
+fired = [r.t for r in run.trace.of("schedule.fired", key="both")]
+handled = Counter(round(r.t) for r in run.trace.of("write.confirmed", key="both") if list(r.get("pages")) == ["state"])
+at_fire = Counter(round(t) for t in fired)
+ticker = sorted(t for t in handled for _ in range(handled[t] - at_fire[t]))   # the Beats with no firing: the ticker's
+crash, restart = run.trace.of("fault.crash")[0].t, run.trace.of("fault.restart")[0].t
+fig, ax = plt.subplots(figsize=(11, 1.9), layout="constrained")
+ax.axvspan(crash, restart, color="#DDDDDD", lw=0)
+ax.text(crash + 1, 1.45, "n1 down", fontsize=9, color="#555555", va="center")
+ax.scatter(fired, [0] * len(fired), color="#0072B2", s=30)
+ax.scatter(ticker, [1] * len(ticker), color="#009E73", s=30)
+ax.set_yticks([0, 1], ['ctx.schedule  timed_beater["both"] (persisted)', 'ctx.merge ticker  timed_beater["both"] (this run)'])
+ax.set_ylim(1.7, -0.5)
+ax.set_xlim(0, run.trace.rows[-1].t + 2)
+ax.set_xlabel("true time since start (s)")
+ax.spines[["top", "right"]].set_visible(False)
+ax.set_title(f"{len(ticker)} ticker Beats, all before the crash; {len(fired)} schedule firings, {sum(t > crash for t in fired)} after it", loc="left", fontsize=10)
+plt.show()
+""")
+
+code("""
 print(f"merge ticker: {ticker_before} beats before the crash, {ticker_after - ticker_before} after the restart")
 print(f"schedule:     {schedule_before} beats before the crash, {schedule_after - schedule_before} after the restart")
 assert run.ok and ticker_after == ticker_before and schedule_after > schedule_before
+assert len(ticker) == ticker_before and all(t < crash for t in ticker)              # the picture's ticker lane is the count
+assert sum(t < crash for t in fired) == schedule_before and any(t > restart for t in fired)
 """)
 
 md("""
