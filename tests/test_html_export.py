@@ -157,6 +157,19 @@ def test_exported_page_shows_the_explorer_frames_and_keeps_other_widgets(execute
     assert 'type="application/vnd.jupyter.widget-state+json"' in page
 
 
+def test_a_saved_control_says_it_moves_nothing(executed: Any) -> None:
+    """Right after the plain slider's view comes one output saying it moves nothing without a kernel; the explorer (frames instead) gets none."""
+    page = export_html.render(executed)
+    assert page.count('<p class="casty-static-note">') == 1
+    note = page.index('<p class="casty-static-note">')
+    view = page.rindex('<script type="application/vnd.jupyter.widget-view+json">', 0, note)
+    assert view > page.rindex("casty-explorer-static", 0, note) and "jp-OutputArea-child" in page[view:note]
+    state = executed.metadata["widgets"][export_html.WIDGET_STATE]["state"]
+    sliders = [k for k, m in state.items() if m["model_name"] == "IntSliderModel" and m["state"].get("description") == "plain"]
+    assert [export_html.controls_in(state, k) for k in sliders] == [["IntSliderModel"]]
+    assert [len(c.outputs) for c in executed.cells] == [1, 1]  # the note is added to the page's copy only
+
+
 def _png_size(data: str) -> tuple[int, int]:
     raw = base64.b64decode(data)
     assert raw[:8] == b"\x89PNG\r\n\x1a\n"

@@ -181,6 +181,57 @@ def prefer_static(nb: Any) -> int:
     return changed
 
 
+# widget models that only show something; any other model in a view (a slider, a dropdown, a button, Play) is a control
+_DISPLAY_ONLY = {"HTMLModel", "HTMLMathModel", "LabelModel", "ImageModel", "OutputModel", "HBoxModel", "VBoxModel",
+                 "BoxModel", "GridBoxModel", "LayoutModel"}
+
+
+def controls_in(state: dict[str, Any], model_id: str) -> list[str]:
+    """The model names of the controls in the view of ``model_id`` (its model and every child, through IPY_MODEL_ refs)."""
+    found, seen, todo = [], set(), [model_id]
+    while todo:
+        key = todo.pop()
+        model = state.get(key)
+        if key in seen or model is None:
+            continue
+        seen.add(key)
+        name = str(model.get("model_name", ""))
+        if name not in _DISPLAY_ONLY and not name.endswith("StyleModel"):
+            found.append(name)
+        values = model.get("state", {})
+        for value in values.get("children", []) if isinstance(values.get("children"), list) else []:
+            if isinstance(value, str) and value.startswith("IPY_MODEL_"):
+                todo.append(value[len("IPY_MODEL_"):])
+    return sorted(set(found))
+
+
+STATIC_NOTE = ('<p class="casty-static-note">Saved view: with no kernel behind this page these controls move nothing. '
+               "Run the notebook to use them.</p>")
+
+
+def note_dead_controls(nb: Any) -> int:
+    """After each widget output holding controls, one more output saying they move nothing here; returns how many.
+
+    A page without a kernel draws a slider where it was saved, and dragging it runs nothing; the line
+    (an output of its own, so it takes a row of the output area like any other) keeps a reader from
+    waiting for a chart to redraw.
+    """
+    state = nb.metadata.get("widgets", {}).get(WIDGET_STATE, {}).get("state", {})
+    marked = 0
+    for cell in nb.cells:
+        if "outputs" not in cell:
+            continue
+        outputs = []
+        for output in cell.outputs:
+            outputs.append(output)
+            view = output.get("data", {}).get(WIDGET_VIEW)
+            if isinstance(view, dict) and controls_in(state, str(view.get("model_id", ""))):
+                outputs.append(nbformat.v4.new_output("display_data", data={"text/html": STATIC_NOTE}))  # type: ignore[no-untyped-call]
+                marked += 1
+        cell.outputs = outputs
+    return marked
+
+
 def fetch_assets(npm_dir: Path) -> Path | None:
     """The unpacked npm packages under ``npm_dir`` (fetched with ``npm pack`` when missing); None without npm."""
     wanted = {name: npm_dir / name / "package" for name in PACKAGES}
@@ -250,6 +301,7 @@ def render(nb: Any) -> str:
     exporter.widget_renderer_url = WIDGET_RENDERER
     shown = copy.deepcopy(nb)
     prefer_static(shown)
+    note_dead_controls(shown)
     body, _ = exporter.from_notebook_node(shown)
     return str(body)
 
