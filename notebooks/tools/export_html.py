@@ -14,12 +14,15 @@ page work offline:
   MathJax and Mermaid, which the stock template loads from a CDN, are left out;
 * an output that carries a static fallback (``sim.viz.explorer``: its metadata says
   ``casty.static_fallback``) shows that fallback, pre-rendered frames as images inside the page,
-  instead of a widget whose controls would move nothing without a kernel.
+  instead of a widget whose controls would move nothing without a kernel; any other saved widget
+  with controls gets one line under it saying so (``note_dead_controls``).
 
 The npm packages are fetched with ``npm pack`` into ``--npm`` on the first export (only the two
 tarballs, no dependency tree); without npm the pages are still written, with a warning, and
-every widget other than the explorer's then shows nothing. ``network_scripts(page)`` lists what a
-page would fetch from the network; the export refuses to finish with any.
+every widget other than the explorer's then shows nothing. ``network_loads(page)`` lists what a
+page would fetch from the network (scripts, stylesheets, fonts, frames, images, CSS imports,
+addresses in inline scripts and widget modules the bundle lacks); a page with any is refused.
+A notebook that fails is reported and the others are still exported (exit status 1).
 """
 
 from __future__ import annotations
