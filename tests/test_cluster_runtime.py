@@ -163,19 +163,6 @@ def test_a_holder_whose_own_replica_promises_a_newer_epoch_ends_its_run_and_the_
     assert world.trace.of("write.failed", key=key) == []
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "open: n2's stray Prepare reached n1's replica and its own, not n3's (the holder): nobody tells n3, so its run stays "
-    "held on an epoch already superseded, and the next Inc (3 s later) fails Unavailable 'owner epoch lost to (2, n2#...)' "
-    "(its write fenced) instead of answering 3; _fence_older_owner covers only a Prepare that reaches the holder's own "
-    "replica. A fix that passes this test and the runtime, replication, liveness and takeover tests: in "
-    "ReplicationService._receive, remember store.promised(entity) before a Prepare; when this replica then promises the "
-    "newer epoch over a previous one of another node (not this node, not the sender), send that node "
-    "Nack(entity, previous, None, prepare.epoch). Tried as rule 9 'Supersede' in casty.protocol.replication: "
-    "this test, the cluster, replication, liveness, takeover, handoff and membership tests pass, swarm 0:600 ok=600 "
-    "violations=0, 217 of 450 digests move (22 scenarios: the extra Nack frame at every takeover); but "
-    "newer-promise-fences fails all seeds 0-9 (its probe asserts the owner learns the newer promise only at its next "
-    "write, which the rule now tells it at once), and test_viz_cluster, notebook 04 and the mutants' rule-5 fence lean "
-    "on that scenario: it lands with that probe changed to lose the replicas' notices (a cut n1+n2 -> n3 as the Prepare lands)"))
 def test_a_holder_whose_own_replica_missed_the_newer_prepare_hears_it_from_the_replicas_that_promised(world: World) -> None:
     """As above, but n2's Prepare to n3 is lost (a one-way cut n2 -> n3 for 50 ms): n1's and n2's replicas promised the
     newer round, n3's did not; they tell n3, so n3 ends its run then (lost), not at its next write, resumes the key above

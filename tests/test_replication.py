@@ -50,6 +50,7 @@ from casty.protocol.replication import (
     Write,
     WriteTimedOut,
     quorum_sizes,
+    superseded,
 )
 from casty.protocol.sansio import CancelTimer, Output, Report, Send, SetTimer, perform
 
@@ -573,6 +574,55 @@ def test_a_second_owner_fences_the_first() -> None:
         if isinstance(event, Confirmed):
             confirmers.setdefault(event.epoch, set()).add(node)
     assert confirmers == {first: {"r1"}, second: {"r2"}}
+
+
+def test_superseded_names_the_older_epochs_node_only_when_another_node_must_hear_it() -> None:
+    """Rule 9: a promise that moved above another node's epoch names that node (its life suffix dropped); no move, this node, the sender or no epoch names nobody."""
+    old, new = Epoch(3, "n3#1"), Epoch(4, "n2#0")
+    assert superseded(old, new, "n2", "n1") == "n3"  # n1's replica promised n2's round over n3's
+    assert superseded(old, new, "n2", "n2") == "n3"  # the sender's own replica too
+    assert superseded(Epoch(3, "r1"), Epoch(4, "r2"), "r2", "r3") == "r1"  # an epoch with no life suffix names its node
+    assert superseded(old, old, "n3", "n1") is None  # a duplicated Prepare: the promise did not move
+    assert superseded(new, new, "n3", "n1") is None  # refused: the store kept its newer promise
+    assert superseded(ZERO_EPOCH, new, "n2", "n1") is None  # nobody held a promise before
+    assert superseded(old, new, "n3", "n1") is None  # the older epoch's node sent the newer Prepare itself
+    assert superseded(old, new, "n2", "n3") is None  # this node: its driver fences its own owner (_fence_older_owner)
+
+
+_EPOCHS = st.builds(Epoch, st.integers(0, 4), st.sampled_from(["", "r1", "r2#0", "r2#1", "r3"]))
+
+
+@given(st.lists(st.tuples(st.sampled_from(REPLICAS), _EPOCHS), max_size=12), st.sampled_from(REPLICAS))
+def test_superseded_follows_every_rise_of_a_replicas_promise(prepares: list[tuple[str, Epoch]], here: str) -> None:
+    """Rule 9 over any run of Prepares at one replica: a node is named exactly when the promise rose above a real epoch of a node that is neither here nor the sender, and it is that epoch's node."""
+    store = ReplicaStore()
+    for sender, epoch in prepares:
+        previous = store.promised(ENTITY)
+        store.receive(sender, Prepare(ENTITY, epoch))
+        promised = store.promised(ENTITY)
+        told = superseded(previous, promised, sender, here)
+        holder = previous.node.partition("#")[0]
+        rose = promised > previous and promised == epoch
+        assert told == (holder if rose and holder not in ("", sender, here) else None)
+
+
+def test_a_holder_that_hears_rule_9s_nack_ends_at_once_without_a_write() -> None:
+    """Rule 9 with rule 5: r2's acquisition promised by r2's and r3's replicas, not r1's; the Nack superseded names goes to r1, whose held owner is Lost at once, sending nothing."""
+    owner, stores = held()
+    first = owner.epoch
+    newer = Epoch(first.round + 1, "r2")
+    told: list[tuple[str, Nack]] = []
+    for name in ("r2", "r3"):  # r1's replica never hears the Prepare
+        previous = stores[name].promised(ENTITY)
+        stores[name].receive("r2", Prepare(ENTITY, newer))
+        target = superseded(previous, stores[name].promised(ENTITY), "r2", name)
+        if target is not None:
+            told.append((target, Nack(ENTITY, previous, None, stores[name].promised(ENTITY))))
+    assert told == [("r1", Nack(ENTITY, first, None, newer)), ("r1", Nack(ENTITY, first, None, newer))]
+    assert stores["r1"].promised(ENTITY) == first
+    outs = owner.receive("r3", told[1][1], 1.0)
+    assert reports(outs) == [Lost(ENTITY, first, newer)] and sends(outs) == []
+    assert owner.phase == "lost" and reports(owner.receive("r2", told[0][1], 1.0)) == []  # the second notice changes nothing
 
 
 def test_a_partitioned_old_owner_times_out_then_is_refused_after_the_heal() -> None:

@@ -66,7 +66,7 @@ from ..protocol.limits import KEY_MARGIN, frame_limit
 from ..protocol.handoff import SYNC_TIMER, Handoff, Imported, RoundEnded, RoundStarted, SyncDump, SyncRequest
 from ..protocol.key_owner import RESEND_TIMER, KeyOwner
 from ..protocol.replica_store import ReplicaStore
-from ..protocol.replication import ZERO_EPOCH, Ack, Entity, Epoch, Nack, Prepare, Promise, Snapshot, Write
+from ..protocol.replication import ZERO_EPOCH, Ack, Entity, Epoch, Nack, Prepare, Promise, Snapshot, Write, superseded
 from ..protocol.sansio import Output, Send, perform
 from ..protocol.wire import Wire, WireError
 
@@ -514,21 +514,22 @@ class ReplicationService:
         elif type(frame) is Write or type(frame) is Prepare:
             if not self.opened:
                 return  # not in the protocol yet: no promise, no ack (the owner resends)
+            previous = self.store.promised(frame.entity)
             for output in self.store.receive(src, frame):
                 if isinstance(output, Send):
                     self.send(output.to, output.frame)
             if type(frame) is Prepare:
-                self._fence_older_owner(frame)
+                self._fence_older_owner(src, frame, previous)
         elif isinstance(frame, Batch):
             for data in frame.frames:
                 self.dispatcher.handle(src, data)  # each one checked and routed as if it came alone
         elif isinstance(frame, SyncRequest | SyncDump):
             self._perform_handoff(self.handoff.receive(src, frame, self._export, self._knows))
 
-    def _fence_older_owner(self, prepare: Prepare) -> None:
-        """This node's replica just promised ``prepare.epoch``: an owner of the key here under an older epoch hears it now.
+    def _fence_older_owner(self, src: str, prepare: Prepare, previous: Epoch) -> None:
+        """This node's replica just promised ``prepare.epoch`` over ``previous``: the owner of an older epoch hears it now.
 
-        That owner is one of the key's replicas, so its next write would get this very
+        An owner here is one of the key's replicas, so its next write would get this very
         replica's ``Nack``: it is fenced already, and only does not know it. An acquisition
         that another node gave up at once (a view that named it owner for an instant: a node
         resumed from a pause, or healed from a partition, before it heard the key's owner
@@ -537,8 +538,13 @@ class ReplicationService:
         handed that ``Nack`` at once instead: its run ends (``lost``) and the resume rule
         acquires the key again above the promise (``round_hint``) before a message needs it.
         Ending an owner early is always safe; nothing is refused that would have been confirmed.
+        An owner elsewhere (the node that minted ``previous``, neither ``src`` nor this one),
+        whose own replica may have missed the Prepare, is sent that ``Nack`` (rule 9).
         """
         entity = prepare.entity
+        told = superseded(previous, self.store.promised(entity), src, self.node)
+        if told is not None:
+            self.send(told, Nack(entity, previous, None, prepare.epoch))
         slot = self._owners.get(entity)
         if slot is None or slot.closed:
             return

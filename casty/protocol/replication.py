@@ -62,6 +62,16 @@ The rules (epoch = (round, node), stamp = (epoch, version), both compared as tup
    quorum: without it the next owner recovered only from its own disk, and the writes a
    later owner had saved on another node were lost (per-node disks). The driver does the
    reading (``casty.cluster.runtime``, the disk rule); the core is unchanged.
+9. **Supersede.** A replica whose promise rises from one node's epoch to a newer one tells
+   that node at once (``superseded``): it sends it the ``Nack`` of the older epoch, as if
+   refusing its Prepare, so a holder of that epoch ends (rule 5) now, not at its next write.
+   A holder's replicas all acked its newest write, so rule 5's resends have stopped; when
+   an acquisition another node gave up at once (a view that named it owner for an instant)
+   reached a read quorum without the holder's own replica, nobody else would tell it, and
+   its next write, a client's, was fenced. Nobody is told when the promise did not move
+   (refused, or a duplicated Prepare), nor the sender (it minted the newer epoch), nor this
+   node (its driver hands its own owner the Nack directly). Telling is only ever early: the
+   node is fenced already; a Nack that is lost leaves rule 5 to fence the next write.
 
 Versions: the write-back is ``found.version + 1``, every write the next one; the write id
 ``write`` returns is that version (unique under the epoch), so along the chain of epochs
@@ -109,6 +119,7 @@ __all__ = [
     "Level",
     "LEVELS",
     "quorum_sizes",
+    "superseded",
     # frames
     "Prepare",
     "Promise",
@@ -167,6 +178,22 @@ def quorum_sizes(level: Level, replicas: int) -> tuple[int, int]:
     if level == "one":
         return 1, 1
     raise ValueError(f"unknown write level {level!r}: expected one of {LEVELS}")
+
+
+def superseded(previous: Epoch, promised: Epoch, sender: str, here: str) -> str | None:
+    """Rule 9: the node a replica at ``here`` must tell that its promise rose from ``previous`` to ``promised``.
+
+    ``previous`` and ``promised`` are the replica's promise before and after a Prepare from
+    ``sender``. The node is the one that minted ``previous``: an epoch's node part names one
+    life of a node as ``"<node>#<life>"`` (``casty.cluster.replicas``), or the node alone.
+    ``None`` when nobody must be told (the promise did not rise, no epoch was promised before,
+    or that node is the sender or this one). The caller sends it ``Nack(entity, previous,
+    None, promised)``; a node whose owner no longer holds ``previous`` ignores it.
+    """
+    if not promised > previous:
+        return None
+    node = previous.node.partition("#")[0]
+    return None if node in ("", sender, here) else node
 
 
 # ====================================================================== frames ======

@@ -93,13 +93,15 @@ def _fenced_by_a_newer_promise(world: World) -> None:
 
 @scenario(
     "newer-promise-fences",
-    "3 nodes: while a key's owner runs, its two other replicas promise a newer epoch (an acquisition whose owner vanished); the owner's next write is fenced, its run ends lost, the next Add acquires afresh",
+    "3 nodes: while a key's owner runs, its two other replicas promise a newer epoch (an acquisition whose owner vanished) and their notices to it are lost; the owner's next write is fenced, its run ends lost, the next Add acquires afresh",
     until=timedelta(seconds=10),
     checks=(_fenced_by_a_newer_promise, *CLUSTER_CHECKS),
 )
 def newer_promise_fences(world: World) -> None:
     """The fence itself, with no fault the owner could notice: the step-down rule ends stale runs before a
-    partition's majority takes their keys, so only a promise the owner cannot see leaves a run to fence."""
+    partition's majority takes their keys, so only a promise the owner cannot see leaves a run to fence.
+    Rule 9 has the promising replicas tell the owner at once; a one-way cut n1+n2 -> n3 while the
+    Prepare lands loses those notices (their Nacks), so the owner still learns only at its next write."""
     from casty.cluster.driver import REPLICATION_CHANNEL
     from casty.protocol.replication import Epoch, Prepare
     from casty.cluster.routing import CLUSTER_WIRE
@@ -112,10 +114,13 @@ def newer_promise_fences(world: World) -> None:
             return  # the check says no newer epoch was promised
         newer = Epoch(int(first[0].get("epoch_round")) + 1, "n1#0")
         frame = CLUSTER_WIRE.encode(REPLICATION_CHANNEL, Prepare((tally.name, key), newer))
+        world.partition(["n1", "n2"], ["n3"], oneway=True)  # the replicas' rule-9 notices to n3 are lost
         for replica in ("n1", "n2"):  # an acquisition by an owner that vanished: its Prepare reached the replicas
             world.network.inject("n1", replica, frame)
         world.results["promised"] = [world.env.now, newer.round, newer.node]
-        yield world.timeout(0.5)
+        yield world.timeout(0.05)  # the Prepare lands (~1.5 ms) and the Nacks to n3 are dropped
+        world.reconnect(["n1", "n2"], ["n3"], oneway=True)
+        yield world.timeout(0.45)
         _adds(world, "n3", key, 3, "after")
         yield world.timeout(4.0)
         _ask(world, "n1", key, Read(), "final")
