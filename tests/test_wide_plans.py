@@ -110,9 +110,11 @@ def _up(world: sim.World) -> list[str]:
 
 
 def _ask(world: sim.World, node: str, key: str, message: Any, done: Any) -> None:
+    target = world.results.get("actor", wide_book)
+
     async def client(system: ActorSystem) -> Any:
         try:
-            return await system.ref(wide_book, key).ask(message)
+            return await system.ref(target, key).ask(message)
         except Exception as exc:  # a failed ask is not acknowledged: it may or may not have happened
             return exc
 
@@ -123,7 +125,7 @@ def _ask(world: sim.World, node: str, key: str, message: Any, done: Any) -> None
 def _load(world: sim.World, heal_at: float) -> Generator[simpy.Event, Any, None]:
     """Arm the schedule, then every 0.3 s one Add on the next node that is up, until the heal."""
     yield world.timeout(CONVERGED)
-    _ask(world, "n1", SCHEDULED, Arm(1.0), lambda r: world.results.__setitem__("armed", r))
+    world.process(_arm(world, heal_at))
     yield world.timeout(FAULTS_FROM - CONVERGED - 0.5)
     op = 0
     while world.now < heal_at:
@@ -141,9 +143,20 @@ def _load(world: sim.World, heal_at: float) -> Generator[simpy.Event, Any, None]
         yield world.timeout(0.3)
 
 
-def exercise(world: sim.World, heal_at: float) -> None:
+def _arm(world: sim.World, heal_at: float) -> Generator[simpy.Event, Any, None]:
+    """Arm the schedule, asking again every 2.5 s (from the next node up) until one Arm is answered: a user's retry."""
+    attempt = 0
+    while world.results.get("armed") != 0 and world.now < heal_at:
+        up = _up(world)
+        if up:
+            _ask(world, up[attempt % len(up)], SCHEDULED, Arm(1.0), lambda r: world.results.__setitem__("armed", r))
+        attempt += 1
+        yield world.timeout(2.5)
+
+
+def exercise(world: sim.World, heal_at: float, actor: Any = wide_book) -> None:
     """Load under the world's plan until ``heal_at``, heal every fault, then the liveness phase and the final reads."""
-    world.results.update(acked=[], live={}, final={}, durable=[wide_book.name], heal_at=heal_at)
+    world.results.update(acked=[], live={}, final={}, durable=[actor.name], heal_at=heal_at, actor=actor)
     world.process(_load(world, heal_at))
     world.run(until=heal_at)
     heal_all(world)
@@ -187,6 +200,8 @@ def quorum_regained(world: sim.World) -> None:
 
 def schedule_lives(world: sim.World) -> None:
     """The 1 s schedule fires in every FIRE_GAP window from SETTLE s after the heal to the end of the run."""
+    if world.results.get("armed") != 0:
+        raise CheckFailed("schedule_lives", f"{SCHEDULED}: no Arm was answered before the heal (asked every 2.5 s): {world.results.get('armed')!r}")
     live_from = world.results["heal_at"] + SETTLE
     end = live_from + LIVE_FOR
     fired = sorted(r.t for r in world.trace.of("schedule.fired") if r.get("key") == SCHEDULED and r.t >= live_from - FIRE_GAP)
@@ -230,20 +245,20 @@ def check_all(world: sim.World, checks: tuple[Any, ...] = CHECKS) -> None:
 # ============================================================================ running a plan ======
 
 
-def run_plan(seed: int, nodes: int, plan: FaultPlan, heal_at: float, *extra: Any) -> sim.World:
-    """A world of ``nodes`` cluster nodes with ``plan`` (and ``extra`` simpy processes) applied, exercised to the end."""
+def run_plan(seed: int, nodes: int, plan: FaultPlan, heal_at: float, *extra: Any, actor: Any = wide_book) -> sim.World:
+    """A world of ``nodes`` cluster nodes with ``plan`` (and ``extra`` simpy processes) applied, exercised to the end (``with`` it)."""
     world = sim.World(seed)
     for i in range(1, nodes + 1):
         world.add_node(f"n{i}", cluster=CLUSTER, **NODE_OPTIONS)
     plan.apply(world)
     for make in extra:
         world.process(make(world))
-    exercise(world, heal_at)
+    exercise(world, heal_at, actor)
     return world
 
 
-def _after_row(kind: str, node: str | None, action: Any, *, delay: float = 0.0, nth: int = 1) -> Any:
-    """A simpy process maker: when the ``nth`` ``kind`` row (on ``node``, any if None) appears, wait ``delay`` s, then ``action(world, row)``."""
+def _after_row(kind: str, node: str | None, action: Any, *, after: float = 0.0, delay: float = 0.0, nth: int = 1) -> Any:
+    """A simpy process maker: when the ``nth`` ``kind`` row (on ``node``, any if None) after ``after`` s appears, wait ``delay`` s, then ``action(world, row)``."""
 
     def process(world: sim.World) -> Generator[simpy.Event, Any, None]:
         seen, count = 0, 0
@@ -253,7 +268,7 @@ def _after_row(kind: str, node: str | None, action: Any, *, delay: float = 0.0, 
             while seen < len(rows):
                 row = rows[seen]
                 seen += 1
-                if row.kind == kind and (node is None or row.node == node):
+                if row.kind == kind and (node is None or row.node == node) and row.t > after:
                     count += 1
                     if count == nth:
                         if delay:
@@ -338,3 +353,101 @@ def test_sweep_seed_8_three_nodes() -> None:
     """The sweep's seed 8 on three nodes (120 s of faults, max 10) passes every check."""
     with run_plan(8, 3, _space(3).draw(_plan_rng(8)), HEAL) as world:
         check_all(world)
+
+
+# ============================================================================ the sweeps (plugin) ======
+
+_SWEEP = {"until": HEAL, "start": FAULTS_FROM, "cluster": CLUSTER, "node_options": NODE_OPTIONS}
+
+
+@pytest.mark.sim(seeds=SEEDS, nodes=3, faults=fault_plans(3, duration=HEAL - FAULTS_FROM - 1.0, start=FAULTS_FROM, kinds=DRAWABLE_KINDS, max_faults=MAX_FAULTS, wipe=False), **_SWEEP)
+def test_sweep_three_nodes(world: sim.World) -> None:
+    """Three nodes, up to 10 faults of every kind over 120 s, disks kept: every safety and liveness check holds after the heal."""
+    exercise(world, HEAL)
+    check_all(world)
+
+
+@pytest.mark.sim(seeds=SEEDS, nodes=5, faults=fault_plans(5, duration=HEAL - FAULTS_FROM - 1.0, start=FAULTS_FROM, kinds=DRAWABLE_KINDS, max_faults=MAX_FAULTS, wipe=False), **_SWEEP)
+def test_sweep_five_nodes(world: sim.World) -> None:
+    """Five nodes, the same space: every safety and liveness check holds after the heal."""
+    exercise(world, HEAL)
+    check_all(world)
+
+
+# ============================================================================ hand-built plans ======
+
+
+def _crash_restart(node: str, down: float, wipe: bool = False) -> Any:
+    def act(world: sim.World, row: Any) -> None:
+        world.crash(node)
+
+        def later(world: sim.World) -> Generator[simpy.Event, Any, None]:
+            yield world.timeout(down)
+            world.restart(node, wipe_disk=wipe)
+
+        world.process(later(world))
+
+    return act
+
+
+_WIPED_N2 = FaultPlan.of(Crash(at=10, node="n2"), Restart(at=14, node="n2", wipe=True))
+HAND: dict[str, tuple[int, FaultPlan, float, tuple[Any, ...]]] = {
+    # a crash during a partition during clock steps: n3 (acct0's owner) cut off alone, n2 down inside the cut (no quorum anywhere)
+    "overlap-3": (3, FaultPlan.of(
+        ClockStep(at=8, node="n1", seconds=-20), Partition(at=10, a=("n3",), b=("n1", "n2"), duration=15),
+        ClockStep(at=12, node="n3", seconds=2.5), Crash(at=14, node="n2"), Restart(at=19, node="n2"), ClockStep(at=30, node="n1", seconds=20)), 40.0, ()),
+    "overlap-5": (5, FaultPlan.of(
+        ClockStep(at=8, node="n4", seconds=-30), Partition(at=10, a=("n4", "n5"), b=("n1", "n2", "n3"), duration=15),
+        ClockStep(at=12, node="n2", seconds=2.5), Crash(at=14, node="n1"), Crash(at=15, node="n3"), Restart(at=20, node="n1"), Restart(at=21, node="n3")), 40.0, ()),
+    # restarts during a handoff: n2 comes back wiped at 14 s; the moment its handoff starts, it crashes again (disk kept or
+    # wiped), or one of the replicas it pulls from crashes
+    "handoff-crash-self": (3, _WIPED_N2, 40.0, (_after_row("handoff.started", "n2", _crash_restart("n2", 1.0), after=12),)),
+    "handoff-crash-self-wiped": (3, _WIPED_N2, 40.0, (_after_row("handoff.started", "n2", _crash_restart("n2", 1.0, wipe=True), after=12, delay=0.002),)),
+    "handoff-crash-source": (3, _WIPED_N2, 40.0, (_after_row("handoff.started", "n2", _crash_restart(OWNER3, 2.0), after=12),)),
+    "handoff-crash-source-5": (5, _WIPED_N2, 40.0, (_after_row("handoff.started", "n2", _crash_restart(OWNER5, 2.0), after=12),)),
+    # every replica paused: at once, staggered, and every node of five for 25 s
+    "pause-all-3": (3, FaultPlan.of(*(Pause(at=10, node=n, duration=6) for n in ("n1", "n2", "n3"))), 40.0, ()),
+    "pause-staggered-3": (3, FaultPlan.of(*(Pause(at=10 + 2 * i, node=n, duration=8) for i, n in enumerate(("n1", "n2", "n3")))), 40.0, ()),
+    "pause-all-5-long": (5, FaultPlan.of(*(Pause(at=10 + 0.3 * i, node=f"n{i}", duration=25) for i in range(1, 6))), 60.0, ()),
+}
+
+
+@pytest.mark.parametrize("name", list(HAND))
+def test_hand_built_plan(name: str) -> None:
+    """Overlapping faults, restarts during a handoff, every replica paused: every check holds after the heal."""
+    nodes, plan, heal_at, extra = HAND[name]
+    with run_plan(0, nodes, plan, heal_at, *extra) as world:
+        if name.startswith("handoff"):  # the aimed crash really fell inside n2's handoff after its wiped restart
+            started = [r for r in world.trace.of("handoff.started", node="n2") if r.t > 12]
+            assert started and any(r.kind == "fault.crash" and r.t - started[0].t < 0.01 for r in world.trace.of("fault.crash")), name
+        check_all(world)
+
+
+# ============================================================================ the checks catch a planted bug ======
+
+
+@actor(initial=Book(), durable="write")
+async def forgetful_book(ctx: Context[Book, Add | Look | Arm | Beat]) -> None:
+    """wide_book with a planted bug: every seventh Add is acknowledged and never written."""
+    async for msg in ctx.inbox:
+        match msg:
+            case Add(op=op, reply_to=reply_to):
+                if op % 7 != 3:
+                    await ctx.state.update(lambda b: Book(b.ops + (op,), b.beats))
+                reply_to.tell(op)
+            case Look(reply_to=reply_to):
+                reply_to.tell(await ctx.state.update(lambda b: b))
+            case Arm(every=every, reply_to=reply_to):
+                await ctx.schedule("beat", timedelta(seconds=every), timedelta(seconds=every), Beat())
+                reply_to.tell(0)
+            case Beat():
+                await ctx.state.update(lambda b: Book(b.ops, b.beats + 1))
+
+
+def test_acked_ops_kept_catches_an_acknowledged_op_never_written() -> None:
+    """With no fault at all, acked_ops_kept fails on forgetful_book (ops 10, 24, 38, 52 of acct0 acked, never written) and passes on wide_book."""
+    with run_plan(0, 3, FaultPlan(()), 20.0, actor=forgetful_book) as world:
+        found = failures(world)
+    assert len(found) == 1 and found[0].startswith("acked_ops_kept: acct0: 4 acknowledged op(s) missing") and "[(10, 'n2', 5.5," in found[0], found
+    with run_plan(0, 3, FaultPlan(()), 20.0) as world:
+        assert failures(world) == []
