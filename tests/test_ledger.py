@@ -323,7 +323,7 @@ def test_ownership_repeat_the_refired_occurrence_is_repeated() -> None:
     ]
     repeat = entries[1]
     assert [(a.node, a.lost is not None) for a in repeat.attempts] == [("n3", True), ("n2", False)]
-    assert "owner changed: epoch.acquired on n2 at t=13.808s" in repeat.why
+    assert "owner changed: epoch.acquired on n2 at t=13.809s" in repeat.why
 
 
 def test_pause_catch_up_the_late_firing_skips_five() -> None:

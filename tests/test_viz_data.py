@@ -90,7 +90,7 @@ def test_stale_owner_fenced_epoch_spans_and_cut() -> None:
     assert [(s.name, s.start_ns, s.end_ns, s.superseded_ns, s.ended_by) for s in epoch_spans(trace, actor, key)] == [
         ("(1, n3#1)", 2006534500, 3801685202, None, "lost"),
         ("(2, n1#1)", 4807455589, 7203067850, None, "handoff"),
-        ("(2, n3#1)", 7208372129, 14811312227, None, "end of trace"),
+        ("(2, n3#1)", 7208372129, 14809205820, None, "end of trace"),
     ]
     assert [(s.text, s.start_ns, s.end_ns, s.healed) for s in spells(trace)] == [("n3 | n1 n2", 3_000_000_000, 7_200_000_000, True)]
     frame = frame_at(trace, 5.0)
@@ -162,12 +162,12 @@ def test_the_space_time_window_marks_the_new_owners_epoch_with_its_firing() -> N
     """ownership-repeat seed 0, default window: n2 and n1 see n3 dead, then n2's instant of epoch (2, n2#1), recovered activation and firing share one place."""
     trace = scenarios.run("ownership-repeat", 0).trace
     window = default_window(trace)
-    assert window == (13_799_852_547, 13_813_777_899)
+    assert window == (13_799_999_965, 13_812_156_304)
     marks = list(node_marks(trace, *window, spacetime_lanes(trace), internal=False).items())
     assert marks[:3] == [
         (("n2", 13_801_012_993), [("d", "#666666", "sees n3 dead", "member.changed")]),
         (("n1", 13_801_058_560), [("d", "#666666", "sees n3 dead", "member.changed")]),
-        (("n2", 13_807_967_668), [("*", "#CC79A7", "epoch (2, n2#1) of cl_ticker[\"repeat2\"], found v3", "epoch.acquired"),
+        (("n2", 13_808_585_490), [("*", "#CC79A7", "epoch (2, n2#1) of cl_ticker[\"repeat2\"], found v3", "epoch.acquired"),
                                   (">", "#009E73", "activated (recovered)", "activation.started"),
                                   ("o", "#222222", "fires schedule 'tick'", "schedule.fired")]),
     ]
