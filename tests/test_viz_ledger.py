@@ -111,6 +111,19 @@ def test_table_rows_and_html() -> None:
     assert "&lt;b&gt;" in weird and "<b>" not in weird
 
 
+def test_a_slice_of_the_table_is_still_a_table_and_reads_as_text() -> None:
+    """ledger_table(...)[:3] keeps the HTML view (a notebook's first rows, not a list of dicts); repr is an aligned text table."""
+    rows = ledger_table(ENTRIES)
+    head = rows[:3]
+    assert type(head).__name__ == "LedgerTable" and head == list(rows)[:3] and isinstance(rows[0], dict)
+    assert head._repr_html_().count("<tr>") == 4
+    lines = repr(head).splitlines()
+    assert len(lines) == 4 and lines[0].split() == ["source", "schedule", "due", "status", "late_s", "skipped", "firings", "claimed", "lost_claims", "why"]
+    assert lines[2].split()[3:7] == ["late", "0.500", "0", "1"]
+    assert lines[3].split()[3:6] == ["caught-up", "27.000", "2"]
+    assert repr(ledger_table([])) == "LedgerTable: no occurrence"
+
+
 def test_the_table_needs_no_matplotlib() -> None:
     """sim.viz.data.ledger imports nothing from matplotlib (a notebook table without the charts)."""
     import subprocess

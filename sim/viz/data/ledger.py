@@ -11,7 +11,7 @@ from __future__ import annotations
 import html
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, SupportsIndex, overload
 
 from sim.ledger import Entry, table
 from sim.trace import Trace
@@ -31,8 +31,42 @@ CLASS_COLOURS = {"on time": GREEN, "late": ORANGE, "caught up": BLUE, "repeated"
 _COLUMNS = ("source", "schedule", "due", "status", "late_s", "skipped", "firings", "claimed", "lost_claims", "why")
 
 
+def _cell(value: Any) -> str:
+    """A row's value as table text: a list joined, None empty, a float with 3 decimals."""
+    return ", ".join(value) if isinstance(value, list) else "" if value is None else f"{value:.3f}" if isinstance(value, float) else str(value)
+
+
 class LedgerTable(list[dict[str, Any]]):
-    """The ledger as plain rows (``sim.ledger.table``), one dict per occurrence; a notebook shows it as an HTML table."""
+    """The ledger as plain rows (``sim.ledger.table``), one dict per occurrence; a notebook shows it as an HTML table.
+
+    A slice (``ledger_table(entries)[:8]``) is a ``LedgerTable`` too, so the first rows still show as a table
+    (a plain list's repr is a wall of dicts); ``repr`` is the same table in plain text, for a terminal.
+    Equality, ``len``, indexing and iteration are the list's: the rows stay plain dicts for programs.
+    """
+
+    @overload
+    def __getitem__(self, index: SupportsIndex) -> dict[str, Any]: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> LedgerTable: ...
+
+    def __getitem__(self, index: SupportsIndex | slice) -> dict[str, Any] | LedgerTable:
+        if isinstance(index, slice):
+            return LedgerTable(list.__getitem__(self, index))
+        return list.__getitem__(self, index)
+
+    def __repr__(self) -> str:
+        """The rows as a plain-text table, one line each, columns aligned (``why`` last, not cut)."""
+        if not self:
+            return "LedgerTable: no occurrence"
+        grid = [list(_COLUMNS)] + [[_cell(row.get(c)) for c in _COLUMNS] for row in self]
+        widths = [max(len(line[i]) for line in grid) for i in range(len(_COLUMNS) - 1)]
+        lines = ["  ".join([*(text.ljust(w) for text, w in zip(line, widths)), line[-1]]).rstrip() for line in grid]
+        return "\n".join(lines)
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        """IPython's plain-text view (a terminal, a text-only export): the same table as ``repr``."""
+        printer.text(repr(self))
 
     def _repr_html_(self) -> str:
         head = "".join(f"<th>{c}</th>" for c in _COLUMNS)
@@ -41,8 +75,7 @@ class LedgerTable(list[dict[str, Any]]):
             colour = CLASS_COLOURS.get(CLASS_OF.get(str(row["status"]), str(row["status"])), GREY)
             cells = []
             for c in _COLUMNS:
-                value = row[c]
-                text = ", ".join(value) if isinstance(value, list) else "" if value is None else f"{value:.3f}" if isinstance(value, float) else str(value)
+                text = _cell(row[c])
                 style = f' style="color:{colour};font-weight:bold"' if c == "status" else ""
                 cells.append(f"<td{style}>{html.escape(text)}</td>")
             body.append("<tr>" + "".join(cells) + "</tr>")
