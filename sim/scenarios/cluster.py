@@ -452,11 +452,12 @@ def _cluster_random_counts(world: World) -> None:
     final count (read from a healthy node after the quiet time) is >= their number and >= the greatest of them.
 
     The final count is read with ``Settle``, a write of the count unchanged: its answer is confirmed under the owner's
-    epoch, so it is the replicas' count. A ``Get`` is answered from the owner's memory and is not a quorum read: an old
-    owner that was cut off in a minority, lost the key to the majority's newer epoch without writing (so without being
-    fenced), and is the ring's owner again after the heal, still answers ``Get`` with its old count until its next write
-    fails as fenced (tests/test_cluster_runtime.py shows it on three nodes). The stale ``Get`` answers are kept in
-    ``world.results["get:<key>"]`` for the record; they are not checked.
+    epoch, so it is the replicas' count. A ``Get`` is answered from the owner's memory and is not a quorum read; an owner
+    cut off in a minority ends its run once it loses its quorum (the step-down rule), so after the heal its key starts
+    again from the replicas' count (tests/test_cluster_runtime.py,
+    test_a_cut_off_owner_steps_down_with_its_quorum_and_reads_the_replicas_count_after_the_heal). The ``Get`` answers are
+    kept in ``world.results["get:<key>"]`` for the record; they are not checked (a read inside the step-down window may
+    still be the old owner's).
 
     Claimed under the plan's one restriction: two crashes are never closer than ``RANDOM_CRASH_GAP`` after a restart
     (two overlapping losses of memory can take every copy of a write; then nothing is owed). A restarted node holds
