@@ -199,6 +199,17 @@ MUTANTS: tuple[Mutant, ...] = (
         ("durable-owner-unsaved", "all-replicas-lost", "swarm"),
     ),
     Mutant(
+        "r9-supersede-silent",
+        "replication 9: a replica whose promise rises over another node's epoch tells that node (here: nobody is told,"
+        " so a holder whose own replica missed the newer Prepare learns only when its next write is fenced)",
+        _one(
+            "casty/protocol/replication.py",
+            "    if not promised > previous:\n        return None\n",
+            "    if True:  # mutant: nobody is ever told\n        return None\n",
+        ),
+        ("superseded-holder-told",),
+    ),
+    Mutant(
         "quorum-any-alive",
         "membership quorum: a node owns keys only while it sees more than half of the members alive (here: always)",
         _one("casty/protocol/placement.py", "    return 2 * alive > members\n", "    return alive > 0\n"),

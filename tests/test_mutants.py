@@ -231,3 +231,24 @@ def test_the_membership_probes_pass_more_seeds_on_the_unpatched_runtime(probe: s
     from sim import scenarios
 
     assert [(seed, [str(f) for f in scenarios.run(probe, seed).failures]) for seed in (1, 2)] == [(1, []), (2, [])]
+
+
+# Replication rule 9 (Supersede), whose probe cuts away only the holder's own copy of the newer Prepare.
+SUPERSEDE = "superseded_holder_told: n3's run ended lost 0.303 s after the stray Prepare, not within 0.1 s"
+
+
+def test_a_silent_supersede_is_caught_at_seed_0_of_its_probe(unpatched: Baseline) -> None:
+    """With rule 9 silenced the holder learns only at its next write (0.3 s on): superseded-holder-told fails seed 0, its check first."""
+    mutant = next(m for m in MUTANTS if m.name == "r9-supersede-silent")
+    assert mutant.targets[0] == "superseded-holder-told"
+    probe = mutant.targets[0]
+    outcome = hunt(mutant, baseline=unpatched, seeds=range(3), available=[probe], scenarios=[probe], source=unpatched.copy)
+    assert (outcome.status, outcome.scenario, outcome.seed, outcome.tried) == ("CAUGHT", probe, 0, {probe: 1})
+    assert outcome.detail == SUPERSEDE
+
+
+def test_the_supersede_probe_passes_more_seeds_on_the_unpatched_runtime() -> None:
+    """Seeds 1 to 3 of superseded-holder-told pass every check on today's runtime (seed 0 is test_scenarios' and the hunt's baseline)."""
+    from sim import scenarios
+
+    assert [(seed, [str(f) for f in scenarios.run("superseded-holder-told", seed).failures]) for seed in (1, 2, 3)] == [(1, []), (2, []), (3, [])]

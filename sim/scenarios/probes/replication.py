@@ -1,4 +1,4 @@
-"""Probes of the replication rules: a promise never goes down (rule 1), an heir's write-back is on a quorum before it answers reads (rule 2)."""
+"""Probes of the replication rules: a promise never goes down (rule 1), an heir's write-back is on a quorum before it answers reads (rule 2), a replica whose promise rose tells the older epoch's holder (rule 9)."""
 
 from __future__ import annotations
 
@@ -126,6 +126,83 @@ def newer_promise_fences(world: World) -> None:
         _ask(world, "n1", key, Read(), "final")
 
     _on_a_key(world, "n3", "promised", script)
+
+
+def _superseded_holder_told(world: World) -> None:
+    """The holder whose own replica missed a newer Prepare was told by the replicas that promised it (rule 9): its run ended
+    lost within TOLD_WITHIN of the Prepare, before its next write; a newer epoch was acquired within RESUME_EVERY +
+    write_timeout; no write failed (Unavailable or fenced) after it; every confirmed Add counted once."""
+    from casty.cluster.runtime import RESUME_EVERY
+
+    check = "superseded_holder_told"
+    key = str(world.results.get("key"))
+    strayed = world.results.get("strayed")
+    _expect(check, isinstance(strayed, list) and len(strayed) == 3, f"no stray Prepare was sent: {strayed!r}")
+    assert isinstance(strayed, list)
+    at_ns = int(strayed[0])
+    newer = (int(strayed[1]), str(strayed[2]))
+    lost = [r.t_ns for r in world.trace.of("activation.ended", node="n3", key=key, reason="lost") if r.t_ns > at_ns]
+    _expect(check, len(lost) == 1, f"n3's run did not end as lost once after the stray Prepare: {len(lost)}")
+    waited = (lost[0] - at_ns) / 1e9
+    _expect(check, waited <= TOLD_WITHIN, f"n3's run ended lost {waited:.3f} s after the stray Prepare, not within {TOLD_WITHIN} s")
+    writes = [r.t_ns for r in world.trace.rows if r.t_ns > at_ns and r.node == "n3" and r.kind.startswith("write.") and r.get("key") == key]
+    _expect(check, not writes or lost[0] < writes[0], f"n3 learnt only at its next write ({writes[:1]} ns, lost at {lost[0]} ns)")
+    again = [r for r in world.trace.of("epoch.acquired", key=key) if r.t_ns > at_ns]
+    within = RESUME_EVERY + WRITE_TIMEOUT
+    _expect(check, bool(again) and (int(again[0].get("epoch_round")), str(again[0].get("epoch_node"))) > newer, f"the key was not acquired again above the stray epoch {newer}")
+    took = (again[0].t_ns - at_ns) / 1e9
+    _expect(check, took <= within, f"the key was acquired again {took:.3f} s after the stray Prepare, not within RESUME_EVERY + write_timeout = {within} s")
+    failed = [(r.node, r.get("reason")) for r in world.trace.of("write.failed", key=key) if r.t_ns > at_ns]
+    _expect(check, not failed, f"writes failed after the stray Prepare: {failed}")
+    before, after = world.results.get("before"), world.results.get("after")
+    refused = [a for a in after if not isinstance(a, int)] if isinstance(after, list) else [after]
+    _expect(check, _ints(before) == [1, 2] and bool(_ints(after)) and not refused, f"answers: before {before!r}, after {after!r}")
+    answers = [*_ints(before), *_ints(after)]
+    final = world.results.get("final")
+    _expect(check, answers == list(range(1, len(answers) + 1)) and final == len(answers), f"final count {final!r} after the Adds {answers}")
+
+
+TOLD_WITHIN = 0.1
+"""How soon after the stray Prepare the holder's run must end: the Prepare's and the Nack's latencies (~3 ms) with room."""
+WRITE_TIMEOUT = 1.0  # the probes' nodes (kit._nodes)
+
+
+@scenario(
+    "superseded-holder-told",
+    "3 nodes: a stray Prepare from n2 of a newer epoch reaches n1's and n2's replicas but not the holder n3's; they tell n3 (rule 9): its run ends lost at once, the key is acquired afresh, and the client's next Adds are answered, none Unavailable",
+    until=timedelta(seconds=8),
+    checks=(_superseded_holder_told, *CLUSTER_CHECKS),
+)
+def superseded_holder_told(world: World) -> None:
+    """Rule 9 of replication, which ``newer-promise-fences`` cuts away. A view that named n2 the key's owner for an
+    instant sends its Prepare to the three replicas; the one to n3 is lost (a one-way cut n2 -> n3 for 50 ms). n3's own
+    replica promised nothing newer, and n3's writes had all been acked, so no resend of rule 5 would tell it: only n1,
+    whose promise rose over n3's epoch, does (n2's notice is cut too). Without it n3 learns at the client's next Add,
+    which is fenced and answers Unavailable."""
+    from casty.cluster.driver import REPLICATION_CHANNEL
+    from casty.protocol.replication import Epoch, Prepare
+    from casty.cluster.routing import CLUSTER_WIRE
+
+    def script(world: World, key: str) -> Generator[simpy.Event, Any, None]:
+        _adds(world, "n3", key, 2, "before")
+        yield world.timeout(1.0)
+        first = [r for r in world.trace.of("epoch.acquired", key=key) if r.node == "n3"]
+        if not first:
+            return  # the check says no stray Prepare was sent
+        newer = Epoch(int(first[0].get("epoch_round")) + 1, "n2#0")
+        frame = CLUSTER_WIRE.encode(REPLICATION_CHANNEL, Prepare((tally.name, key), newer))
+        world.partition(["n2"], ["n3"], oneway=True)  # n2's Prepare to n3 (and n2's own notice) is lost
+        for replica in ("n1", "n2"):
+            world.network.inject("n2", replica, frame)
+        world.results["strayed"] = [world.env.now, newer.round, newer.node]
+        yield world.timeout(0.05)
+        world.reconnect(["n2"], ["n3"], oneway=True)
+        yield world.timeout(0.25)
+        _paced_adds(world, "n3", key, 3.0, "after")  # the client keeps using the key
+        yield world.timeout(4.0)
+        _ask(world, "n1", key, Read(), "final")
+
+    _on_a_key(world, "n3", "told", script)
 
 
 def _lower_prepare_refused(world: World) -> None:
