@@ -15,13 +15,15 @@ os.environ.setdefault("MPLBACKEND", "Agg")
 
 from matplotlib.axes import Axes  # noqa: E402
 import numpy as np  # noqa: E402
-from matplotlib.collections import PathCollection  # noqa: E402
+from matplotlib.collections import LineCollection, PathCollection  # noqa: E402
+from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.patches import Rectangle  # noqa: E402
 
 from casty import ActorSystem, Context, actor  # noqa: E402
 from sim import World, scenarios  # noqa: E402
 from sim.viz import ticks_chart  # noqa: E402
 from sim.viz.data.ticks import tick_rows  # noqa: E402
+from sim.trace import Trace  # noqa: E402
 
 
 def _points(ax: Axes, gid: str, y: int | None = None) -> int:
@@ -97,6 +99,67 @@ def test_dead_letters_and_a_pause_are_drawn_on_the_schedule_s_row() -> None:
     (pause,) = [p for p in ax.patches if p.get_gid() == "schedule.paused" and isinstance(p, Rectangle)]
     assert (round(pause.get_x()), round(pause.get_width())) == (25, 20)
     assert ax.get_title(loc="left") == "Periodic deliveries: 3 told, 3 dead letters"
+
+
+@actor(initial=0, mailbox=1)
+async def _slow(ctx: Context[int, _Tick]) -> None:
+    """Takes 25 s per tick; its mailbox holds one waiting message."""
+    async for msg in ctx.inbox:
+        await asyncio.sleep(25)
+
+
+def _failing_and_slow() -> Trace:
+    """Course 06 section 3: every 10 s to a key that raises (6 dead letters) and to one whose mailbox is full at 30 s and 50 s (2 ticks lost)."""
+    world = World(seed=0)
+    world.add_node("n1")
+
+    async def client(system: ActorSystem) -> None:
+        await system.schedule(_Tick("t"), system.ref(_fragile, "f"), timedelta(seconds=10), reference="to-fragile")
+        await system.schedule(_Tick("t"), system.ref(_slow, "s"), timedelta(seconds=10), reference="to-slow")
+
+    world.spawn("n1", client)
+    world.run(until=65)
+    world.close()
+    return world.trace
+
+
+def test_a_lost_tick_and_a_dead_letter_differ_in_shape_and_colour_and_the_legend_names_each() -> None:
+    """6 dead letters and 2 lost ticks: the two marks share neither marker path nor colour, on the chart and in the legend, each named."""
+    trace = _failing_and_slow()
+    ax = ticks_chart(trace).axes[0]
+    assert (_points(ax, "dead"), _points(ax, "failed")) == (6, 2) == (len(trace.of("dead_letter")), len(trace.of("node_schedule.tick_lost")))
+    (dead,) = [c for c in ax.collections if c.get_gid() == "dead"]
+    lost = [c for c in ax.collections if c.get_gid() == "failed"][0]
+    shapes = [np.asarray(c.get_paths()[0].vertices) for c in (dead, lost)]
+    assert shapes[0].shape != shapes[1].shape or not np.allclose(shapes[0], shapes[1])  # another marker path
+    assert not np.allclose(dead.get_facecolor()[0], lost.get_facecolor()[0])
+    drawn = ax.get_legend()
+    assert drawn is not None
+    legend = {t.get_text(): h for t, h in zip(drawn.get_texts(), drawn.legend_handles)}
+    assert "tick lost (not handed over)" in legend and "told, handler failed: dead letter" in legend, sorted(legend)
+    a, b = legend["tick lost (not handed over)"], legend["told, handler failed: dead letter"]
+    assert isinstance(a, Line2D) and isinstance(b, Line2D)
+    assert (a.get_marker(), b.get_marker()) == ("X", "s") and a.get_color() != b.get_color()
+
+
+def test_the_axis_fits_the_ticks_when_the_run_goes_on_long_after_and_says_so() -> None:
+    """cron-single-fire runs to 110 s for its claims to expire; the ticks end with the cancel at 45 s: the axis stops near 45 s, the label names the run's end, each row marks its cancel."""
+    trace = scenarios.run("cron-single-fire", seed=0).trace
+    ax = ticks_chart(trace).axes[0]
+    cancels = trace.of("node_schedule.cancelled", reason="cancelled")
+    last = max(r.t for r in cancels)
+    assert len(cancels) == 3 and 44 < last < 46 and trace.rows[-1].t > 100
+    assert last < ax.get_xlim()[1] < last * 1.1
+    assert "the run ends at 109.8 s, nothing on these rows after 45 s" in ax.get_xlabel(), ax.get_xlabel()
+    assert sum(len(c.get_segments()) for c in ax.collections if c.get_gid() == "cancelled" and isinstance(c, LineCollection)) == 3
+    assert [t.get_text() for t in ax.texts].count("cancelled") == 3
+
+
+def test_a_run_whose_rows_reach_its_end_keeps_the_whole_axis() -> None:
+    """timers-vs-schedules: the persisted schedule ticks to the end, so the axis still runs to the trace's end and the label is the plain one."""
+    trace = scenarios.run("timers-vs-schedules", seed=0).trace
+    ax = ticks_chart(trace).axes[0]
+    assert ax.get_xlim()[1] >= trace.rows[-1].t / 60 and ax.get_xlabel() == "true time since start (min)"  # 190 s: drawn in minutes
 
 
 @dataclass(frozen=True)

@@ -11,9 +11,15 @@ periodic work side by side, so a crash shows which kind survives it:
   circle (that node did not tell it), a claim won but never told by anyone (the winner died
   between the claim and the tell: drawn on the winner's row, at its crash when the losers name
   it and it died before recording its win) an orange diamond, a tick that could not be handed over (``tick_lost``)
-  and a claim that could not be made (``claim_skipped``) red X's, a late tick that skipped
-  later ones "skipped N", a tick whose handler failed (a ``dead_letter`` whose origin names the
-  schedule) a small red x under its dot, a paused node schedule hatched from pause to resume.
+  and a claim that could not be made (``claim_skipped``) a filled vermillion (red-orange) X in the lane, labelled,
+  a late tick that skipped later ones "skipped N", a tick whose handler failed (a ``dead_letter``
+  whose origin names the schedule) a small black square under its dot (another shape and colour than
+  the lost tick's X: the two failures read apart in grey scale and to a colour-blind reader), a
+  paused node schedule hatched from pause to resume, a cancelled one a black bar labelled "cancelled".
+
+The x axis ends at the last thing drawn when the run goes on well past it (a scenario that waits
+for its claim keys to expire after cancelling its cron): the axis label says where the run ended,
+so the empty stretch is neither drawn nor hidden without a word.
 
 The rows of a node carry its faults (crash, down, pause) as the activation timeline draws
 them. The claim keys' own schedules (the internal type ``casty.cluster.claims:schedule_fire``
@@ -38,9 +44,12 @@ from sim.viz.data.nodes import node_events
 from sim.viz.data.ticks import source_name, tick_rows
 from sim.viz.data.timebase import end_ns, time_unit
 from sim.viz.draw import declutter, fault_handles, label, outside_legend, style_node_lanes
-from sim.viz.palette import BLUE, FONT, GREEN, GREY, LIGHT_GREY, ORANGE, SMALL, VERMILLION
+from sim.viz.palette import BLUE, FONT, GREEN, GREY, INK, LIGHT_GREY, ORANGE, SMALL, VERMILLION
 
 __all__ = ["ticks_chart"]
+
+_FIT_SLACK = 0.25
+"""The axis stops at the last mark when more than this share of the run comes after it with nothing to draw."""
 
 
 def _row_label(node: str, source: str, rows: list[Row]) -> str:
@@ -73,6 +82,8 @@ def ticks_chart(trace: Trace, *, ax: Axes | None = None, title: str | None = Non
     events = node_events(trace)
     labels = []
     counts: Counter[str] = Counter()
+    failed_kinds: set[str] = set()
+    last_ns = 0  # the latest instant anything is drawn at: a row's event, a node's fault
     told_anywhere = {(r.get("reference"), r.get("tick_us")) for found in rows.values() for r in found if r.kind == "node_schedule.fired"}
     untold: dict[tuple[str, str], list[int]] = {}  # (node, source) -> times of ticks it won and never told
     for found in rows.values():
@@ -95,7 +106,10 @@ def ticks_chart(trace: Trace, *, ax: Axes | None = None, title: str | None = Non
         y = y_of[(node, source)]
         ax.add_patch(Rectangle((0, y - 0.4), unit.x(end), 0.8, facecolor="#F4F4F4", edgecolor="none", zorder=0))
         ev = events.get(node)
+        if found:
+            last_ns = max(last_ns, max(r.t_ns for r in found))
         if ev is not None:
+            last_ns = max([last_ns, *(s.end_ns for s in ev.down), *(s.end_ns for s in ev.paused), *ev.crashes, *(t for t, _ in ev.restarts)])
             for span in ev.down:
                 ax.add_patch(Rectangle((unit.x(span.start_ns), y - 0.4), unit.x(span.end_ns - span.start_ns), 0.8,
                                        facecolor=LIGHT_GREY, edgecolor="none", zorder=1, gid="down"))
@@ -129,9 +143,14 @@ def ticks_chart(trace: Trace, *, ax: Axes | None = None, title: str | None = Non
             elif r.kind in ("node_schedule.tick_lost", "node_schedule.claim_skipped"):
                 marks.setdefault("failed", []).append(x)
                 counts["failed"] += 1
+                failed_kinds.add(r.kind)
                 # beside its X, inside its own lane: above the lane it read as the lane above's (course 06, section 3)
                 labels.append(label(ax, x, y, "tick lost" if r.kind.endswith("tick_lost") else "claim skipped",
                                     colour=VERMILLION, weight="bold", va="center", dx=7))
+            elif r.kind == "node_schedule.cancelled" and r.get("reason", "cancelled") == "cancelled":
+                ax.vlines(x, y - 0.32, y + 0.32, color=INK, lw=2.2, zorder=4, gid="cancelled")
+                counts["cancelled"] += 1
+                labels.append(label(ax, x, y - 0.42, "cancelled", colour=INK, ha="right", va="bottom", down=False, dx=-1))  # above its lane: the last tick is often right before it
             elif r.kind in ("schedule.caught_up", "node_schedule.caught_up") and int(r.get("skipped", 0) or 0):
                 labels.append(label(ax, x, y - 0.42, f"skipped {r.get('skipped')}", colour=VERMILLION, weight="bold", down=False, va="bottom"))
         for t in untold.get((node, source), []):
@@ -143,15 +162,20 @@ def ticks_chart(trace: Trace, *, ax: Axes | None = None, title: str | None = Non
             "lost": {"marker": "o", "s": 42, "facecolors": "white", "edgecolors": GREY, "linewidths": 1.2, "zorder": 3},
             "untold": {"marker": "D", "s": 60, "color": ORANGE, "edgecolors": "#222222", "zorder": 4},
             "failed": {"marker": "X", "s": 70, "color": VERMILLION, "edgecolors": "white", "zorder": 4},
-            "dead": {"marker": "x", "s": 40, "color": VERMILLION, "linewidths": 1.6, "zorder": 4},
+            "dead": {"marker": "s", "s": 30, "color": INK, "edgecolors": "white", "linewidths": 0.6, "zorder": 4},
         }
         for what, xs in marks.items():
             dy = 0.25 if what == "dead" else 0.0  # a dead letter sits under the dot of the tick that caused it
             ax.scatter(xs, [y + dy] * len(xs), gid=what, **style[what])  # type: ignore[arg-type]
-    ax.set_xlim(0, unit.x(end) * 1.01 if end else 1)
+    fitted = bool(order) and last_ns > 0 and end - last_ns > _FIT_SLACK * end
+    right = unit.x(last_ns) * 1.06 if fitted else unit.x(end) * 1.01
+    ax.set_xlim(0, right if end else 1)
     ax.set_ylim(len(order) - 0.5, -0.95)  # room above the first row for its labels
     ax.set_yticks(range(len(order)), [_row_label(node, source, rows[(node, source)]) for node, source in order], fontsize=SMALL + 0.5)
     style_node_lanes(ax, unit, trace.time_axis)
+    if fitted:
+        ax.set_xlabel(f"{ax.get_xlabel()}: the run ends at {unit.x(end):.4g} {unit.name}, nothing on these rows after {unit.x(last_ns):.4g} {unit.name}",
+                      fontsize=ax.xaxis.label.get_fontsize())
     ax.set_ylabel("")
     if not order:
         ax.text(0.5, 0.5, "no schedule, timer or node-schedule deliveries in this trace", transform=ax.transAxes,
@@ -167,9 +191,12 @@ def ticks_chart(trace: Trace, *, ax: Axes | None = None, title: str | None = Non
     if counts["untold"]:
         handles.append(Line2D([], [], ls="", marker="D", ms=7, color=ORANGE, mec="#222222", label="claim won, never told"))
     if counts["failed"]:
-        handles.append(Line2D([], [], ls="", marker="X", ms=8, color=VERMILLION, mec="white", label="tick lost"))
+        named = [n for k, n in (("node_schedule.tick_lost", "tick lost (not handed over)"), ("node_schedule.claim_skipped", "claim skipped")) if k in failed_kinds]
+        handles.append(Line2D([], [], ls="", marker="X", ms=9, color=VERMILLION, mec="white", label=" / ".join(named)))
     if counts["dead"]:
-        handles.append(Line2D([], [], ls="", marker="x", ms=7, mew=1.6, color=VERMILLION, label="handler failed: dead letter"))
+        handles.append(Line2D([], [], ls="", marker="s", ms=6, color=INK, mec="white", label="told, handler failed: dead letter"))
+    if counts["cancelled"]:
+        handles.append(Line2D([], [], ls="", marker="|", ms=11, mew=2.2, color=INK, label="schedule cancelled"))
     if counts["paused"]:
         handles.append(Rectangle((0, 0), 1, 1, facecolor="white", edgecolor=GREY, hatch="\\\\", label="schedule paused"))
     handles += fault_handles(events[n] for n in nodes if n in events)
