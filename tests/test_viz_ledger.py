@@ -167,8 +167,8 @@ def test_chart_draws_a_band_and_label_per_fault_behind_the_marks(chart: object) 
     bands = [p for p in ax.patches if str(p.get_gid()).startswith("fault|")]
     assert [p.get_gid() for p in bands] == ["fault|paused|n1", "fault|down|n2", "fault|down|n3", "fault|clock forward|n1", "fault|clock back|n1"]
     assert all(p.get_zorder() < min(c.get_zorder() for c in ax.collections) for p in bands)
-    xs = [round(p.get_x(), 3) for p in bands]  # the axis is in s after the first due (10 s)
-    assert xs == [25.0, 40.0, 190.0, 117.0, 122.0]
+    xs = [round(p.get_x(), 3) for p in bands]  # the axis is in s since the run's start (the trace's wall clock at true time 0)
+    assert xs == [35.0, 50.0, 200.0, 127.0, 132.0]
     assert sorted(t.get_text() for t in ax.texts if str(t.get_gid()).startswith("fault-label|")) == [
         " n1 clock +35 s", " n1 clock -60 s", " n1 paused 60 s", " n2 down 30 s", " n3 down"]
     assert sum(len(c.get_offsets()) for c in ax.collections) == 9
@@ -192,3 +192,35 @@ def test_a_dst_gap_day_is_a_band_of_its_own_with_its_label(chart: object) -> Non
     bands = [p for p in ax.patches if str(p.get_gid()).startswith("fault|")]
     assert [(p.get_gid(), round(p.get_x(), 3)) for p in bands] == [("fault|dst gap|29 Mar", 20.0)]
     assert [t.get_text() for t in ax.texts if str(t.get_gid()).startswith("fault-label|")] == [" 29 Mar: DST gap, no occurrence"]
+
+
+def test_marks_and_faults_share_one_time_base_since_the_runs_start(chart: object) -> None:
+    """With a trace the axis is s since the run's start: the due at 10 s is drawn at x=10 (not 0) and the pause "35 s" at x=35; the label says so."""
+    (ax,) = chart(ENTRIES, faults=_fault_trace()).axes  # type: ignore[operator]
+    xs = sorted(float(x) for c in ax.collections if str(c.get_gid()).endswith("|ticker[k]/tick") for x, _ in c.get_offsets())
+    assert xs == [10.0, 20.0, 30.0, 40.0, 50.0, 60.0, 70.0, 80.0]
+    assert ax.get_xlabel() == "due time on the schedules' wall clocks (s since the run's start, true time 0 = 2026-01-01T00:00:00.000+00:00)"
+    (alone,) = chart(ENTRIES, start_us=START - 5 * S).axes  # type: ignore[operator]
+    assert min(float(x) for c in alone.collections for x, _ in c.get_offsets()) == 15.0
+    (plain,) = chart(ENTRIES).axes  # type: ignore[operator]  # entries alone, no start: the first due, and the label says that
+    assert plain.get_xlabel().startswith("due time (s after the first due, ")
+
+
+def test_charts_of_one_figure_share_one_unit_and_label_the_axis_once() -> None:
+    """until_s/unit give every lane of a figure the same scale (a 125 s lane would pick minutes alone); with sharex only the bottom lane has the axis label."""
+    from matplotlib.figure import Figure
+
+    from sim.viz.ledger import ledger_chart
+
+    long = [_entry(10, "on-time"), _entry(135, "on-time")]
+    (alone,) = ledger_chart(long, start_us=START).axes
+    assert "min since the run's start" in alone.get_xlabel()
+    fig = Figure(figsize=(8, 5))
+    axes = fig.subplots(2, 1, sharex=True)
+    ledger_chart(ENTRIES, ax=axes[0], start_us=START, until_s=140, unit="s")
+    ledger_chart(long, ax=axes[1], start_us=START, until_s=140, unit="s")
+    assert [ax.get_xlabel() for ax in axes] == ["", "due time on the schedules' wall clocks (s since the run's start, true time 0 = 2026-01-01T00:00:00.000+00:00)"]
+    assert axes[0].get_xlim() == axes[1].get_xlim() and axes[1].get_xlim()[1] > 140
+    assert sorted(float(x) for c in axes[1].collections for x, _ in c.get_offsets()) == [10.0, 135.0]
+    with pytest.raises(ValueError, match="unit must be one of s, min, h, d, got 'ms'"):
+        ledger_chart(long, unit="ms")

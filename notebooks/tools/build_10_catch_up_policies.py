@@ -117,7 +117,8 @@ md("""
 One lane per policy, a mark per occurrence at its due time. The faults are the bands behind the marks, placed on
 the same axis (the node's wall clock, where the dues are): hatched grey the pause (dues 40 ... 90 fell in it),
 yellow the forward step (the wall times 127 ... 162 the clock jumped over), blue the backward step (the wall times
-132 ... 192 the clock reads twice). **Predict:** which policy has no red X at all? Which one shows a run of late
+132 ... 192 the clock reads twice). The axis is seconds since the run's start, as in every chart of the course: the
+due at 40 s is drawn at 40, the pause from 35 s at 35. **Predict:** which policy has no red X at all? Which one shows a run of late
 (orange) marks right after the pause?
 """)
 
@@ -126,8 +127,18 @@ fig = Figure(figsize=(11, 8.5), layout="constrained")
 axes = fig.subplots(len(runs), 1, sharex=True)
 for ax, (name, entries) in zip(axes, ledgers.items()):
     c = counts(entries)
-    ledger_chart(entries, ax=ax, faults=runs[name].trace, title=f"{name}: {c['on-time']} on time, {c['late']} late, {c['caught-up']} caught up, {c['missed']} missed")
+    ledger_chart(entries, ax=ax, faults=runs[name].trace, start_us=runs[name].epoch_us, until_s=240, unit="s",
+                 title=f"{name}: {c['on-time']} on time, {c['late']} late, {c['caught-up']} caught up, {c['missed']} missed")
 fig
+""")
+
+code("""
+skip_ax = axes[0]  # the chart's own artists: the pause band and the dues where the text says
+pause = next(p for p in skip_ax.patches if p.get_gid() == "fault|paused|n1")
+dues = sorted(round(float(x)) for c in skip_ax.collections for x, _ in c.get_offsets())
+assert round(pause.get_x()) == 35 and round(pause.get_x() + pause.get_width()) == 95
+assert dues[:4] == [10, 20, 30, 40] and 40 in dues
+assert [ax.get_xlabel() for ax in axes[:-1]] == ["", "", ""] and axes[-1].get_xlabel().startswith("due time on the schedules' wall clocks (s since the run's start")
 """)
 
 md("""
@@ -295,9 +306,11 @@ def lanes(runs, source, title):
     \"\"\"The four ledgers of `runs` (one lane each, the faults behind the marks) and the ledgers themselves.\"\"\"
     found = {name: [e for e in ledger(w.trace) if e.source == source] for name, w in runs.items()}
     fig = Figure(figsize=(11, 8.5), layout="constrained")
-    for ax, (name, entries) in zip(fig.subplots(len(runs), 1), found.items()):  # each lane its own axis (its span picks s or min)
+    until = max([w.now for w in runs.values()] + [s(runs[name], e.due_us) for name, entries in found.items() for e in entries])
+    for ax, (name, entries) in zip(fig.subplots(len(runs), 1, sharex=True), found.items()):  # one axis, in s since the run's start
         c = counts(entries)
-        ledger_chart(entries, ax=ax, faults=runs[name].trace, title=f"{title} · {name}: {c['on-time']} on time, {c['late']} late, {c['caught-up']} caught up, {c['missed']} missed")
+        ledger_chart(entries, ax=ax, faults=runs[name].trace, start_us=runs[name].epoch_us, until_s=until, unit="s",
+                     title=f"{title} · {name}: {c['on-time']} on time, {c['late']} late, {c['caught-up']} caught up, {c['missed']} missed")
     return fig, found
 
 
@@ -365,7 +378,7 @@ def run_owner(policy, seed=0):
 
 
 moved = {name: run_owner(name) for name in POLICIES}
-fig, owner_ledgers = lanes(moved, "schedule", "owner n3 crashes at 27 s, n1 (37 s ahead) takes over")
+fig, owner_ledgers = lanes(moved, "schedule", "n3 crashes at 27 s, n1 (37 s ahead) takes over")
 fig
 """)
 

@@ -37,7 +37,7 @@ from matplotlib.lines import Line2D
 from sim.ledger import Entry, ledger
 from sim.trace import Trace
 from sim.viz.data.ledger import CLASS_COLOURS, CLASSES, Fault, Mark, ledger_faults, ledger_lanes, ledger_table
-from sim.viz.data.timebase import time_unit
+from sim.viz.data.timebase import TimeUnit, WallMap, time_unit
 from sim.viz.draw import declutter, label, outside_legend
 from sim.viz.palette import FONT, GREY, INK, LIGHT_GREY, PURPLE, SKY, SMALL, VERMILLION, YELLOW
 
@@ -76,6 +76,18 @@ def _draw_faults(ax: Axes, faults: Iterable[Fault], origin: int, x_of: Any) -> i
     return len(label_ends)
 
 
+_UNITS = {"s": TimeUnit("s", 1.0), "min": TimeUnit("min", 60.0), "h": TimeUnit("h", 3600.0), "d": TimeUnit("d", 86400.0)}
+
+
+def _shared_above(ax: Axes) -> bool:
+    """True for an Axes that shares its x axis with one in a lower row (``subplots(sharex=True)``): the bottom one labels it."""
+    spec = ax.get_subplotspec()
+    siblings = ax.get_shared_x_axes().get_siblings(ax)
+    return spec is not None and len(siblings) > 1 and any(
+        (other.get_subplotspec() is not None and other.get_subplotspec().rowspan.start > spec.rowspan.start) for other in siblings
+    )
+
+
 def _runs_of_lost(marks: tuple[Mark, ...]) -> list[list[Mark]]:
     """The lane's lost occurrences grouped in runs of neighbours (no other mark between them)."""
     runs: list[list[Mark]] = []
@@ -91,16 +103,35 @@ def _runs_of_lost(marks: tuple[Mark, ...]) -> list[list[Mark]]:
 
 
 def ledger_chart(
-    source: Trace | Iterable[Entry], *, ax: Axes | None = None, title: str | None = None, faults: Trace | Iterable[Fault] | None = None
+    source: Trace | Iterable[Entry],
+    *,
+    ax: Axes | None = None,
+    title: str | None = None,
+    faults: Trace | Iterable[Fault] | None = None,
+    start_us: int | None = None,
+    until_s: float | None = None,
+    unit: str | None = None,
 ) -> Figure:
     """The ledger chart (see the module docstring) of a trace (its ``sim.ledger.ledger``) or of entries; returns its figure.
 
     ``faults``: the bands drawn behind the marks, a trace (its ``ledger_faults``) or ``Fault`` values;
     by default those of ``source`` when it is a trace, none for entries (they carry no fault rows).
+
+    The x axis is the due time in seconds (or ``unit``) since the run's start, the wall clock's reading
+    at true time 0: ``start_us`` (e.g. ``world.epoch_us``), else that of the trace given as ``source`` or
+    ``faults`` (``WallMap``'s reference clock, as the other charts), else the first due. So a due at
+    40 s of the run is drawn at 40, where a fault "at 35 s" is drawn at 35. ``until_s`` (the axis's right
+    end) and ``unit`` (``"s"``, ``"min"``, ``"h"``, ``"d"``) let the charts of one figure share one scale;
+    on an Axes sharing its x axis with one below it, the axis label is left to the bottom one.
     """
     entries = ledger(source) if isinstance(source, Trace) else list(source)
     if faults is None and isinstance(source, Trace):
         faults = source
+    if start_us is None:
+        given = source if isinstance(source, Trace) else faults if isinstance(faults, Trace) else None
+        start_us = WallMap(given).origin_us if given is not None else None
+    if unit is not None and unit not in _UNITS:
+        raise ValueError(f"unit must be one of {', '.join(_UNITS)}, got {unit!r}")
     fault_list = ledger_faults(faults) if isinstance(faults, Trace) else tuple(faults or ())
     lanes, timers = ledger_lanes(entries)
     own = ax is None
@@ -110,17 +141,19 @@ def ledger_chart(
     else:
         fig = ax.get_figure()  # type: ignore[assignment]
     dues = [m.due_us for lane in lanes for m in lane.marks]
-    origin = min(dues, default=0)
-    span_s = (max(dues, default=0) - origin) / 1e6
-    unit = time_unit(span_s)
-    label_rows = _draw_faults(ax, fault_list, origin, lambda us: unit.x(us * 1000))
+    since_start = start_us is not None
+    origin = start_us if start_us is not None else min(dues, default=0)
+    low_s = min(0.0, (min(dues, default=origin) - origin) / 1e6)
+    span_s = until_s if until_s is not None else (max(dues, default=origin) - origin) / 1e6
+    scale = _UNITS[unit] if unit is not None else time_unit(span_s - low_s)
+    label_rows = _draw_faults(ax, fault_list, origin, lambda us: scale.x(us * 1000))
     counts: Counter[str] = Counter()
     labels = []
     for y, lane in enumerate(lanes):
         ax.axhline(y, color="#E4E4E4", lw=6, zorder=0, solid_capstyle="butt")
         by_class: dict[str, list[float]] = {}
         for mark in lane.marks:
-            x = unit.x((mark.due_us - origin) * 1000)
+            x = scale.x((mark.due_us - origin) * 1000)
             by_class.setdefault(mark.cls, []).append(x)
             counts[mark.cls] += 1
             if mark.cls == "caught up":
@@ -128,7 +161,7 @@ def ledger_chart(
             elif mark.cls == "repeated":
                 labels.append(label(ax, x, y - 0.22, f"×{mark.firings}", colour=CLASS_COLOURS["repeated"], weight="bold", down=False, va="bottom"))
         for run in _runs_of_lost(lane.marks):  # one label per run of neighbouring lost occurrences
-            x = unit.x((run[0].due_us - origin) * 1000)
+            x = scale.x((run[0].due_us - origin) * 1000)
             text = "lost in flight" + (f" ({len(run)})" if len(run) > 1 else "")
             labels.append(label(ax, x, y + 0.2, text, colour=CLASS_COLOURS["missed"], weight="bold", dx=-3))
         for cls in CLASSES:  # a fixed order, so the artists are the same for the same ledger
@@ -137,10 +170,16 @@ def ledger_chart(
                 ax.scatter(xs, [y] * len(xs), color=CLASS_COLOURS[cls], zorder=3, gid=f"{cls}|{lane.schedule}", **MARKERS[cls])
     ax.set_yticks(range(len(lanes)), [lane.title for lane in lanes], fontsize=SMALL + 0.5)
     ax.set_ylim(len(lanes) - 0.5, -0.8 - 0.34 * label_rows)
-    width = unit.x(span_s * 1e9)
-    ax.set_xlim(-0.03 * width - 1e-9, width * 1.04 + 1e-9)
-    start = datetime.fromtimestamp(origin / 1e6, tz=timezone.utc).isoformat(timespec="milliseconds") if dues else "-"
-    ax.set_xlabel(f"due time ({unit.name} after the first due, {start} on the schedules' wall clocks)", fontsize=SMALL + 0.5)
+    left, width = scale.x(low_s * 1e9), scale.x(span_s * 1e9)
+    pad = 0.03 * (width - left)
+    ax.set_xlim(left - pad - 1e-9, width + 1.33 * pad + 1e-9)
+    start = datetime.fromtimestamp(origin / 1e6, tz=timezone.utc).isoformat(timespec="milliseconds") if dues or since_start else "-"
+    if since_start:
+        xlabel = f"due time on the schedules' wall clocks ({scale.name} since the run's start, true time 0 = {start})"
+    else:
+        xlabel = f"due time ({scale.name} after the first due, {start} on the schedules' wall clocks)"
+    if not _shared_above(ax):
+        ax.set_xlabel(xlabel, fontsize=SMALL + 0.5)
     ax.grid(axis="x", color="#EEEEEE", zorder=0)
     for side in ("top", "right"):
         ax.spines[side].set_visible(False)
