@@ -13,7 +13,9 @@ was down).
 
 Every protocol frame that arrived carries its name on its own arrow (``place_along``): slid along
 the arrow to a place that overlaps no other text and crosses no other arrow or node line where
-one exists, else beside the arrow with a leader line; a dropped frame is named by its drop label.
+one exists, else beside the arrow with a leader line; a dropped frame is named by its drop label. The notes (a node's
+rows at one instant, a drop's label) are placed first by the same rule (``_Room``): around their mark, across no arrow
+and over no text, joined to the mark by a leader line when moved away from it (``place_notes``).
 
 The node's own rows in the window are marked on its line, so the messages can be read as
 the cause of what the node did: ``epoch.acquired`` (star), ``write.confirmed`` /
@@ -30,7 +32,7 @@ The window and the node events' labels come from ``sim.viz.data.spacetime``, the
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any, cast
+from typing import Any, Literal, cast
 
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
@@ -137,6 +139,7 @@ def spacetime_diagram(
     drops: dict[tuple[float, float, str, bool], int] = {}  # one label per dropped frame kind and place, with a count
     segments: list[tuple[tuple[float, float], tuple[float, float], bool]] = []  # every arrow (faint?), for the names to avoid
     tag_paths: list[tuple[tuple[float, float], tuple[float, float]]] = []  # the arrow each name names
+    marks: list[tuple[float, float]] = []  # the red X's off the node lines, for the notes to leave visible
     for a in arrows:
         group, colour, answer = FRAME_KINDS.get(a.tag or "", _OTHER)
         heartbeat = group == "membership: heartbeat"
@@ -154,6 +157,7 @@ def spacetime_diagram(
         ax.add_patch(arrow)
         if a.dropped is not None:
             ax.scatter([xb], [yb], marker="X", s=55, color=VERMILLION, edgecolors="white", linewidths=0.6, zorder=4.5, gid="frame.dropped")
+            marks.append((xb, yb))
             if not heartbeat:
                 text = f"{a.tag} to {a.dst} dropped ({a.dropped})" if a.arrived_ns is None else f"{a.tag} dropped ({a.dropped})"
                 place = (xb, yb, text, xb < x0)
@@ -223,8 +227,11 @@ def spacetime_diagram(
         ax.legend(handles=handles, fontsize=SMALL, borderaxespad=0, **outside_legend(fig, own))
     if not arrows and not shown_events:
         ax.text(0.5, 0.5, "no frames or node events in this window", transform=ax.transAxes, ha="center", va="center", fontsize=FONT, color=GREY)
-    declutter(fig, labels, max_levels=3)
-    unnamed = place_along(fig, labels, tags, tag_paths, segments + [((x, 0.0), (x, span_ms), False) for x in col.values()])  # nor on a node's line
+    declutter(fig, labels, max_levels=3)  # a first place for the notes, kept where no better one exists
+    room = _Room(fig, ax, [], segments, [((x, 0.0), (x, span_ms)) for x in col.values()])  # nor on a node's line
+    room.taken += [Bbox.from_bounds(px - 3.5, py - 3.5, 7, 7) for px, py in (room.to_px(m) for m in marks)]  # nor on a mark
+    place_notes(room, labels)
+    unnamed = place_along(room, tags, tag_paths)
     if unnamed and title is None:  # said where the reader looks first, not left for them to count
         ax.set_title(f"{ax.get_title(loc='left')}; {unnamed} not named (too dense here: zoom in)", fontsize=FONT + 1.5, loc="left", pad=24)
     return fig
@@ -239,9 +246,52 @@ _GAP = 4.0  # pixels kept free around every name, so two names never touch
 _CLEAR = 5.0  # pixels a name keeps off the other lines, so it does not read as naming a line it only grazes
 
 
-def place_along(fig: Figure, placed: list[Annotation], tags: list[Annotation],
-                paths: list[tuple[tuple[float, float], tuple[float, float]]],
-                segments: list[tuple[tuple[float, float], tuple[float, float], bool]]) -> int:
+class _Room:
+    """Where a text may go, in pixels: inside the axes, off every text already placed (with a gap), and crossing as few
+    of the diagram's lines (arrows, node lines) as it can, a faint heartbeat counting less. The one placement rule of
+    the diagram: frame names (``place_along``) and the nodes' notes (``place_notes``) are both judged by ``cost``."""
+
+    def __init__(self, fig: Figure, ax: Axes, placed: list[Annotation],
+                 segments: list[tuple[tuple[float, float], tuple[float, float], bool]],
+                 node_lines: list[tuple[tuple[float, float], tuple[float, float]]]) -> None:
+        fig.draw_without_rendering()
+        self.renderer = fig._get_renderer()  # type: ignore[attr-defined]
+        self.ax = ax
+        self.taken = [_text_box(a, self.renderer) for a in placed]
+        self.frame = ax.get_window_extent(self.renderer)
+        self.to_px = ax.transData.transform
+        self.lines = [(self.to_px(p), self.to_px(q), 0.2 if faint else 1.0, False) for p, q, faint in segments]
+        self.lines += [(self.to_px(p), self.to_px(q), 1.0, True) for p, q in node_lines]
+
+    def box(self, ann: Annotation) -> Bbox:
+        return _text_box(ann, self.renderer)
+
+    def take(self, ann: Annotation) -> None:
+        self.taken.append(self.box(ann).padded(_GAP))
+
+    def cost(self, box: Bbox, own: tuple[Any, Any] | None = None, leader: tuple[Any, Any] | None = None,
+             node_line: float = 1.0) -> float:
+        """inf if ``box`` leaves the axes or touches a placed text (or ``leader`` crosses one), else the lines it crosses
+        (a heartbeat 0.2, a node's line ``node_line``)."""
+        frame = self.frame
+        if box.x0 < frame.x0 or box.x1 > frame.x1 or box.y0 < frame.y0 or box.y1 > frame.y1:
+            return float("inf")
+        padded = box.padded(_GAP)
+        if any(padded.overlaps(other) for other in self.taken):
+            return float("inf")
+        if leader is not None and any(_crosses(other, *leader) for other in self.taken):
+            return float("inf")
+        hits = 0.0
+        clear = box.padded(_CLEAR)
+        for p, q, weight, node in self.lines:
+            if own is not None and abs(p - own[0]).max() < 0.5 and abs(q - own[1]).max() < 0.5:  # the name's own arrow
+                continue
+            if _crosses(clear, p, q) or (leader is not None and _segments_cross(leader, (p, q))):
+                hits += node_line if node else weight
+        return hits
+
+
+def place_along(room: _Room, tags: list[Annotation], paths: list[tuple[tuple[float, float], tuple[float, float]]]) -> int:
     """Slide each frame name along its arrow to a place that covers no other text and, if it can, no other line.
 
     In a dense window (a handoff round: every node asks every other at once) the arrows cross in the middle, so a name
@@ -252,48 +302,22 @@ def place_along(fig: Figure, placed: list[Annotation], tags: list[Annotation],
     its arrow over lines but off every text. A name with no place off every text is left out (a window too long for
     its frames); the count is returned, for the title.
     """
-    if not tags:
-        return 0
-    fig.draw_without_rendering()
-    renderer = fig._get_renderer()  # type: ignore[attr-defined]
-    taken = [_text_box(a, renderer) for a in placed]
-    ax = cast(Axes, tags[0].axes)
-    frame = ax.get_window_extent(renderer)
-    to_px = ax.transData.transform
-    lines = [(to_px(p), to_px(q), faint) for p, q, faint in segments]
     inf = float("inf")
-
-    def cost(box: Bbox, own: tuple[Any, Any], leader: tuple[Any, Any] | None = None) -> float:
-        if box.x0 < frame.x0 or box.x1 > frame.x1 or box.y0 < frame.y0 or box.y1 > frame.y1:
-            return inf
-        padded = box.padded(_GAP)
-        if any(padded.overlaps(other) for other in taken):
-            return inf
-        if leader is not None and any(_crosses(other, *leader) for other in taken):
-            return inf
-        hits = 0.0
-        clear = box.padded(_CLEAR)
-        for p, q, faint in lines:
-            if abs(p - own[0]).max() < 0.5 and abs(q - own[1]).max() < 0.5:  # the name's own arrow
-                continue
-            if _crosses(clear, p, q) or (leader is not None and _segments_cross(leader, (p, q))):
-                hits += 0.2 if faint else 1.0
-        return hits
-
+    to_px = room.to_px
     left_out = 0
     for ann, (start, end) in zip(tags, paths):
         own = (to_px(start), to_px(end))
         best: tuple[float, tuple[float, float]] = (inf, start)
         for f in _ALONG:
             ann.xy = (start[0] + (end[0] - start[0]) * f, start[1] + (end[1] - start[1]) * f)
-            score = cost(_text_box(ann, renderer), own)
+            score = room.cost(room.box(ann), own)
             if score < best[0]:
                 best = (score, ann.xy)
             if score == 0:
                 break
         final: Annotation | None = ann
         if best[0] >= 1.0:  # no clear place on the arrow: beside it, else over lines, else nowhere
-            beside = _aside(ann, start, end, renderer, cost, own)
+            beside = _aside(ann, start, end, room, own)
             if beside is not None:
                 final = beside
             elif best[0] < inf:
@@ -305,36 +329,99 @@ def place_along(fig: Figure, placed: list[Annotation], tags: list[Annotation],
         else:
             ann.xy = best[1]
         if final is not None:
-            taken.append(_text_box(final, renderer).padded(_GAP))
+            room.take(final)
     return left_out
 
 
-def _aside(ann: Annotation, start: tuple[float, float], end: tuple[float, float], renderer: Any, cost: Any,
+# where a node's note may go, in points from its mark: right of the line first (as drawn), then left of it, then up or
+# down the line, then further out; beyond the first few it is joined to its mark by a leader line
+_NOTE_DX = (7.0, 40.0, 80.0, 120.0, 160.0, 200.0)
+_NOTE_ON_LINE = 0.5  # a note over another node's line (its white box hides it) is better than one across an arrow
+_NOTE_DY = tuple(4.0 * i for i in range(-30, 31))
+_NOTE_PLACES = tuple(sorted(((dx, dy, side) for dx in _NOTE_DX for dy in _NOTE_DY for side in (1.0, -1.0)),
+                            key=lambda c: ((c[0] - _NOTE_DX[0]) ** 2 + c[1] ** 2, -c[2], abs(c[1]), c[1])))
+
+
+def place_notes(room: _Room, notes: list[Annotation]) -> list[Annotation]:
+    """Move each note (a node's rows at one instant, a dropped frame's label) to where it crosses no arrow and no
+    node line and covers no text; returns the notes as drawn (one moved far from its mark is a copy with a leader).
+
+    ``declutter`` stacks the notes right of their marks, where the node's own frames leave it (an epoch's note on the
+    owner's line lay across its first ``Write`` and the ``Ack`` coming back). Each note tries places around its mark,
+    nearest first, right then left of the line, then up or down it and further out with a leader line that itself
+    crosses nothing; the first place crossing nothing wins, else the one crossing fewest lines (off every text), else
+    it stays where ``declutter`` put it. Notes are placed earliest first; each one placed is avoided by the next.
+    """
+    inf = float("inf")
+    drawn: list[Annotation] = []
+    for ann in sorted(notes, key=lambda a: (-float(room.to_px(a.xy)[1]), float(a.xy[0]))):
+        anchor = room.to_px(ann.xy)
+        home = (ann.xyann, ann.get_horizontalalignment())
+        height = room.box(ann).height * 72 / room.ax.figure.dpi  # points
+        best: tuple[float, tuple[float, float], str, bool] = (inf, home[0], home[1], False)
+        for dx, dy, side in _NOTE_PLACES:  # nearest first: the first that crosses nothing wins
+            ann.xyann = (side * dx, dy)
+            ann.set_horizontalalignment("left" if side > 0 else "right")
+            box = room.box(ann)
+            lead = dx > _NOTE_DX[0] or abs(dy) > height / 2
+            edge = (min(max(anchor[0], box.x0), box.x1), min(max(anchor[1], box.y0), box.y1))
+            score = room.cost(box, None, (anchor, edge) if lead else None, node_line=_NOTE_ON_LINE)
+            if score < best[0]:
+                best = (score, (side * dx, dy), "left" if side > 0 else "right", lead)
+            if score == 0:
+                break
+        score, offset, ha, lead = best
+        if score == inf:
+            offset, ha, lead = home[0], home[1], False
+        ann.xyann = offset
+        ann.set_horizontalalignment(cast(Literal["left", "center", "right"], ha))
+        if lead:
+            box = room.box(ann)
+            edge = (min(max(anchor[0], box.x0), box.x1), min(max(anchor[1], box.y0), box.y1))
+            relpos = ((edge[0] - box.x0) / max(box.width, 1e-9), (edge[1] - box.y0) / max(box.height, 1e-9))
+            ann = _leader_copy(ann, offset, ha, relpos)
+        ann.set_gid("note")
+        patch = ann.get_bbox_patch()
+        if patch is not None:  # opaque: a note may lie over another node's line, never across an arrow
+            patch.set_alpha(1.0)
+        room.take(ann)
+        drawn.append(ann)
+    return drawn
+
+
+def _leader_copy(ann: Annotation, offset: tuple[float, float], ha: str, relpos: tuple[float, float] = (0.5, 0.5)) -> Annotation:
+    """The same text at ``offset`` points from its anchor, joined to it by a thin leader line (the original removed)."""
+    ax = cast(Axes, ann.axes)
+    ann.remove()
+    moved: Annotation = ax.annotate(ann.get_text(), xy=ann.xy, xytext=offset, textcoords="offset points", ha=ha,
+                                    va=ann.get_verticalalignment(), fontsize=ann.get_fontsize(), color=ann.get_color(),
+                                    fontweight=ann.get_fontweight(), zorder=6, annotation_clip=False,
+                                    bbox={"boxstyle": "square,pad=0.08", "facecolor": "white", "edgecolor": "none", "alpha": 0.8},
+                                    arrowprops={"arrowstyle": "-", "color": ann.get_color(), "lw": 0.6, "shrinkA": 0,
+                                                "shrinkB": 0, "relpos": relpos})
+    moved.set_in_layout(False)
+    moved.set_gid(ann.get_gid())
+    return moved
+
+
+def _aside(ann: Annotation, start: tuple[float, float], end: tuple[float, float], room: _Room,
            own: tuple[Any, Any]) -> Annotation | None:
     """The name beside the middle of its arrow with a leader line, at the first place where neither crosses anything; None if none."""
     mid = ((start[0] + end[0]) / 2, (start[1] + end[1]) / 2)
-    ax = cast(Axes, ann.axes)
-    anchor = ax.transData.transform(mid)
+    anchor = room.to_px(mid)
     ann.xy = mid
     chosen: tuple[float, float] | None = None
     for offset in _ASIDE:
         ann.xyann = offset
-        box = _text_box(ann, renderer)
+        box = room.box(ann)
         centre = ((box.x0 + box.x1) / 2, (box.y0 + box.y1) / 2)
-        if cost(box, own, (anchor, centre)) == 0:
+        if room.cost(box, own, (anchor, centre)) == 0:
             chosen = offset
             break
     ann.xyann = (0, 0)
     if chosen is None:
         return None
-    ann.remove()
-    moved: Annotation = ax.annotate(ann.get_text(), xy=mid, xytext=chosen, textcoords="offset points", ha="center", va="center",
-                                    fontsize=ann.get_fontsize(), color=ann.get_color(), zorder=6, annotation_clip=False,
-                                    bbox={"boxstyle": "square,pad=0.08", "facecolor": "white", "edgecolor": "none", "alpha": 0.8},
-                                    arrowprops={"arrowstyle": "-", "color": ann.get_color(), "lw": 0.6, "shrinkA": 0, "shrinkB": 0})
-    moved.set_in_layout(False)
-    moved.set_gid(ann.get_gid())
-    return moved
+    return _leader_copy(ann, chosen, "center")
 
 
 def _text_box(ann: Annotation, renderer: Any) -> Bbox:
