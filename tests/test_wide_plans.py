@@ -17,7 +17,12 @@ CI runs a few seeds per test (about a minute for the file). The long sweep, a fe
     WIDE_SEEDS=300 nice .venv/bin/pytest tests/test_wide_plans.py -q -p no:randomly -k sweep
     nice .venv/bin/pytest tests/test_wide_plans.py -q -k sweep --sim-seeds 0:300     # the same through the plugin
 
-A failing seed's report prints its plan and the line that replays it (``--sim-seed N --sim-plan '...'``).
+A failing seed's report prints its plan and the line that replays it (``--sim-seed N --sim-plan '...'``); pasted, it
+fails the same way (checked on seed 5). Measured (the same space, one worker): seeds 0:150 fail on 42 of 150 seeds
+with three nodes and 34 of 150 with five, every failure one of the two findings below (a duplicated frame runs an
+ask twice; a corrected forward clock step silences a schedule); no acknowledged op lost, no safety check failed,
+quorum regained on every seed. Without duplicate and clock-step faults, three nodes over 300 s: seeds 0:60 all pass;
+five nodes over 120 s with wiped restarts (owed_writes_found instead of acked_ops_kept): seeds 0:80 all pass.
 """
 
 from __future__ import annotations
