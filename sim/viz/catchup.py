@@ -158,6 +158,7 @@ def catchup_chart(
     span = (hi_s - lo_s) / unit.seconds
     visible = span * 0.004  # smaller differences than this are not drawn as whiskers/connectors
     events = node_events(trace)
+    faults: dict[str, list[tuple[float, str, Any]]] = {}  # node -> (x, kind, detail) of its faults, labelled together at the end
 
     for lane_ax, lane in ((ax_t, "true"), (ax_w, "wall")):
         def x_at(node: str, t_ns: int, seq: int | None = None, lane: str = lane) -> float:
@@ -176,21 +177,21 @@ def catchup_chart(
                 x0, x1 = x_at(node, s.start_ns), x_at(node, s.end_ns)
                 lane_ax.add_patch(Rectangle((x0, y - 0.42), x1 - x0, 0.84, facecolor="none", edgecolor=GREY, hatch="///", lw=0, zorder=0.5, gid="paused"))
                 if lane == "true":
-                    labels.append(label(lane_ax, x0, y - 0.44, "paused", colour="#555555", down=False, dy=5))
+                    faults.setdefault(node, []).append((x0, "paused", None))
             for t in ev.crashes:
                 lane_ax.vlines(x_at(node, t), y - 0.42, y + 0.42, color=VERMILLION, lw=2, zorder=2.5, gid="crash")
                 if lane == "true":
-                    labels.append(label(lane_ax, x_at(node, t), y - 0.44, "crash", colour=VERMILLION, weight="bold", down=False, dy=5))
+                    faults.setdefault(node, []).append((x_at(node, t), "crash", None))
             if ev.restarts:
                 xs = [x_at(node, t) for t, _ in ev.restarts]
                 lane_ax.scatter(xs, [y - 0.42] * len(xs), marker="^", s=60, color=GREEN, edgecolors="white", linewidths=0.6, zorder=5, gid="restart")
                 if lane == "true":
                     for x, (_, inc) in zip(xs, ev.restarts):
-                        labels.append(label(lane_ax, x, y - 0.44, "restart" if inc is None else f"restart #{inc}", colour=GREEN, weight="bold", down=False, dy=5))
+                        faults.setdefault(node, []).append((x, "restart", inc))
             for t, seq, delta in ev.steps:
                 if lane == "true":
                     lane_ax.vlines(tx(t), y - 0.42, y + 0.42, color=PURPLE, lw=1.8, ls="--", zorder=4, gid="clock.step")
-                    labels.append(label(lane_ax, tx(t), y - 0.44, f"clock {fmt_signed(delta / 1e6)}", colour=_LATE_PURPLE, weight="bold", down=False, dy=5))
+                    faults.setdefault(node, []).append((tx(t), "clock", fmt_signed(delta / 1e6)))
                 else:
                     before = wall.wall_us(node, t, seq)
                     after = before + delta
@@ -315,6 +316,78 @@ def catchup_chart(
         handles.append(Line2D([], [], ls="", marker="*", ms=11, mfc="white", mec=VERMILLION, label="report omitted (a day missing)"))
     ax_t.legend(handles=handles, fontsize=SMALL, borderaxespad=0, **outside_legend(fig, own))
 
+    for node, marks in faults.items():
+        labels += _fault_labels(fig, ax_t, row_of[node] - 0.44, marks)
     labels += add_notes(fig, ax_t, trace, unit, where="bottom", footer=own)
     declutter(fig, labels)
     return fig
+
+
+_FAULT_COLOURS = {"paused": "#555555", "crash": VERMILLION, "restart": GREEN, "clock": _LATE_PURPLE}
+_LABEL_GAP_PX = 10  # the least room between two fault labels of a row
+_LABEL_ROWS = 2  # rows of fault labels above a node's lane; beyond them, neighbours share one label
+
+
+def _fault_text(group: list[tuple[float, str, Any]]) -> str:
+    """One label for faults that sit too close to be labelled apart: in order when two, else counted by kind.
+
+    "crash", "restart #3", "paused", "clock +5 s"; two: "restart #2, crash"; more: "3 crashes, restarts #5-#7"."""
+    def one(kind: str, detail: Any) -> str:
+        if kind == "restart":
+            return "restart" if detail is None else f"restart #{detail}"
+        return f"clock {detail}" if kind == "clock" else kind
+
+    if len(group) <= 2:
+        return ", ".join(one(kind, detail) for _, kind, detail in group)
+    parts: list[str] = []
+    for kind, plural in (("paused", "pauses"), ("crash", "crashes"), ("restart", "restarts"), ("clock", "clock steps")):
+        found = [detail for _, k, detail in group if k == kind]
+        if not found:
+            continue
+        if len(found) == 1:
+            parts.append(one(kind, found[0]))
+        elif kind == "restart" and None not in found:
+            incs = sorted(int(i) for i in found)
+            span = f"#{incs[0]}-#{incs[-1]}" if incs == list(range(incs[0], incs[-1] + 1)) else ", ".join(f"#{i}" for i in incs)
+            parts.append(f"restarts {span}")
+        elif kind == "clock":
+            parts.append("clock " + ", ".join(str(d) for d in found))
+        else:
+            parts.append(f"{len(found)} {plural}")
+    return ", ".join(parts)
+
+
+def _fault_labels(fig: Figure, ax: Axes, y: float, marks: list[tuple[float, str, Any]]) -> list[Annotation]:
+    """Labels for one node's faults above its true-time lane that never overlap: each fault its own label where there
+    is room (in one of two rows), else it joins its neighbour's ("restart #2, crash", "3 crashes, restarts #5-#7").
+
+    Measured in pixels on the laid-out figure: a label is as wide as its text at this figure's size."""
+    if not marks:
+        return []
+    fig.draw_without_rendering()
+    renderer = fig._get_renderer()  # type: ignore[attr-defined]
+    to_px = ax.transData.transform
+    row_height = SMALL * 1.3  # points
+
+    def make(group: list[tuple[float, str, Any]], row: int) -> Annotation:
+        kinds = {kind for _, kind, _ in group}
+        colour = _FAULT_COLOURS[kinds.pop()] if len(kinds) == 1 else INK
+        return label(ax, group[0][0], y, _fault_text(group), colour=colour, weight="bold", down=False, dy=5 + row * row_height)
+
+    rows: list[list[tuple[list[tuple[float, str, Any]], Annotation]]] = [[] for _ in range(_LABEL_ROWS)]
+    for mark in sorted(marks, key=lambda m: (m[0], m[1])):
+        x_px = to_px((mark[0], y))[0]
+        free = next((r for r in range(_LABEL_ROWS) if not rows[r] or rows[r][-1][1].get_window_extent(renderer).x1 + _LABEL_GAP_PX <= x_px), None)
+        if free is not None:
+            rows[free].append(([mark], make([mark], free)))
+            continue
+        # no room in any row: join the label of the fault just before (a group is a run of neighbours), and re-measure
+        r = max(range(_LABEL_ROWS), key=lambda i: rows[i][-1][0][-1][0])
+        group, ann = rows[r][-1]
+        ann.remove()
+        group = [*group, mark]
+        rows[r][-1] = (group, make(group, r))
+    out = [ann for row in rows for _, ann in row]
+    for ann in out:
+        ann._casty_fault = True  # type: ignore[attr-defined]
+    return out
