@@ -25,7 +25,7 @@ Three views read the trace here:
 
 * the **catch-up chart** of one schedule: the light vertical lines are its nominal due times (the *grid*), a blue dot
   a delivery, in two lanes: true time (what really happened) and the node's wall clock (what the node read; schedules
-  are wall-clock times). A hollow red X is an occurrence **skipped** by the catch-up rule;
+  are wall-clock times). A hollow red-orange (vermillion) X is an occurrence **skipped** by the catch-up rule;
 * the **activation timeline** of chapter 02: one bar per run of a key;
 * the **ticks chart**: every periodic delivery the runtime made, one row per schedule or timer, with the node's faults.
 
@@ -213,6 +213,8 @@ md("""
 > replacing or cancelling a schedule writes this page through the same state protocol as application state.*
 
 The same `beat` every 10 s from 5 s; at 32 s the key is told `Every("beat", 4 s, 3 s)`; at 50 s `Cancel("beat")`.
+Neither the replace nor the cancel delivers anything (each writes the `@schedules` page), so the chart marks them
+with a line across both lanes: dashed where the schedule was replaced, solid where it was cancelled.
 
 **Predict.** (a) Does the old 35 s occurrence still come after the replacement? (b) After the cancel at 50 s, how
 many more beats? What does `Count` answer at 70 s?
@@ -230,9 +232,30 @@ async def main(system, world):
     world.results["count"] = await ref.ask(Count())
 
 
+def mark_changes(fig, world, name):
+    """On both lanes of a catch-up chart, a labelled line where the schedule `name` was replaced or cancelled (its schedule.cancelled rows).
+
+    The chart draws deliveries and the grid; the replace and the cancel write the @schedules page and fire nothing,
+    so without these lines the picture would not show the two moments the text is about. Returns what it drew.
+    """
+    ax_t, ax_w = fig.axes[:2]   # the true-time lane, the wall-clock lane
+    drawn = []
+    for r in world.trace.of("schedule.cancelled", name=name):
+        replaced = r.get("reason") == "replaced"
+        text = f"replaced at {r.t:.0f} s" if replaced else f"cancelled at {r.t:.0f} s"
+        for ax, x in ((ax_t, r.t), (ax_w, since_start(world, r.wall_us))):
+            ax.axvline(x, color="#222222", lw=1.6, ls="--" if replaced else "-", zorder=4, gid=f"schedule.{r.get('reason')}")
+        ax_t.annotate(text, (r.t, 0), xytext=(4 if replaced else -4, 14), textcoords="offset points", ha="left" if replaced else "right",
+                      fontsize=8.5, fontweight="bold", color="#222222")   # the cancel's label left of its line: the lane ends there
+        drawn.append((round(r.t), r.get("reason"), text))
+    return drawn
+
+
 w3 = run(main, until=75)
 print(w3.results, [round(t) for t, *_ in fired(w3, "beat")])
-catchup_chart(w3.trace, schedule="beat", title="beater['r']: replaced at 32 s (every 3 s from 36 s), cancelled at 50 s")
+fig3 = catchup_chart(w3.trace, schedule="beat", title="beater['r']: replaced at 32 s (every 3 s from 36 s), cancelled at 50 s")
+changes = mark_changes(fig3, w3, "beat")
+fig3
 ''')
 
 code('''
@@ -244,6 +267,8 @@ assert times[:3] == [5.0, 15.0, 25.0] and 35.0 not in times, times
 assert times[3:] == [36.0, 39.0, 42.0, 45.0, 48.0], times
 # (b) cancelled: nothing after 50 s
 assert cancels[1] == (50, "cancelled") and w3.results == {"cancelled": True, "count": 8}, (cancels, w3.results)
+# the picture marks both moments, at the trace's times (dashed: replaced, solid: cancelled)
+assert changes == [(32, "replaced", "replaced at 32 s"), (50, "cancelled", "cancelled at 50 s")], changes
 assert all(t < 50 for t in times)
 # creating, replacing and cancelling each wrote the @schedules page, like a state write (and so did every firing)
 page_writes = [round(r.t, 1) for r in w3.trace.of("write.confirmed") if "@schedules" in r.get("pages")]
@@ -682,7 +707,7 @@ for record in kept_log.records:
 
 def timer_failure_chart(trace, records, key, title):
     """The key's runs as bars (one per lease), the timer's ticks as dots with the count each one saved, a failed
-    handling as a red X, and under it what the casty logger said; a dead letter would be a black square."""
+    handling as a red-orange X, and under it what the casty logger said; a dead letter would be a black square."""
     fig = Figure(figsize=(11, 2.6), layout="constrained")
     ax = fig.add_subplot()
     starts = trace.of("activation.started", key=key)

@@ -25,8 +25,10 @@ this chapter: what a restart does, what a failing handler does, and why a cron i
 while an interval does not. As in every chapter: predict first, then run, look, and let the `assert` cell check
 the claim against the trace.
 
-The picture is `ticks_chart(trace)`: one row per (node, schedule), a dot per tick told, and the marks of what went
-wrong (a tick lost, a claim lost to another node, a claim won and never told).
+The picture is `ticks_chart(trace)`: one row per (node, schedule), a blue dot per tick told, and the marks of what
+went wrong: a tick lost (a red-orange X, labelled), a tick told whose handler failed (a black square under its dot: a
+dead letter), a claim lost to another node (a hollow grey circle), a claim won and never told (an orange diamond).
+A cancelled schedule ends in a black bar labelled *cancelled*; a pause is hatched.
 """)
 
 code("""
@@ -388,6 +390,10 @@ casty key), so a reference is required (`ScheduleReferenceRequired` without one)
 by up to 2 s, so they reach each tick at different true times.
 
 **Predict:** which node wins the claims? Always the same one?
+
+(The nodes cancel the cron at 45 s; the scenario runs on to 110 s so that every claim key expires, 1 min after its
+tick, which its second check reads. Nothing happens on the schedule's rows after the cancel, so the chart's axis
+stops there and its label says where the run ended.)
 """)
 
 code("""
