@@ -261,7 +261,7 @@ Two nodes run the two variants (node `save` saves first, node `build` builds fir
 third night, at the report of Jan 03.
 
 **Predict first:** which node never builds Jan 03's report, and which builds it twice? The chart marks a report built
-with a black star, a day missing between two reports with a hollow red star (*omitted*), a day built again with
+with a black star, a day missing between two reports with a hollow red-orange star (*omitted*), a day built again with
 *again*; the days are dates, the same on the chart and in the printout.
 """)
 

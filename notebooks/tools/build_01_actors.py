@@ -708,7 +708,7 @@ print("answers to the client's Gets:", got9["first"], got9["after"], "| 'this' i
 
 def refusal_chart(trace, title):
     """Lanes n1 (the client's node) and n2 (the key's owner): the client's messages to the key (blue triangles),
-    forged frames arriving (purple squares), what n2 refused and why (red X), the answers n2 sent (green dots)."""
+    forged frames arriving (purple squares), what n2 refused and why (red-orange X), the answers n2 sent (green dots)."""
     nodes = ["n1", "n2"]
     lane = {n: i for i, n in enumerate(nodes)}
     fig = Figure(figsize=(11, 2.8), layout="constrained")

@@ -35,7 +35,7 @@ it**:
 Each section checks one row, then two more claims: every write carries the run's **lease**, and `ctx.become` switches
 the behaviour of a key. As in chapter 01, every run is one simulated node on virtual time, and every section ends
 with an `assert` cell reading the trace. The **activation timeline** draws one bar per run of a key's body (a new
-bar after each restart); a red X is a failed run.
+bar after each restart); a red-orange X is a failed run.
 """)
 
 code('''

@@ -38,12 +38,12 @@ Two views read the run's trace:
 
 * the **ownership chart** of one key: one lane per node, a coloured bar while the node holds the key's epoch (hatched
   when it is *stale*: a newer epoch exists), confirmed writes as ticks above it (black: state, blue: next due), fenced
-  writes as red X's, failed writes as hollow red circles (writes of one instant share one mark, with a count), schedule
+  writes as red-orange X's, failed writes as hollow red-orange circles (writes of one instant share one mark, with a count), schedule
   firings as dots under it (orange diamond: the same due fired again), faults on the lanes, and "run ended: ..." where
   a run ended for a reason no other mark shows;
 * the **space-time diagram** of a few milliseconds: one vertical line per node, time running down, one arrow per
-  message from when it was sent to when it arrived (purple: epoch, blue: writes, red: refusals, green: handoff, orange:
-  client calls, grey: heartbeats; dashed: answers; a red X: the message never arrived), and what each node did at
+  message from when it was sent to when it arrived (purple: epoch, blue: writes, red-orange: refusals, green: handoff, orange:
+  client calls, grey: heartbeats; dashed: answers; a red-orange X: the message never arrived), and what each node did at
   that moment.
 
 Both leave out the runtime's own keys (the cron claim keys of chapter 06) unless you name them.
@@ -132,7 +132,7 @@ print(f"n3 stepped down at {stepped_down / 1e9:.2f} s, n1 took over at {taken / 
 
 md("""
 The moment `n1` takes over, message by message: `n1` sends `Prepare` to both replicas, but the one to `n3` is cut by
-the partition (red X). `n2` answers `Promise`; one promise plus `n1`'s own replica is a quorum, so `n1` holds epoch 2,
+the partition (red-orange X). `n2` answers `Promise`; one promise plus `n1`'s own replica is a quorum, so `n1` holds epoch 2,
 activates the key from the replicas (*recovered*) and writes with `Write`/`Ack`.
 """)
 
@@ -169,7 +169,7 @@ ownership_chart(run.trace, key=key)
 
 md("""
 Both replicas had promised `(2, n1#0)`, newer than `n3`'s `(1, n3#1)`: they answer `Nack`, the write is **fenced**
-(red X), `n3`'s run ends *lost*, and the client's `Add` fails with `Unavailable` (it was not counted). In the
+(red-orange X), `n3`'s run ends *lost*, and the client's `Add` fails with `Unavailable` (it was not counted). In the
 diagram below, the first `Nack` is enough: `n3` learns at once that a newer epoch exists, and prepares a new one
 (purple) for the `Add`s still queued. The next `Add`
 activates the key again: `n3` prepares a round above the promise and wins `(3, n3#1)`, finding `v4`. No count was
@@ -220,7 +220,7 @@ remember in its state what it already did (chapter 07 does it with the daily rep
 
 Zoom on the firing: the crash comes in the same instant, **before `n3` sends anything**. No `Write` of the next due
 leaves `n3` (the diagram counts 0 protocol frames), and both writes it had begun fail as *unavailable*. `n3`'s
-heartbeats a few milliseconds earlier end in red X's: the cut, which would have dropped the writes too. The `Tick` it
+heartbeats a few milliseconds earlier end in red-orange X's: the cut, which would have dropped the writes too. The `Tick` it
 had told its actor is dropped with the node.
 """)
 

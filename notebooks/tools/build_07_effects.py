@@ -163,7 +163,7 @@ activation_timeline(world.trace, title="Daily reports: 'save' and 'build' crash 
 
 md("""
 Read the stars: each is a report that **exists** outside (an `effect` row), labelled with the day it covers. On
-`save`, 2 January is a hollow red star, **omitted**: its checkpoint said the day was done before the report existed,
+`save`, 2 January is a hollow red-orange star, **omitted**: its checkpoint said the day was done before the report existed,
 so after the restart nobody builds it. On `build`, 2 January appears **again** at the third midnight: the report
 existed, but the checkpoint still said 1 January, so the next run built it once more, then 3 January.
 """)

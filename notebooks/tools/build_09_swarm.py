@@ -86,7 +86,7 @@ def mix_chart(mixes, title):
     return fig
 
 
-mix_chart({s: mixes[s] for s in range(24)}, "Fault kinds on in the mixes of seeds 0-23 (filled: on; crash in orange)")
+mix_chart({s: mixes[s] for s in range(24)}, "Fault kinds on in the mixes of seeds 0-23 (filled: on; crash in red-orange)")
 ''')
 
 code('''

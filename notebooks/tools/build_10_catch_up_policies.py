@@ -118,7 +118,7 @@ One lane per policy, a mark per occurrence at its due time. The faults are the b
 the same axis (the node's wall clock, where the dues are): hatched grey the pause (dues 40 ... 90 fell in it),
 yellow the forward step (the wall times 127 ... 162 the clock jumped over), blue the backward step (the wall times
 132 ... 192 the clock reads twice). The axis is seconds since the run's start, as in every chart of the course: the
-due at 40 s is drawn at 40, the pause from 35 s at 35. **Predict:** which policy has no red X at all? Which one shows a run of late
+due at 40 s is drawn at 40, the pause from 35 s at 35. **Predict:** which policy has no red-orange X at all? Which one shows a run of late
 (orange) marks right after the pause?
 """)
 
@@ -344,7 +344,7 @@ md("""
 
 Three nodes; the key's owner, n3, **crashes** at 27 s for good. n1 takes the key 1.8 s later, but n1's wall clock
 runs **37 s ahead** of n3's: at the takeover the dues 32 ... 62 (on n3's grid) are already past on n1's clock. The
-policy travels with the key's `@schedules` page. The red band is n3's down time read on n3's clock (it stays down to
+policy travels with the key's `@schedules` page. The pale red-orange band is n3's down time read on n3's clock (it stays down to
 the end); the dues after 62 s are n1's, on n1's clock. **Predict:** under `DropLate(grace=2 s)`, is the newest due
 (62 s, 3.8 s late on n1's clock) delivered? Which lane leaves the grid?
 
