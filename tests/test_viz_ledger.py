@@ -105,7 +105,7 @@ def test_table_rows_and_html() -> None:
     assert len(rows) == 10 and rows[1]["status"] == "late" and rows[1]["late_s"] == 0.5
     page = rows._repr_html_()
     assert page.count("<tr>") == 11 and page.count("<th>") == 10
-    assert '<td style="color:#D55E00;font-weight:bold">missed</td>' in page
+    assert '<td style="color:#D55E00;font-weight:bold;white-space:nowrap">missed</td>' in page and '<td style="white-space:nowrap">2026-01-01T00:00:10+00:00</td>' in page
     assert "<td>skipped by the catch-up of due ...</td>" in page
     weird = ledger_table([_entry(1, "missed", why="<b>")])._repr_html_()
     assert "&lt;b&gt;" in weird and "<b>" not in weird

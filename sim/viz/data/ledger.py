@@ -76,10 +76,11 @@ class LedgerTable(list[dict[str, Any]]):
             cells = []
             for c in _COLUMNS:
                 text = _cell(row[c])
-                style = f' style="color:{colour};font-weight:bold"' if c == "status" else ""
+                # every column but ``why`` on one line: a due time or "on-time" broken in two reads as two rows
+                style = f' style="color:{colour};font-weight:bold;white-space:nowrap"' if c == "status" else "" if c == "why" else ' style="white-space:nowrap"'
                 cells.append(f"<td{style}>{html.escape(text)}</td>")
             body.append("<tr>" + "".join(cells) + "</tr>")
-        return f'<table class="casty-ledger"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>'
+        return f'<table class="casty-ledger" style="font-size:12px;border-collapse:collapse"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>'
 
 
 def ledger_table(entries: Iterable[Entry]) -> LedgerTable:
