@@ -362,3 +362,23 @@ def test_spacetime_notes_cross_no_arrow_and_overlap_no_text(stale: Run) -> None:
     boxes = [Text.get_window_extent(t, renderer) for t in ax.texts]
     assert [(ax.texts[i].get_text(), ax.texts[j].get_text()) for i, b in enumerate(boxes) for j, c in enumerate(boxes)
             if i < j and b.overlaps(c)] == []
+
+
+def test_spacetime_fenced_window_shows_each_prepare_answered_and_every_arrow_whole() -> None:
+    """Notebook 04 §2 (newer-promise-fences, from 4 ms before the fence to the new epoch): each Prepare drawn has its
+    Promise drawn, and every arrow ends inside the axes (a frame sent in the window is drawn to its arrival, past the
+    window's end in a shaded band). Its old 5.5 ms window cut both Prepares' answers; a window's last Writes ran off."""
+    run = scenarios.run("newer-promise-fences", 0)
+    fenced = run.trace.of("write.failed", key=str(run.world.results["key"]), reason="fenced")[0]
+    ax = only_axes(spacetime_diagram(run.trace, start=fenced.t - 0.004, duration=0.0095))
+    lanes = [t.get_text() for t in ax.get_xticklabels()]
+
+    def ends(tag: str) -> list[tuple[str, str]]:
+        return sorted((lanes[round(p._posA_posB[0][0])], lanes[round(p._posA_posB[1][0])]) for p in arrows(ax, tag))  # type: ignore[attr-defined]
+
+    assert ends("Prepare") == [("n3", "n1"), ("n3", "n2")]
+    assert ends("Promise") == [("n1", "n3"), ("n2", "n3")]
+    bottom, top = ax.get_ylim()
+    assert all(top <= p._posA_posB[1][1] <= bottom for p in arrows(ax))  # type: ignore[attr-defined]
+    assert bottom > 9.5 and len(with_gid(ax, "after.window")) == 1 and "after the window" in " ".join(legend(ax))
+    assert 'epoch (3, n3#1) of tally["promised1"], found v4' in "\n".join(texts(ax))

@@ -170,15 +170,16 @@ ownership_chart(run.trace, key=key)
 md("""
 Both replicas had promised `(2, n1#0)`, newer than `n3`'s `(1, n3#1)`: they answer `Nack`, the write is **fenced**
 (red-orange X), `n3`'s run ends *lost*, and the client's `Add` fails with `Unavailable` (it was not counted). In the
-diagram below, the first `Nack` is enough: `n3` learns at once that a newer epoch exists, and prepares a new one
-(purple) for the `Add`s still queued. The next `Add`
-activates the key again: `n3` prepares a round above the promise and wins `(3, n3#1)`, finding `v4`. No count was
-lost, and none was made twice.
+diagram below, the first `Nack` is enough: `n3` learns at once that a newer epoch exists, and for the `Add`s still
+queued it prepares a round above the promise (purple `Prepare`). Both replicas answer `Promise`; `n3` writes the newest
+state back under the new epoch (`Write`/`Ack`) and wins `(3, n3#1)`, finding `v4`. No count was lost, and none was
+made twice. (The `Nack` from `n2` to `n1` is a replica's rule *Supersede*: its promise rose above `n1`'s `(2, n1#0)`,
+so it tells `n1` at once. The shaded end of the diagram only shows where the frames sent in the window arrive.)
 """)
 
 code("""
 fenced = run.trace.of("write.failed", key=key, reason="fenced")
-spacetime_diagram(run.trace, start=fenced[0].t - 0.004, duration=0.0055)
+spacetime_diagram(run.trace, start=fenced[0].t - 0.004, duration=0.0095)   # the fence .. the new epoch, 5.5 ms later
 """)
 
 code("""
@@ -188,8 +189,15 @@ assert [(s.node, s.epoch_round, s.ended_by) for s in spans] == [("n3", 1, "lost"
 assert len(fenced) == 1 and fenced[0].node == "n3" and fenced[0].t_ns == spans[0].end_ns   # fenced, and the run ends there
 promised_round = run.world.results["promised"][1]
 assert spans[0].epoch_round < promised_round < spans[1].epoch_round                      # 1 < 2 < 3
-nacks = frames_in(trace, fenced[0].t - 0.004, 0.0055, tag="Nack")
+window = frames_in(trace, fenced[0].t - 0.004, 0.0095)                                   # what the diagram draws
+nacks = [a for a in window if a.tag == "Nack" and a.dst == "n3"]
 assert sorted((a.src, a.dst) for a in nacks) == [("n1", "n3"), ("n2", "n3")]              # both replicas refused
+prepares = sorted(a.dst for a in window if a.tag == "Prepare" and a.src == "n3")
+assert prepares == sorted(a.src for a in window if a.tag == "Promise" and a.dst == "n3") == ["n1", "n2"]   # each answered
+won = trace.of("epoch.acquired", key=key)[-1]
+assert won.node == "n3" and won.get("epoch_round") == 3 and won.get("found") == 4
+assert fenced[0].t_ns < won.t_ns <= fenced[0].t_ns + 5_500_000                            # in the window: won 5 ms later
+assert [(a.src, a.dst) for a in window if a.tag == "Nack" and a.dst != "n3"] == [("n2", "n1")]   # Supersede: n2 tells n1
 assert run.world.results["before"] == [1, 2] and run.world.results["after"] == ["Unavailable", 4, 5]
 assert run.world.results["final"] == 5
 """)

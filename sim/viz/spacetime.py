@@ -37,7 +37,7 @@ from typing import Any, Literal, cast
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
-from matplotlib.patches import FancyArrowPatch
+from matplotlib.patches import FancyArrowPatch, Patch
 from matplotlib.text import Annotation, Text
 from matplotlib.transforms import Bbox
 
@@ -88,7 +88,9 @@ def spacetime_diagram(
 ) -> Figure:
     """The frames sent in ``[start, start + duration]`` (seconds of true time), one vertical line per node.
 
-    Without ``start`` the window is ``default_window(trace)``; without ``duration`` it is 25 ms.
+    Without ``start`` the window is ``default_window(trace)``; without ``duration`` it is 25 ms. A frame sent in the
+    window is drawn to its arrival even past the window's end (a shaded band: nothing else is drawn there), so no arrow
+    runs off the axes; an answer sent after the end is not drawn: choose a window that ends after the answers you show.
     ``heartbeats=False`` leaves membership heartbeats out; ``events=False`` leaves the nodes'
     own rows out; ``internal=True`` also marks the rows of the runtime's own keys (cron claims), left out by default.
     Returns the figure (a new one unless ``ax`` is given).
@@ -108,6 +110,9 @@ def spacetime_diagram(
     if not heartbeats:
         arrows = [a for a in arrows if FRAME_KINDS.get(a.tag or "", _OTHER)[0] != "membership: heartbeat"]
     span_ms = (t1 - t0) / 1e6
+    # a frame sent in the window is drawn whole: the picture runs on to the last arrival (shaded after the window's end),
+    # so no arrow leaves the bottom of the axes with its end unseen
+    view_ms = max([span_ms] + [(a.arrived_ns - t0) / 1e6 for a in arrows if a.arrived_ns is not None])
 
     def y(t_ns: int) -> float:
         return (t_ns - t0) / 1e6
@@ -125,9 +130,9 @@ def spacetime_diagram(
     world = node_events(trace)
     for node, x in col.items():
         down = [(y(s.start_ns), y(s.end_ns)) for s in (world[node].down if node in world else ())]
-        ax.vlines(x, 0, span_ms, color="#444444", lw=1.4, zorder=1, gid="node.line")
+        ax.vlines(x, 0, view_ms, color="#444444", lw=1.4, zorder=1, gid="node.line")
         for lo, hi in down:
-            lo, hi = max(lo, 0.0), min(hi, span_ms)
+            lo, hi = max(lo, 0.0), min(hi, view_ms)
             if hi > lo:
                 ax.vlines(x, lo, hi, color="white", lw=2.5, zorder=1.1)
                 ax.vlines(x, lo, hi, color="#999999", lw=1.2, ls=(0, (1, 2)), zorder=1.2, gid="node.down")
@@ -195,7 +200,9 @@ def spacetime_diagram(
 
     # axes
     ax.set_xlim(-0.35, len(lanes) - 0.65 + 0.9)  # room right of the last line for its labels
-    ax.set_ylim(span_ms * 1.02, -span_ms * 0.02)
+    ax.set_ylim(view_ms + span_ms * 0.02, -span_ms * 0.02)
+    if view_ms > span_ms:
+        ax.axhspan(span_ms, view_ms + span_ms * 0.02, color="#F1F1F1", zorder=0.5, lw=0, gid="after.window")
     ax.set_xticks(range(len(lanes)), lanes, fontsize=FONT + 1, fontweight="bold")
     ax.xaxis.tick_top()
     ax.tick_params(axis="x", length=0, pad=6)
@@ -221,6 +228,8 @@ def spacetime_diagram(
         handles.append(Line2D([], [], color=INK, lw=1.2, ls="--", label="dashed: an answer"))
     if any(a.dropped for a in arrows):
         handles.append(Line2D([], [], ls="", marker="X", ms=8, color=VERMILLION, mec="white", label="frame dropped"))
+    if view_ms > span_ms:
+        handles.append(Patch(color="#F1F1F1", label="after the window: the arrivals\nof frames sent in it, nothing else"))
     if with_gid_down(ax):
         handles.append(Line2D([], [], color="#999999", lw=1.2, ls=(0, (1, 2)), label="node down"))
     if handles:
@@ -228,7 +237,7 @@ def spacetime_diagram(
     if not arrows and not shown_events:
         ax.text(0.5, 0.5, "no frames or node events in this window", transform=ax.transAxes, ha="center", va="center", fontsize=FONT, color=GREY)
     declutter(fig, labels, max_levels=3)  # a first place for the notes, kept where no better one exists
-    room = _Room(fig, ax, [], segments, [((x, 0.0), (x, span_ms)) for x in col.values()])  # nor on a node's line
+    room = _Room(fig, ax, [], segments, [((x, 0.0), (x, view_ms)) for x in col.values()])  # nor on a node's line
     room.taken += [Bbox.from_bounds(px - 3.5, py - 3.5, 7, 7) for px, py in (room.to_px(m) for m in marks)]  # nor on a mark
     place_notes(room, labels)
     unnamed = place_along(room, tags, tag_paths)
