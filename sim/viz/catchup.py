@@ -17,7 +17,8 @@ and ``next_us``) are hollow red X's on the wall-clock lane, where the grid is de
 delivered more than once (a crash or ownership change) is an orange diamond, "repeat".
 Crash-to-restart (grey), pauses (hatched), restarts (green) and clock steps (purple; an arrow
 over the skipped wall time in the wall lane) of the nodes that ran the schedule are drawn on
-their rows; ``report.built`` rows of the key (and ``effect`` rows with a ``day`` detail) are black stars
+their rows (labelled above the true-time lane in up to two rows; faults too close to be labelled apart
+share one label, "crash, restart #4" or "2 crashes, restarts #6-#7", so no label covers another); ``report.built`` rows of the key (and ``effect`` rows with a ``day`` detail) are black stars
 with their day, and a day missing between two of them a hollow red star, "omitted".
 
 ``lanes="all"`` draws instead every periodic thing of the run, one lane each (a persisted

@@ -10,6 +10,10 @@ square labelled "×n" (fired n times), missed a red X, labelled "lost in flight"
 neighbours, with their number) when it fired and its message died before its handler finished (a
 crash, a fenced run, a failed handler). The legend counts each class.
 
+The x axis is one time base with the course's other charts: seconds since the run's start (the
+wall clock's reading at true time 0), so a due at 40 s sits at 40 and a fault "at 35 s" at 35.
+Charts stacked in one figure pass the same ``until_s`` and ``unit`` and share the axis, labelled once.
+
 The table is ``ledger_table`` (``sim.viz.data.ledger``, no matplotlib): ``sim.ledger.table``'s
 rows, an HTML table in a notebook. Both read ``sim.ledger`` values only.
 
