@@ -333,9 +333,11 @@ def counts_chart(run, title):
     ax.scatter(*zip(*once), s=30, color="#0072B2", label="a count confirmed once", zorder=3)
     twice = [(t, c) for t, c in shown if any(c == rc for _, rc in repeats)]
     ax.scatter(*zip(*twice), s=60, color="#CC0000", edgecolors="black", label="a count confirmed twice", zorder=4)
-    for t, c in twice:
-        ax.annotate(f"{c}" + (" again" if (t, c) in repeats else ""), (t, c), xytext=(0, 8), textcoords="offset points",
-                    ha="center", fontsize=9, color="#CC0000", fontweight="bold")
+    for t, c in twice:   # the counts rise: above-left of a dot and below-right of it are empty, and off the lines
+        again = (t, c) in repeats   # after the restart line: its label goes right of the dot, the first one left of it
+        ax.annotate(f"{c}" + (" again" if again else ""), (t, c), xytext=(7, -7) if again else (-7, 7),
+                    textcoords="offset points", ha="left" if again else "right", va="top" if again else "bottom",
+                    fontsize=9, color="#CC0000", fontweight="bold", gid="count.label")
     ax.axvspan(crash, restart, color="#DDDDDD", zorder=0, label="n1 down (crash to restart)")
     ax.axvline(crash, color=CRASH, linewidth=1.6, label="crash")
     ax.axvline(restart, color=RESTART, linewidth=1.6, label="restart")
@@ -349,8 +351,9 @@ def counts_chart(run, title):
 
 
 caught = sim.scenarios.run("counter-swarm", seed=bad[0])
-counts_chart(caught, f"hasty_counter, seed {bad[0]}: the restart reads the last saved count, and the counts "
-                     "confirmed after it are confirmed again")
+chart = counts_chart(caught, f"hasty_counter, seed {bad[0]}: the restart reads the last saved count, so a count "
+                             "confirmed before the crash is confirmed again")
+chart
 ''')
 
 md("""
@@ -378,6 +381,12 @@ for t, count in caught.world.results["answers"]:
 again = [ts[1] for ts in times.values() if len(ts) > 1]      # the second confirmation of each repeated count
 assert again and min(again) > caught.trace.of("fault.crash")[0].t   # every repeat comes after a crash
 assert (min(c for c, ts in times.items() if len(ts) > 1) - 1) % 5 == 0  # and starts after the last saved count
+ax = chart.axes[0]   # the picture: each red label beside its dot, on neither the crash nor the restart line
+chart.draw_without_rendering()
+lines_px = [ax.transData.transform((line.get_xdata()[0], 0))[0] for line in ax.get_lines()]
+for text in (t for t in ax.texts if t.get_gid() == "count.label"):
+    box = text.get_window_extent()
+    assert not any(box.x0 - 2 <= x <= box.x1 + 2 for x in lines_px), (text.get_text(), box, lines_px)
 ''')
 
 # ----------------------------------------------------------------------------------------------------------------
