@@ -366,12 +366,14 @@ def place_notes(room: _Room, notes: list[Annotation]) -> list[Annotation]:
     for ann in sorted(notes, key=lambda a: (-float(room.to_px(a.xy)[1]), float(a.xy[0]))):
         anchor = room.to_px(ann.xy)
         home = (ann.xyann, ann.get_horizontalalignment())
-        height = room.box(ann).height * 72 / room.ax.figure.dpi  # points
+        ann.xyann = (0.0, 0.0)
+        ann.set_horizontalalignment("left")
+        base = room.box(ann)  # measured once: every candidate is this box moved (text layout is the slow part)
+        px = room.ax.figure.dpi / 72  # pixels per point
+        height = base.height / px  # points
         best: tuple[float, tuple[float, float], str, bool] = (inf, home[0], home[1], False)
         for dx, dy, side in _NOTE_PLACES:  # nearest first: the first that crosses nothing wins
-            ann.xyann = (side * dx, dy)
-            ann.set_horizontalalignment("left" if side > 0 else "right")
-            box = room.box(ann)
+            box = base.translated(side * dx * px - (base.width if side < 0 else 0.0), dy * px)
             lead = dx > _NOTE_DX[0] or abs(dy) > height / 2
             edge = (min(max(anchor[0], box.x0), box.x1), min(max(anchor[1], box.y0), box.y1))
             score = room.cost(box, None, (anchor, edge) if lead else None, node_line=_NOTE_ON_LINE)
