@@ -310,6 +310,6 @@ def test_a_scenario_export_is_valid_and_every_activation_is_one_closed_span(name
     assert flows_out == delivered  # every delivered frame (none kept in swarm) is one arrow
     crashes = trace.of("fault.crash")
     closed_by_crash = [s for s in got if s[4] == "crash"]
-    assert all(any(c.node == s[0] and c.t_ns / 1000 == s[2] + s[3] for c in crashes) for s in closed_by_crash)
+    assert all(any(c.node == s[0] and c.t_ns == round((s[2] + s[3]) * 1000) for c in crashes) for s in closed_by_crash)  # µs floats: sum to the ns
     if name == "swarm":
         assert len(crashes) == 5 and closed_by_crash  # seed 0 crashes nodes with keys running
