@@ -20,6 +20,9 @@ the instant where the rule matters:
   lower the majority's promise (rule 1 of replication).
 * ``write-back-before-reads``: an heir that adopted a write held by two replicas of five
   answers no read before its write-back is on a quorum (replication rule 2).
+* ``superseded-holder-told``: a stray Prepare reaches two replicas but not the holder's own;
+  the replicas that promised tell the holder (replication rule 9), which ends its run at once
+  instead of failing its next write Unavailable.
 * ``long-partition``: two nodes of five cut off for longer than ``remove_after`` must not
   remove the majority and go on as a cluster of two (the membership quorum).
 * ``durable-owner-unsaved``: a durable key's heir acquires it and writes nothing, then every
