@@ -52,21 +52,30 @@ import json
 import logging
 import os
 import signal
+import stat
 import sys
 from typing import Any
 
 from .cluster.client import ClusterClient, RemoteError
+from .cluster.client_wire import MAX_TIMEOUT
+from .cluster.config import check_cluster_name
 from .protocol.membership import MembershipConfig
 from .cluster.addresses import Address, parse_address
 from .cluster.node import FACTS, SECRET_ENV, NodeConfig, NodeProcess, read_secret
 from .cluster.tcp import TcpLimits
 from .clock import SystemClock
 from .errors import CastyError, ConfigurationError
+from .observer import Event
+from .protocol.framing import HEADER_SIZE
+from .protocol.limits import MAX_FRAME
 from ._core.factlog import FactLog
+from ._durations import duration
 
 PROG = "python -m casty"
 _DEFAULTS = MembershipConfig()
 _LIMITS = TcpLimits()
+MAX_SECRET_FILE = 64 * 1024
+"""The largest ``--secret-file`` read, in bytes: a secret is an HMAC key, and ``/dev/zero`` would be read forever."""
 
 
 def _address(text: str) -> Address:
@@ -80,20 +89,86 @@ def _addresses(text: str) -> tuple[Address, ...]:
     return tuple(_address(part) for part in text.split(",") if part.strip())
 
 
+def _gateways(text: str) -> tuple[Address, ...]:
+    """A client's ``--seeds``: at least one address (``ClusterClient`` raised ValueError for none: a traceback)."""
+    seeds = _addresses(text)
+    if not seeds:
+        raise argparse.ArgumentTypeError(f"name at least one seed HOST:PORT, got {text!r}")
+    return seeds
+
+
 def _seconds(text: str) -> float:
+    """A positive duration in seconds, refused by the same rule as the runtime's options (``duration``).
+
+    Checked here rather than where the config is built, so argparse names the flag: a NaN,
+    an infinity or a value past ``timedelta.max`` used to pass here and fail later naming a
+    field (``MembershipConfig.heartbeat``) instead of the flag the operator typed.
+    """
     try:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
-    if not value > 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {text!r}")
+    try:
+        return duration(value, "a duration", positive=True)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a positive, finite number of seconds (at most timedelta.max), got {text!r}") from None
+
+
+def _client_timeout(text: str) -> float:
+    """A client's ``--timeout``: ``_seconds`` and at most ``MAX_TIMEOUT``, the bound ``ClusterClient`` and the gateway hold."""
+    value = _seconds(text)
+    if value > MAX_TIMEOUT:
+        raise argparse.ArgumentTypeError(f"must be at most {MAX_TIMEOUT:g} seconds (a gateway holds an ask no longer), got {text!r}")
     return value
 
 
+def _count(least: int, why: str) -> Any:
+    """An int flag of at least ``least`` (``why`` says what needs it), named by argparse when it is not."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+        if value < least:
+            raise argparse.ArgumentTypeError(f"must be at least {least} ({why}), got {text!r}")
+        return value
+
+    return parse
+
+
+def _cluster(text: str) -> str:
+    """``--cluster``: the shared rule of a cluster name (``check_cluster_name``: printable, 1-200 UTF-8 bytes)."""
+    try:
+        return check_cluster_name(text, "the cluster name")
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def event_kinds() -> frozenset[str]:
+    """Every runtime event kind a node can emit: the ``kind`` of each ``Event`` class the CLI's imports define."""
+    kinds: set[str] = set()
+    todo: list[type[Event]] = [Event]
+    while todo:
+        cls = todo.pop()
+        todo.extend(cls.__subclasses__())
+        if cls is not Event:
+            kinds.add(cls.kind)
+    return frozenset(kinds)
+
+
 def _facts(text: str) -> frozenset[str]:
+    """``--facts``: known event kinds or ``all``; a typo (``schedule.fird``) is refused, not a silently empty filter."""
     kinds = frozenset(part.strip() for part in text.split(",") if part.strip())
     if not kinds:
         raise argparse.ArgumentTypeError(f"name at least one event kind (or 'all'), got {text!r}")
+    known = event_kinds()
+    unknown = sorted(kinds - known - {"all"})
+    if unknown:
+        raise argparse.ArgumentTypeError(
+            f"unknown event kind{'s' if len(unknown) > 1 else ''} {', '.join(map(repr, unknown))}; "
+            f"known: all, {', '.join(sorted(known))}"
+        )
     return kinds
 
 
@@ -151,8 +226,9 @@ def build_parser() -> argparse.ArgumentParser:
                       help="nodes to join through (this node's own address may be listed; none: found a cluster)")
     node.add_argument("--module", action="append", default=[], metavar="MODULE",
                       help="import MODULE so that its actor types are hosted (repeatable)")
-    node.add_argument("--cluster", default="casty", metavar="NAME",
-                      help="cluster name; nodes of another cluster are refused at the handshake (default: casty)")
+    node.add_argument("--cluster", type=_cluster, default="casty", metavar="NAME",
+                      help="cluster name, printable, at most 200 UTF-8 bytes; nodes of another cluster are refused at "
+                           "the handshake (default: casty)")
     node.add_argument("--heartbeat", type=_seconds, default=_DEFAULTS.heartbeat, metavar="S",
                       help=f"seconds between heartbeats (default {_DEFAULTS.heartbeat:g})")
     node.add_argument("--suspect-after", type=_seconds, default=_DEFAULTS.suspect_after, metavar="S",
@@ -169,21 +245,22 @@ def build_parser() -> argparse.ArgumentParser:
                       help="routing retries and quorum writes give up after this long (default 5)")
     node.add_argument("--facts", type=_facts, default=FACTS, metavar="KIND,...",
                       help="runtime events printed as JSON facts, or 'all' (default: " + ",".join(sorted(FACTS)) + ")")
-    node.add_argument("--max-connections", type=int, default=_LIMITS.max_connections, metavar="N",
+    node.add_argument("--max-connections", type=_count(1, "one connection"), default=_LIMITS.max_connections, metavar="N",
                       help=f"incoming connections open at once; the next is closed (default {_LIMITS.max_connections})")
-    node.add_argument("--max-handshakes", type=int, default=_LIMITS.max_handshakes, metavar="N",
+    node.add_argument("--max-handshakes", type=_count(1, "one handshake"), default=_LIMITS.max_handshakes, metavar="N",
                       help=f"incoming connections in their handshake; one more closes the oldest (default {_LIMITS.max_handshakes})")
     node.add_argument("--handshake-timeout", type=_seconds, default=5.0, metavar="S",
                       help="seconds an incoming connection has to complete its handshake (default 5)")
     node.add_argument("--idle-timeout", type=_seconds, default=_LIMITS.idle_timeout, metavar="S",
                       help=f"a welcomed connection silent this long is closed (default {_LIMITS.idle_timeout:g})")
-    node.add_argument("--max-buffered", type=int, default=_LIMITS.max_buffered, metavar="BYTES",
+    node.add_argument("--max-buffered", type=_count(MAX_FRAME + HEADER_SIZE, "one partial frame of MAX_FRAME bytes"), default=_LIMITS.max_buffered, metavar="BYTES",
                       help=f"bytes of partial frames held across connections (default {_LIMITS.max_buffered})")
     node.add_argument("--trace", metavar="FILE",
                       help="also append every fact to FILE, one JSON line each with the node's wall time (for "
                            "sim.trace.Trace.from_jsonl); kept across restarts with the same FILE")
     _secret_file(node)
     _log_level(node)
+    node.set_defaults(subparser=node)
     for name, text in (
         ("ask", "ask an actor through a node of the cluster; print its reply"),
         ("tell", "tell an actor through a node of the cluster (at most once)"),
@@ -191,12 +268,12 @@ def build_parser() -> argparse.ArgumentParser:
         ("members", "print a node's view of the membership"),
     ):
         client = sub.add_parser(name, help=text, description=text.capitalize() + "; one JSON line on stdout.")
-        client.add_argument("--seeds", type=_addresses, required=True, metavar="HOST:PORT,...",
+        client.add_argument("--seeds", type=_gateways, required=True, metavar="HOST:PORT,...",
                             help="nodes to send the request through, first reachable first")
-        client.add_argument("--cluster", default="casty", metavar="NAME", help="cluster name (default: casty)")
+        client.add_argument("--cluster", type=_cluster, default="casty", metavar="NAME", help="cluster name (default: casty)")
         _secret_file(client)
-        client.add_argument("--timeout", type=_seconds, default=10.0, metavar="S",
-                            help="how long to wait for the answer (default 10)")
+        client.add_argument("--timeout", type=_client_timeout, default=10.0, metavar="S",
+                            help=f"how long to wait for the answer, at most {MAX_TIMEOUT:g} (default 10)")
         if name != "members":
             client.add_argument("--type", type=_text, required=True, metavar="MODULE:TYPE", help="the actor type, e.g. app:counter")
             client.add_argument("--key", type=_text, required=True, metavar="KEY", help="the actor key")
@@ -204,6 +281,7 @@ def build_parser() -> argparse.ArgumentParser:
             client.add_argument("--message", type=_message, required=True, metavar="JSON",
                                 help='the message: "Name", ["Name"] or ["Name", {"field": value}]')
         _log_level(client)
+        client.set_defaults(subparser=client)
     return parser
 
 
@@ -266,6 +344,8 @@ async def _serve(config: NodeConfig, trace: str | None = None) -> int:
     clock = SystemClock()
     emit = _emit
     factlog: FactLog | None = None
+    created = trace is not None and not os.path.lexists(trace)  # a file this run makes: removed if the node never starts
+    started = False
     if trace is not None:
         try:
             factlog = FactLog(trace, config.node, clock)
@@ -296,6 +376,7 @@ async def _serve(config: NodeConfig, trace: str | None = None) -> int:
         node = NodeProcess(config, emit, clock=clock)
         try:
             await node.start()
+            started = True
         except ConfigurationError as exc:
             print(f"{PROG} node: error: {exc}", file=sys.stderr)
             return 2
@@ -311,16 +392,46 @@ async def _serve(config: NodeConfig, trace: str | None = None) -> int:
             loop.remove_signal_handler(signum)
         if factlog is not None:
             factlog.close()
+            if not started and created and factlog.written == 0:
+                _remove_quietly(factlog.path)
     return 0
+
+
+def _remove_quietly(path: str) -> None:
+    """Remove the empty ``--trace`` file of a node that never started (nothing half-made is left behind)."""
+    try:
+        if os.path.getsize(path) == 0:
+            os.unlink(path)
+    except OSError:
+        pass
+
+
+def _check_secret_file(path: str) -> None:
+    """``ValueError`` unless ``path`` is a regular file of at most ``MAX_SECRET_FILE`` bytes.
+
+    Why before ``read_secret``: it reads the whole file, so ``/dev/zero`` or a FIFO nobody
+    writes made the command hang (growing without bound) instead of saying what was wrong.
+    """
+    try:
+        info = os.stat(path)
+    except OSError as exc:
+        raise ValueError(f"cannot read the secret file {path!r}: {exc.strerror or exc}") from None
+    if not stat.S_ISREG(info.st_mode):
+        raise ValueError(f"the secret file {path!r} is not a regular file")
+    if info.st_size > MAX_SECRET_FILE:
+        raise ValueError(f"the secret file {path!r} is {info.st_size} bytes, over the {MAX_SECRET_FILE}-byte limit of a secret")
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    parser = args.subparser  # its errors say "python -m casty node: error: ..." with that command's usage
     try:
+        if args.secret_file is not None:
+            _check_secret_file(args.secret_file)
         args.secret = read_secret(args.secret_file, os.environ)
     except ValueError as exc:
-        parser.error(str(exc))
+        parser.error(f"--secret-file: {exc}" if args.secret_file is not None else str(exc))
     if args.command != "node":
         logging.basicConfig(stream=sys.stderr, level=getattr(logging, args.log_level),
                             format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -352,6 +463,7 @@ def main(argv: list[str] | None = None) -> int:
                 max_buffered=args.max_buffered,
             ),
         )
+        config.cluster_options()  # what start() builds once the port is bound: refused here, before anything is bound
     except ValueError as exc:
         parser.error(str(exc))
     logging.basicConfig(

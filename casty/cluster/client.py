@@ -52,6 +52,7 @@ from ..observer import Event
 from ..protocol.limits import check_frame
 from ..protocol.wire import WireError
 from .addresses import Address, format_address, node_id, parse_address
+from .config import check_cluster_name
 from .client_wire import MAX_TIMEOUT, Call, Members, Result, Where, decode_client_frame, encode_client_frame
 from ..protocol.framing import secret_bytes
 from .tcp import ConnectFailed, ConnectionLost, TcpTransport
@@ -231,7 +232,7 @@ class ClusterClient:
     ) -> None:
         ids = [node_id(s) if isinstance(s, str) else format_address(parse_address(format_address(s))) for s in seeds]
         self.core: Final = ClientCore(ids)
-        self.cluster: Final = cluster
+        self.cluster: Final = check_cluster_name(cluster, "ClusterClient.cluster")  # its Hello must fit the handshake
         self.host: Final = parse_address(f"[{host}]:1" if ":" in host else f"{host}:1")[0]
         if not 0 < timeout <= MAX_TIMEOUT:
             raise ValueError(f"timeout must be within (0, {MAX_TIMEOUT:g}] seconds, got {timeout!r}")

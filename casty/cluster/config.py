@@ -19,10 +19,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from .._core.actor import seconds
 from ..errors import ConfigurationError
+from ..protocol.framing import HANDSHAKE_MAX
 from ..protocol.membership import MembershipConfig
 from . import claims as _claims  # noqa: F401 - the cron claims and their actor type (see the module docstring)
 from .tcp import secret_bytes
@@ -32,7 +33,43 @@ if TYPE_CHECKING:
     from ..ports import Transport
     from .runtime import ClusterNode
 
-__all__ = ["Cluster", "check_transport"]
+__all__ = ["Cluster", "check_transport", "MAX_CLUSTER_NAME", "check_cluster_name"]
+
+MAX_CLUSTER_NAME: Final = 200
+"""The longest cluster name, in UTF-8 bytes: small enough that every handshake frame naming it fits ``HANDSHAKE_MAX``.
+
+Why a bound here, and not a larger handshake. The name travels in the dialer's ``Hello``
+(with its node id and a 32-byte nonce) and, twice, in a refusal (``cluster 'a' is not this
+node's cluster 'b'``, each as ``repr``, so up to two bytes a byte); all are read under the
+1 KiB ``HANDSHAKE_MAX``, which bounds what a stranger can make a node buffer before it says
+who it is. 200 bytes keeps the worst refusal (two names of backslashes: 804 bytes of reprs) and
+any Hello inside it; a name is a label, it needs no more. The seeds never travel in a
+handshake, so a long ``--seeds`` list is not bounded by it.
+"""
+
+
+def check_cluster_name(name: object, what: str = "Cluster.name") -> str:
+    """``name`` if it can be a cluster name; else ``ValueError`` naming ``what``, the rule and the limit.
+
+    One check for every path that names a cluster (``Cluster(name=)`` in process, the node's
+    and the clients' ``--cluster``, ``ClusterClient(cluster=)``), so a name one refuses is a
+    name none takes: printable text (it shows in logs and refusals), valid UTF-8 (it travels),
+    1 to ``MAX_CLUSTER_NAME`` bytes.
+    """
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"{what} must be a non-empty string, got {name!r}")
+    try:
+        size = len(name.encode("utf-8"))
+    except UnicodeEncodeError as exc:
+        raise ValueError(f"{what} {ascii(name[:40])} is not valid unicode ({exc.reason})") from None
+    if size > MAX_CLUSTER_NAME:
+        raise ValueError(
+            f"{what} is {size} bytes, over the {MAX_CLUSTER_NAME}-byte limit of a cluster name "
+            f"(it must fit the {HANDSHAKE_MAX}-byte handshake frame): {name[:40]!r}..."
+        )
+    if not name.isprintable():
+        raise ValueError(f"{what} must be printable text (no control characters), got {name!r}")
+    return name
 
 
 def _positive(value: timedelta | float, what: str) -> float:
@@ -86,8 +123,7 @@ class Cluster:
                 raise ValueError(f"a seed is a non-empty node id string, got {seed!r}")
         if isinstance(vnodes, bool) or not isinstance(vnodes, int) or vnodes < 1:
             raise ValueError(f"Cluster.vnodes must be a positive int, got {vnodes!r}")
-        if not isinstance(name, str) or not name:
-            raise ValueError(f"Cluster.name must be a non-empty string, got {name!r}")
+        check_cluster_name(name)
         set_ = object.__setattr__
         set_(self, "seeds", tuple(dict.fromkeys(seed_ids)))
         set_(self, "heartbeat", _positive(heartbeat, "heartbeat"))
