@@ -351,10 +351,11 @@ def test_lost_frames_of_other_nodes_or_for_a_drop_that_names_no_quorum_explain_n
                 "42 frames to or from n3 lost (net.dropped loss) from t=5.372s to t=7.004s",
             ),
         ),
+        (66, "s1", 1_767_225_612_005_703, "n4", ("fault.crash of n2 at t=8.007s", "26 frames to or from n4 lost (net.dropped loss) from t=11.366s to t=12.166s")),
     ],
 )
 def test_swarm_losses_are_explained_by_the_newer_owner_the_drop_names_or_by_lost_frames(seed: int, key: str, due: int, node: str, because: tuple[str, ...]) -> None:
-    """Swarm seeds 1488 (n4's run of s1 fenced by n6's round 3, acquired 5 ms after the drop: that cause alone) and 9 (n3's write got no quorum under loss: its handler failure and 42 lost frames of n3) after rule 9."""
+    """After rule 9, swarm 1488: n4's run of s1 fenced by n6's round 3, acquired 5 ms after the drop (that cause alone); 9 and 66: a write with no quorum, a run that lost it, each naming the lost frames of the firing node beside its other cause."""
     run = scenarios.run("swarm", seed)
     assert run.ok, run.failures
     (miss,) = [o for o in explain_occurrences(run.trace) if o.key == key and o.due_us == due]
