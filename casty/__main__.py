@@ -122,8 +122,8 @@ def _client_timeout(text: str) -> float:
     return value
 
 
-def _count(least: int, why: str) -> Any:
-    """An int flag of at least ``least`` (``why`` says what needs it), named by argparse when it is not."""
+def _count(field: str, least: int, why: str | None = None) -> Any:
+    """An int flag for ``TcpLimits.field`` of at least ``least``, refused by argparse naming the flag (``why``: the reason)."""
 
     def parse(text: str) -> int:
         try:
@@ -131,7 +131,7 @@ def _count(least: int, why: str) -> Any:
         except ValueError:
             raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
         if value < least:
-            raise argparse.ArgumentTypeError(f"must be at least {least} ({why}), got {text!r}")
+            raise argparse.ArgumentTypeError(why.format(value=value) if why else f"{field} must be an int of at least {least}, got {value}")
         return value
 
     return parse
@@ -245,15 +245,16 @@ def build_parser() -> argparse.ArgumentParser:
                       help="routing retries and quorum writes give up after this long (default 5)")
     node.add_argument("--facts", type=_facts, default=FACTS, metavar="KIND,...",
                       help="runtime events printed as JSON facts, or 'all' (default: " + ",".join(sorted(FACTS)) + ")")
-    node.add_argument("--max-connections", type=_count(1, "one connection"), default=_LIMITS.max_connections, metavar="N",
+    node.add_argument("--max-connections", type=_count("max_connections", 1), default=_LIMITS.max_connections, metavar="N",
                       help=f"incoming connections open at once; the next is closed (default {_LIMITS.max_connections})")
-    node.add_argument("--max-handshakes", type=_count(1, "one handshake"), default=_LIMITS.max_handshakes, metavar="N",
+    node.add_argument("--max-handshakes", type=_count("max_handshakes", 1), default=_LIMITS.max_handshakes, metavar="N",
                       help=f"incoming connections in their handshake; one more closes the oldest (default {_LIMITS.max_handshakes})")
     node.add_argument("--handshake-timeout", type=_seconds, default=5.0, metavar="S",
                       help="seconds an incoming connection has to complete its handshake (default 5)")
     node.add_argument("--idle-timeout", type=_seconds, default=_LIMITS.idle_timeout, metavar="S",
                       help=f"a welcomed connection silent this long is closed (default {_LIMITS.idle_timeout:g})")
-    node.add_argument("--max-buffered", type=_count(MAX_FRAME + HEADER_SIZE, "one partial frame of MAX_FRAME bytes"), default=_LIMITS.max_buffered, metavar="BYTES",
+    node.add_argument("--max-buffered", type=_count("max_buffered", MAX_FRAME + HEADER_SIZE,
+                      f"max_buffered ({{value}}) must hold one partial frame of MAX_FRAME ({MAX_FRAME}) bytes"), default=_LIMITS.max_buffered, metavar="BYTES",
                       help=f"bytes of partial frames held across connections (default {_LIMITS.max_buffered})")
     node.add_argument("--trace", metavar="FILE",
                       help="also append every fact to FILE, one JSON line each with the node's wall time (for "
@@ -407,19 +408,30 @@ def _remove_quietly(path: str) -> None:
 
 
 def _check_secret_file(path: str) -> None:
-    """``ValueError`` unless ``path`` is a regular file of at most ``MAX_SECRET_FILE`` bytes.
+    """``ValueError`` unless ``path`` is a file (or device) that ends within ``MAX_SECRET_FILE`` bytes.
 
-    Why before ``read_secret``: it reads the whole file, so ``/dev/zero`` or a FIFO nobody
-    writes made the command hang (growing without bound) instead of saying what was wrong.
+    Why before ``read_secret``: it reads the whole file, so ``/dev/zero`` made the command
+    read forever (memory growing) and a FIFO nobody writes made it hang at the open, instead
+    of saying what was wrong. Opened without blocking, a FIFO or socket is refused; anything
+    else is read up to one byte past the limit.
     """
     try:
-        info = os.stat(path)
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     except OSError as exc:
         raise ValueError(f"cannot read the secret file {path!r}: {exc.strerror or exc}") from None
-    if not stat.S_ISREG(info.st_mode):
-        raise ValueError(f"the secret file {path!r} is not a regular file")
-    if info.st_size > MAX_SECRET_FILE:
-        raise ValueError(f"the secret file {path!r} is {info.st_size} bytes, over the {MAX_SECRET_FILE}-byte limit of a secret")
+    try:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode):
+            raise ValueError(f"the secret file {path!r} is a pipe or socket, not a file")
+        size = 0
+        while size <= MAX_SECRET_FILE and (chunk := os.read(fd, MAX_SECRET_FILE + 1 - size)):
+            size += len(chunk)
+    except OSError as exc:
+        raise ValueError(f"cannot read the secret file {path!r}: {exc.strerror or exc}") from None
+    finally:
+        os.close(fd)
+    if size > MAX_SECRET_FILE:
+        raise ValueError(f"the secret file {path!r} is over the {MAX_SECRET_FILE}-byte limit of a secret")
 
 
 def main(argv: list[str] | None = None) -> int:
