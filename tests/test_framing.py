@@ -135,6 +135,17 @@ def test_a_refused_hello_gets_a_refused_frame_and_ends_the_handshake(data: bytes
         core.receive(b"")
 
 
+@pytest.mark.parametrize("field", ["magic", "cluster"])
+def test_a_refusal_quoting_a_strangers_long_name_stays_under_the_handshake_limit(field: str) -> None:
+    """A Hello whose magic or cluster is 500 backslashes is refused with a Refused frame under HANDSHAKE_MAX (the name cut, its size said), not a frame error."""
+    core = acceptor()
+    long = "\\" * 500
+    step = core.receive(hello(**{field: long}))
+    assert step.done and step.refused is not None and core.state == "refused"
+    assert "(500 characters)" in step.refused
+    assert len(step.write) <= HANDSHAKE_MAX
+
+
 def test_garbage_where_the_hello_should_be_is_a_frame_error() -> None:
     """A first frame that is not a msgpack Hello fails as a malformed handshake, no refusal written."""
     core = acceptor()

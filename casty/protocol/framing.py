@@ -312,12 +312,27 @@ def secret_bytes(secret: bytes | str | None, what: str = "secret") -> bytes | No
     return secret
 
 
+QUOTED_MAX = 64  # characters of a stranger's name a refusal quotes: its Refused frame must fit HANDSHAKE_MAX
+
+
+def _quoted(name: str) -> str:
+    """A dialer's name as a refusal quotes it: whole when short, else its first ``QUOTED_MAX`` characters and its length.
+
+    Why cut: the Hello that carried the name fits the 1 KiB handshake limit, but its repr can
+    double it (backslashes, quotes), and a Refused frame over the limit would fail the
+    acceptor's own write instead of telling the dialer why.
+    """
+    if len(name) <= QUOTED_MAX:
+        return repr(name)
+    return f"{name[:QUOTED_MAX]!r}... ({len(name)} characters)"
+
+
 def refusal(hello: Hello, *, cluster: str, node: str, secret: bool = False) -> str | None:
     """Why the node ``node`` of ``cluster`` (with a cluster ``secret`` or not) refuses ``hello``, or None to go on."""
     if hello.magic != MAGIC:
-        return f"unsupported protocol {hello.magic!r} (this node speaks {MAGIC!r})"
+        return f"unsupported protocol {_quoted(hello.magic)} (this node speaks {MAGIC!r})"
     if hello.cluster != cluster:
-        return f"cluster {hello.cluster!r} is not this node's cluster {cluster!r}"
+        return f"cluster {_quoted(hello.cluster)} is not this node's cluster {cluster!r}"
     if not hello.node:
         return "empty node id"
     if hello.node == node:
