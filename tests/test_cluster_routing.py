@@ -192,6 +192,42 @@ def test_router_retries_wrong_owner_10ms_doubling_then_fails_at_write_timeout() 
     assert len(failed) == 1 and "wrong owner" in failed[0]
 
 
+def test_router_runs_a_duplicated_deliver_once_and_a_retry_after_wrong_owner() -> None:
+    """The owner's router hands a Deliver to on_deliver once per (sender, request): copies are dropped, counted; a copy
+    first answered WrongOwner (not accepted) is still taken when the same request comes back once this node owns the key."""
+    from casty.cluster.driver import Dispatcher
+    from casty.cluster.routing import CLUSTER_WIRE, ROUTING_CHANNEL, Deliver, Router, WrongOwner
+    from tests.conftest import LoopClock, run_virtual
+    from tests.test_cluster_driver import FakeTransport
+
+    async def main(_clock: LoopClock) -> tuple[list[tuple[int, str]], list[object], int]:
+        loop = asyncio.get_running_loop()
+        transport = FakeTransport("o")
+        owner = {"k": "o", "moving": "x"}
+        delivered: list[tuple[int, str]] = []
+        router = Router(
+            "o", transport, CLUSTER_WIRE, Dispatcher(transport, CLUSTER_WIRE), loop,
+            owner_of=lambda actor, key: owner[key], on_deliver=lambda f: delivered.append((f.request, f.key)),
+            on_reply=lambda s, f: None, on_failed=lambda f, r: None, write_timeout=0.5,
+        )
+        first = CLUSTER_WIRE.encode(ROUTING_CHANNEL, Deliver(5, "t", "k", b"x", "a", 5))
+        for _ in range(3):
+            transport.handler("a", first)  # the frame and two copies of it
+        transport.handler("b", CLUSTER_WIRE.encode(ROUTING_CHANNEL, Deliver(5, "t", "k", b"x", "b", 5)))  # b's own 5
+        moving = CLUSTER_WIRE.encode(ROUTING_CHANNEL, Deliver(6, "t", "moving", b"y"))
+        transport.handler("a", moving)  # not ours: WrongOwner, nothing remembered
+        owner["moving"] = "o"
+        transport.handler("a", moving)  # a's retry of request 6, now ours
+        transport.handler("a", moving)
+        answers = [CLUSTER_WIRE.decode(data).frame for _, data in transport.sent]
+        return delivered, answers, router.duplicates
+
+    delivered, answers, duplicates = run_virtual(main)
+    assert delivered == [(5, "k"), (5, "k"), (6, "moving")]
+    assert answers == [WrongOwner(6, "x")]
+    assert duplicates == 3
+
+
 def test_tell_reaches_a_remote_owner(world: World) -> None:
     """A tell from a non-owner is routed to the owner: a later ask sees its effect."""
     key = next(k for k in (f"t{i}" for i in range(100)) if owner(world, "n1", k) != "n1")

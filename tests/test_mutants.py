@@ -213,7 +213,7 @@ SWARM_SEEDS = [
         "epochs_only_grow: sw_beat[beat-n4]: epoch (1, 'n1#1767225622793000') acquired on n1 at t=23.937s"
         " is not greater than (2, 'n3#1767225600000000') acquired on n3 at t=8.846s",
     ),
-    ("disk-view-ignored", 848, "deleted_stays_deleted: e1: deleted at t=25.347s, then Look on n4 at t=42.125s saw notes [1, 2, 3] again: (1, 2, 3)"),
+    ("disk-view-ignored", 848, "deleted_stays_deleted: e1: deleted at t=25.350s, then Look on n4 at t=42.125s saw notes [1, 2, 3] again: (1, 2, 3)"),
 ]
 
 

@@ -309,10 +309,6 @@ OWNER5 = "n4"  # and on five
 # ============================================================================ findings (xfail) ======
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "finding: a duplicated routed Deliver frame runs the message twice (at-most-once broken). Seed 0, 3 nodes, "
-    "plan duplicate(1.0,+0.1s,n1+n2+n3,5s)@5: the 10 Adds asked on non-owners of acct0 (owner n3) from t=3 s every 0.5 s "
-    "are each acked once, and the log reads ops (0, 1, 2, 3, 4, 4, 5, 5, ..., 9, 9): every op asked in the window twice"))
 def test_a_duplicated_frame_does_not_run_a_message_twice() -> None:
     """A network-duplicated Deliver of an ask to the owner is applied once (REFERENCE.md: at-most-once delivery)."""
     from sim.faults import Duplicate
@@ -350,10 +346,6 @@ def test_a_schedule_fires_again_soon_after_a_forward_step_is_corrected() -> None
         assert failures(world, (schedule_lives,)) == []
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "finding: the sweep's duplicate faults. Seed 8, 3 nodes, the plugin's plan for seed 8 of the 120 s space (duplicate "
-    "episodes on n1+n3 from 43.772 s): acct0's log holds ops 144 and 148 twice, acct1's op 149 (ops_at_most_once); the rest of the "
-    "checks pass. Same cause as test_a_duplicated_frame_does_not_run_a_message_twice"))
 def test_sweep_seed_8_three_nodes() -> None:
     """The sweep's seed 8 on three nodes (120 s of faults, max 10) passes every check."""
     with run_plan(8, 3, _space(3).draw(_plan_rng(8)), HEAL) as world:

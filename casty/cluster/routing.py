@@ -41,7 +41,10 @@ accepted (``on_deliver``) only by the node its own view names owner; anyone else
 ``WrongOwner``; a ``Deliver`` for an actor type the receiver cannot look up goes to
 ``on_refused`` (the node fails the ask with ``Failed(kind="unknown")``). A ``Deliver`` lost
 on the way (the owner crashed) is not retried: delivery is at most once, and the ask times
-out (``TimeoutError``).
+out (``TimeoutError``). A copy of a ``Deliver`` the owner already accepted (a duplicated frame,
+or a retry re-armed by a duplicated ``WrongOwner``) is dropped and counted in ``duplicates``:
+the owner remembers the ``(sender, request)`` pairs it accepted in a bounded window
+(``casty.protocol.dedupe``, whose docstring says the window's limits).
 """
 
 from __future__ import annotations
@@ -55,6 +58,7 @@ from .._core.occurrence import check_occurrence
 from ..errors import CastyError, MessageTooLarge
 from ..ports import Transport
 from .driver import Dispatcher
+from ..protocol.dedupe import DedupeWindow
 from ..protocol.handoff import FRAMES as HANDOFF_FRAMES
 from ..protocol.limits import check_frame, frame_limit
 from ..protocol.membership import FRAMES as MEMBERSHIP_FRAMES
@@ -221,6 +225,7 @@ class Router:
         self.write_timeout = write_timeout
         self.max_frame: Final = frame_limit(transport)
         self._routes: dict[int, _Route] = {}
+        self._accepted = DedupeWindow()  # the (sender, request) pairs of Delivers accepted here (the dedupe rule)
         self._closed = False
         self.sent = 0
         self.retries = 0
@@ -267,6 +272,11 @@ class Router:
     @property
     def in_flight(self) -> int:
         return len(self._routes)
+
+    @property
+    def duplicates(self) -> int:
+        """Copies of already accepted ``Deliver`` frames dropped here (the dedupe rule)."""
+        return self._accepted.duplicates
 
     def _send(self, to: str, frame: object) -> None:
         if not self._closed:
@@ -322,7 +332,8 @@ class Router:
                     self.on_refused(src, frame, exc)
                 return
             if owner == self.node:
-                self.on_deliver(frame)
+                if self._accepted.admit(src, frame.request):
+                    self.on_deliver(frame)
             else:
                 self._send(src, WrongOwner(frame.request, owner))
         elif isinstance(frame, Reply | Failed):
