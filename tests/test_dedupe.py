@@ -84,4 +84,4 @@ def test_window_sizes_are_validated() -> None:
     with pytest.raises(ValueError, match="senders must be at least 1, got -1"):
         DedupeWindow(senders=-1)
     window = DedupeWindow()
-    assert (window.per_sender, window.senders) == (DEFAULT_PER_SENDER, DEFAULT_SENDERS) == (8192, 1024)
+    assert (window.per_sender, window.senders) == (DEFAULT_PER_SENDER, DEFAULT_SENDERS) == (4096, 256)
