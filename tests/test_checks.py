@@ -337,6 +337,9 @@ def test_lost_frames_of_other_nodes_or_for_a_drop_that_names_no_quorum_explain_n
         run.check()
 
 
+# Re-pinned after rule 9 (55d90b2) moved the swarm histories: a scan of swarm 1488, 1982 and 0:1735 found the newer-owner
+# cause alone at 1488, 325, 382, 607, 939, 995, and lost frames named on 757 misses of 327 seeds (158 of them a run that
+# lost its quorum), never as the only cause; the hand-built tests above show each cause alone explains a loss.
 @pytest.mark.parametrize(
     ("seed", "key", "due", "node", "because"),
     [
