@@ -307,6 +307,80 @@ def test_an_acquisition_that_is_not_the_epoch_the_drop_names_explains_nothing(ke
         run.check()
 
 
+NOT_ACQUIRED = "Unavailable(\"m:ticker['k']: not acquired: no quorum of replicas answered in time\")"
+
+
+def _retrying(run: Ticking, node: str, key: str, at: tuple[float, ...]) -> None:
+    """``node``'s acquisitions of ``key`` fail (no quorum) at each time in ``at``."""
+    for t in at:
+        run.row(t, node, "activation.failed", actor=ACTOR, key=key, lease=9, error=NOT_ACQUIRED, message=None, retry_in=0.0)
+
+
+def test_the_named_epochs_node_acquiring_a_later_round_after_the_named_one_failed_explains_the_drop() -> None:
+    """Swarm seed 723: due 4 fenced at 4.1 s by (2, 'n2#7'), n2's acquisition fails at 5.1 and 6.1 s, round 4 acquired at 6.2 s."""
+    run = ticking(4)
+    _fenced_at(run, 4.1, NEWER)
+    _retrying(run, "n2", "k", (5.1, 6.1))
+    run.row(6.2, "n2", "epoch.acquired", actor=ACTOR, key="k", epoch_round=4, epoch_node="n2#7", version=3, found=2)
+    run.check()
+    assert explain_occurrences(run.trace)[0].because == (
+        "epoch.acquired (4, n2#7) of ticker[k] on n2 at t=6.200s after its failed acquisitions (t=5.100s, t=6.100s): "
+        "the node of the newer epoch (2, n2#7) the drop names",
+    )
+
+
+@pytest.mark.parametrize(
+    ("fails_on", "fails_key", "fails_at", "epoch_node", "at"),
+    [
+        ("n3", "k", (5.1, 6.1), "n2#7", 6.2),  # the failed acquisitions are another node's
+        ("n2", "other", (5.1, 6.1), "n2#7", 6.2),  # of another key
+        ("n2", "k", (5.1,), "n2#7", 7.2),  # the later round acquired more than NEAR_NS after the last failure
+        ("n2", "k", (6.2,), "n2#7", 6.3),  # the first failure more than NEAR_NS after the drop: not the named round's
+        ("n2", "k", (5.1, 6.1), "n2#8", 6.2),  # the later round is another incarnation's epoch
+    ],
+)
+def test_a_later_round_without_the_named_ones_failed_acquisition_just_before_explains_nothing(
+    fails_on: str, fails_key: str, fails_at: tuple[float, ...], epoch_node: str, at: float
+) -> None:
+    """The same fence with failures of another node or key, a gap over NEAR_NS, or another incarnation's round: unexplained."""
+    run = ticking(4)
+    _fenced_at(run, 4.1, NEWER)
+    _retrying(run, fails_on, fails_key, fails_at)
+    run.row(at, "n2", "epoch.acquired", actor=ACTOR, key="k", epoch_round=4, epoch_node=epoch_node, version=3, found=2)
+    with pytest.raises(CheckFailed, match=f"due {E + 4 * S} never delivered"):
+        run.check()
+
+
+MOVED = "failed: Unavailable(\"m:ticker['k']: the key moved to n2\")"
+
+
+def test_the_node_a_drop_says_the_key_moved_to_acquiring_it_explains_the_drop() -> None:
+    """Swarm seeds 524, 1108, 1210: due 4's handler fails at 4.1 s as 'the key moved to n2', n2 acquires it at 5.9 s: explained."""
+    run = ticking(4)
+    run.row(4.1, "n1", "message.dropped", actor=ACTOR, key="k", message="Tick", reason=MOVED, schedule="tick", due_us=E + 4 * S)
+    run.row(5.9, "n2", "epoch.acquired", actor=ACTOR, key="k", epoch_round=2, epoch_node="n2#7", version=3, found=2)
+    run.row(6.5, "n2", "epoch.acquired", actor=ACTOR, key="k", epoch_round=3, epoch_node="n2#8", version=4, found=3)
+    run.check()
+    assert explain_occurrences(run.trace)[0].because == ("the key moved to n2: epoch.acquired (2, n2#7) of ticker[k] on n2 at t=5.900s",)
+
+
+@pytest.mark.parametrize(
+    ("key", "node", "at"),
+    [
+        ("other", "n2", 5.9),  # n2 acquires another key
+        ("k", "n3", 5.9),  # another node acquires the key
+        ("k", "n2", 6.2),  # n2 acquires the key more than NEAR_NS after the drop
+    ],
+)
+def test_a_move_to_a_node_that_does_not_acquire_the_key_in_time_explains_nothing(key: str, node: str, at: float) -> None:
+    """The same 'moved to n2' drop with an acquisition of another key, by another node, or too late: the miss stays unexplained."""
+    run = ticking(4)
+    run.row(4.1, "n1", "message.dropped", actor=ACTOR, key="k", message="Tick", reason=MOVED, schedule="tick", due_us=E + 4 * S)
+    run.row(at, node, "epoch.acquired", actor=ACTOR, key=key, epoch_round=2, epoch_node=f"{node}#7", version=3, found=2)
+    with pytest.raises(CheckFailed, match=f"due {E + 4 * S} never delivered"):
+        run.check()
+
+
 NO_QUORUM = "failed: Unavailable(\"m:ticker['k']: the run may be superseded: n1 lost its quorum (1 of 3 members alive)\")"
 
 

@@ -113,7 +113,9 @@ def explain_occurrences(trace: Trace) -> list[Occurrence]:
       on that message) explain it, and so does the firing node doubting its view in it
       (``member.doubted``: the step-down rule ends every run it holds) or the key's run there ending by a change of
       owner (``activation.ended`` with ``handoff``; a run ended ``lost`` needs a cause of its own), or the newer
-      owner epoch the drop names being acquired for the key by its node (its row may follow the drop); and when the drop says a quorum was missing (an owner that
+      owner epoch the drop names being acquired for the key by its node (its row may follow the drop), or that node's
+      acquisition of the named round failing and its retries acquiring a later round (``_retried``), or the node a
+      drop's "the key moved to nX" names acquiring the key (``_moved_to``); and when the drop says a quorum was missing (an owner that
       lost its quorum ends its run, fenced; a write that got no quorum fails the handler), so
       do the partitions of any member in effect in the window, the members down or paused
       in it (a crash, stop or pause not undone before the window starts) and frames to or from the
@@ -152,7 +154,8 @@ def explain_occurrences(trace: Trace) -> list[Occurrence]:
             fired, dropped = lost.row, lost.lost_at
             because = _explanations(actor, key, fired, dropped, causes) + _failures(actor, key, fired, dropped, failures)
             because += _doubts(fired, dropped, doubts) + _moved(actor, key, fired, dropped, handoffs)
-            because += _superseded(actor, key, fired, dropped, causes)
+            because += _superseded(actor, key, fired, dropped, causes) + _retried(actor, key, fired, dropped, causes, failures)
+            because += _moved_to(actor, key, fired, dropped, causes)
             quorum = "quorum" in str(dropped.get("reason"))
             because += _cuts(fired, dropped, cuts, None if quorum else {fired.node})
             if quorum:
@@ -243,6 +246,79 @@ def _superseded(actor: str, key: str, fired: Row, dropped: Row, causes: list[Row
         and r.seq > fired.seq
         and r.t_ns <= dropped.t_ns + NEAR_NS
     )
+
+
+def _retried(actor: str, key: str, fired: Row, dropped: Row, causes: list[Row], failures: list[Row]) -> tuple[str, ...]:
+    """The newer epoch the drop names was never acquired, but its node's acquisition of the key failed after the drop
+    (``activation.failed`` "not acquired": the named round's Prepare fenced this run when the replicas promised it, then
+    got no quorum) and its retries, each within ``NEAR_NS`` of the failure before, acquired a later round of that same
+    node epoch (swarm seed 723: n3 resumes from a pause, its round 3 fences n4 and fails at 12.039 s, round 4 fails at
+    13.043 s, round 5 is acquired at 13.145 s). A later round with no failed acquisition of the named one explains nothing."""
+    named = SUPERSEDED.search(str(dropped.get("reason")))
+    if named is None:
+        return ()
+    round_, epoch_node = int(named.group(1)), named.group(2)
+    node = epoch_node.split("#")[0]
+    tries = [
+        r
+        for r in failures
+        if r.node == node and r.get("actor") == actor and r.get("key") == key and r.seq > dropped.seq and "not acquired" in str(r.get("error"))
+    ]
+    horizon, failed = dropped.t_ns + NEAR_NS, []
+    for r in tries:  # the failed attempts chained from the drop, each within NEAR_NS of the one before
+        if r.t_ns > horizon:
+            break
+        failed.append(r)
+        horizon = r.t_ns + NEAR_NS
+    if not failed:
+        return ()
+    got = next(
+        (
+            r
+            for r in causes
+            if r.kind == "epoch.acquired"
+            and r.get("actor") == actor
+            and r.get("key") == key
+            and r.node == node
+            and r.get("epoch_node") == epoch_node
+            and int(r.get("epoch_round")) > round_
+            and r.seq > failed[0].seq
+            and r.t_ns <= failed[-1].t_ns + NEAR_NS
+        ),
+        None,
+    )
+    if got is None:
+        return ()
+    at = ", ".join(f"t={r.t:.3f}s" for r in failed)
+    return (
+        f"epoch.acquired ({got.get('epoch_round')}, {epoch_node}) of {actor.split(':')[-1]}[{key}] on {node} at t={got.t:.3f}s "
+        f"after its failed acquisitions ({at}): the node of the newer epoch ({round_}, {epoch_node}) the drop names",
+    )
+
+
+MOVED = re.compile(r"the key moved to ([A-Za-z0-9_.-]+)")
+"""How a failed handler's drop names the node the key moved to (``ClusterRuntime``'s handoff stop: "the key moved to nX")."""
+
+
+def _moved_to(actor: str, key: str, fired: Row, dropped: Row, causes: list[Row]) -> tuple[str, ...]:
+    """The node the drop says the key moved to acquiring the key after the firing, up to ``NEAR_NS`` after the drop: a
+    change of owner (swarm seeds 524, 1108, 1210: the new owner acquires 8 ms to 1.98 s after the drop, once its
+    membership settles). A move to a node that does not acquire the key in time explains nothing."""
+    named = MOVED.search(str(dropped.get("reason")))
+    if named is None:
+        return ()
+    node = named.group(1)
+    got = next(
+        (
+            r
+            for r in causes
+            if r.kind == "epoch.acquired" and r.get("actor") == actor and r.get("key") == key and r.node == node and r.seq > fired.seq and r.t_ns <= dropped.t_ns + NEAR_NS
+        ),
+        None,
+    )  # the first acquisition there is the move; later ones are that owner's own history
+    if got is None:
+        return ()
+    return (f"the key moved to {node}: epoch.acquired ({got.get('epoch_round')}, {got.get('epoch_node')}) of {actor.split(':')[-1]}[{key}] on {node} at t={got.t:.3f}s",)
 
 
 def _frames_lost(fired: Row, dropped: Row, losses: list[Row]) -> tuple[str, ...]:
