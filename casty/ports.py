@@ -14,7 +14,7 @@ from typing import NamedTuple, Protocol, runtime_checkable
 
 from .observer import Event
 
-__all__ = ["Clock", "Store", "ListsRecords", "StoredRecord", "StoredEpoch", "NO_EPOCH", "Transport", "FrameHandler", "Observer"]
+__all__ = ["Clock", "Entropy", "Store", "ListsRecords", "StoredRecord", "StoredEpoch", "NO_EPOCH", "Transport", "FrameHandler", "Observer"]
 
 
 @runtime_checkable
@@ -26,6 +26,16 @@ class Clock(Protocol):
     """
 
     def now_us(self) -> int: ...
+
+
+Entropy = Callable[[int], bytes]
+"""Secret randomness: ``n`` unpredictable bytes (``os.urandom`` for real nodes).
+
+A port apart from the injected ``random.Random`` on purpose: that one is seeded so runs
+repeat, and a handshake nonce drawn from it could be predicted (or repeated after a restart
+with the same seed), letting a recorded proof be replayed. Only the TCP adapter reads it; a
+test injects its own to see or fix the nonces.
+"""
 
 
 StoredEpoch = tuple[int, str]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import socket
 import struct
 from collections.abc import Awaitable, Callable
@@ -799,6 +800,32 @@ def test_a_secret_is_bytes_or_text_never_empty_never_shown() -> None:
     assert transport.authenticated and transport.uses_secret("s\u00e9same".encode()) and not transport.uses_secret("other")
     assert not TcpTransport("a").authenticated and not TcpTransport("a").uses_secret("s\u00e9same")
     assert "same" not in repr(transport)
+
+
+def test_the_handshake_nonces_come_from_the_entropy_port() -> None:
+    """With a secret, each side's nonce is drawn from the injected Entropy (NONCE_SIZE bytes a call) and the peers still talk."""
+    drawn: list[tuple[str, int]] = []
+
+    def entropy_of(node: str) -> Callable[[int], bytes]:
+        def entropy(n: int) -> bytes:
+            drawn.append((node, n))
+            return os.urandom(n)
+        return entropy
+
+    async def main() -> None:
+        a = TcpTransport("a", secret=SECRET, entropy=entropy_of("a"))
+        b = TcpTransport("b", secret=SECRET, entropy=entropy_of("b"))
+        inbox = Inbox()
+        b.set_handler(inbox)
+        await a.start()
+        await b.start()
+        a.add_peer("b", b.address)
+        a.send("b", b"ping")
+        await until(lambda: inbox.payloads("a") == [b"ping"])
+        await close_all(a, b)
+
+    asyncio.run(main())
+    assert sorted(drawn) == [("a", NONCE_SIZE), ("b", NONCE_SIZE)]  # the dialer's Hello nonce, the acceptor's Challenge nonce (drawn at accept)
 
 
 def test_peers_with_the_secret_talk_and_peers_without_it_or_with_another_are_refused() -> None:

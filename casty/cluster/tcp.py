@@ -10,11 +10,11 @@ and reconnection with capped backoff (here), and the listener with its caps and 
 (``casty.cluster.tcp_incoming``); ``casty.cluster.tcp_types`` holds the limits, events and
 counters both sides share.
 
-The handshake nonces come from ``os.urandom``, drawn here and handed to the cores, not from
-the injected ``random.Random``: that one is seeded for reproducible jitter, and a nonce an
-observer can predict (or one repeated after a restart with the same seed) would let a
-recorded proof be replayed. This module is a real adapter that the simulator never runs,
-so it may read the OS's randomness. A refused handshake goes to the observer
+The handshake nonces come from the ``Entropy`` port (``casty.ports``; ``os.urandom`` unless
+``entropy=`` says otherwise), drawn here and handed to the cores, not from the injected
+``random.Random``: that one is seeded for reproducible jitter, and a nonce an observer can
+predict (or one repeated after a restart with the same seed) would let a recorded proof be
+replayed. The simulator never runs this adapter. A refused handshake goes to the observer
 (``ConnectionLost`` here, ``ConnectFailed`` at the dialer). A silent stranger is closed
 after ``handshake_timeout`` (``connect_timeout`` unless given).
 
@@ -81,7 +81,7 @@ from collections.abc import Mapping
 from typing import Final
 
 from ..observer import Event
-from ..ports import FrameHandler, Observer
+from ..ports import Entropy, FrameHandler, Observer
 from ..protocol.framing import HEADER, HEADER_SIZE, LENGTH_LIMIT, NONCE_SIZE, Dialer, FrameError, secret_bytes
 from ..protocol.limits import MAX_FRAME
 from .addresses import Address
@@ -155,6 +155,7 @@ class TcpTransport:
         observer: Observer | None = None,
         secret: bytes | str | None = None,
         limits: TcpLimits = TcpLimits(),
+        entropy: Entropy = os.urandom,
     ) -> None:
         if not node:
             raise ValueError("a node id must not be empty")
@@ -195,10 +196,11 @@ class TcpTransport:
         self._retired: set[asyncio.Task[None]] = set()
         self._watchers: set[asyncio.Task[str]] = set()
         self.stats = TcpStats()
+        self._entropy = entropy
         self._listener: Final = Listener(
             node, cluster, secret=self._secret, max_frame=max_frame, limits=limits,
             handshake_timeout=connect_timeout if limits.handshake_timeout is None else limits.handshake_timeout,
-            stats=self.stats, deliver=self._deliver, emit=self._emit,
+            stats=self.stats, deliver=self._deliver, emit=self._emit, entropy=entropy,
         )
         for peer, address in (peers or {}).items():
             self.add_peer(peer, address)
@@ -441,7 +443,7 @@ class TcpTransport:
         reader, writer = await asyncio.open_connection(address[0], address[1], limit=READ_CHUNK)
         try:
             secret = self._secret
-            nonce = os.urandom(NONCE_SIZE) if secret is not None else b""
+            nonce = self._entropy(NONCE_SIZE) if secret is not None else b""
             core = Dialer(self._node, self._cluster, peer.node, secret=secret, nonce=nonce)
             writer.write(core.hello)
             await writer.drain()

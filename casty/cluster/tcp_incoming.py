@@ -22,10 +22,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 from collections.abc import Callable
 
 from ..observer import Event
+from ..ports import Entropy
 from ..protocol.framing import NONCE_SIZE, Acceptor, BufferBudget, FrameError, OverBudget
 from .tcp_streams import READ_CHUNK, describe, format_peer, log, log_crash, shut
 from .tcp_types import ConnectionLost, TcpLimits, TcpStats
@@ -66,8 +66,10 @@ class Listener:
         stats: TcpStats,
         deliver: Callable[[str, bytes], None],
         emit: Callable[[Event], None],
+        entropy: Entropy,
     ) -> None:
         self._node = node
+        self._entropy = entropy
         self._cluster = cluster
         self._secret = secret
         self._max_frame = max_frame
@@ -145,10 +147,9 @@ class Listener:
         graceful = True
         loop = asyncio.get_running_loop()
         secret = self._secret
-        # The challenge nonce is the one randomness outside the injected Random, on purpose: a nonce drawn from a seeded
-        # generator is predictable, and a predictable challenge lets a recorded proof be replayed. Only real TCP runs
-        # this (the simulator's network never dials or listens), so no simulated run depends on it.
-        nonce = os.urandom(NONCE_SIZE) if secret is not None else b""
+        # The challenge nonce comes from the Entropy port, not the seeded Random: a predictable challenge lets a recorded
+        # proof be replayed (casty.ports.Entropy says why).
+        nonce = self._entropy(NONCE_SIZE) if secret is not None else b""
         core = Acceptor(
             self._node, self._cluster, secret=secret, nonce=nonce, max_frame=self._max_frame, budget=self._budget
         )

@@ -22,7 +22,7 @@ proof is HMAC-SHA256 over the role, the cluster name, both node ids and both non
 (``proof``), compared with ``hmac.compare_digest``. A dialer without the secret, with
 another one, or that sends anything between its frames of the handshake, is refused before
 any of its frames is read; a node with a secret also refuses to talk to one without. The
-nonces are given to the cores by their driver (which draws them from ``os.urandom``, see
+nonces are given to the cores by their driver (which draws them from the ``Entropy`` port, see
 ``casty.cluster.tcp``): a core draws nothing itself. The secret authenticates peers; it
 does not encrypt or sign the frames that follow.
 
